@@ -1,0 +1,32 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+let package = Package(
+    name: "LoopKit",
+    products: [
+        .library(name: "LoopKit", targets: ["LoopKit"]),
+        .library(name: "LoopKitTesting", targets: ["LoopKitTesting"]),
+        .executable(name: "LoopDemo", targets: ["LoopDemo"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CEvent",
+            pkgConfig: "libevent_pthreads",
+            providers: [.apt(["libevent-dev"])]
+        ),
+        .target(
+            name: "LoopKit",
+            dependencies: [
+                "CEvent",
+                .product(name: "HeapModule", package: "swift-collections"),
+            ]
+        ),
+        .target(name: "LoopKitTesting", dependencies: ["LoopKit"]),
+        .executableTarget(name: "LoopDemo", dependencies: ["LoopKit"]),
+        .testTarget(name: "LoopKitTests", dependencies: ["LoopKit", "LoopKitTesting"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

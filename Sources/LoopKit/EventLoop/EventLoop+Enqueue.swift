@@ -1,0 +1,83 @@
+extension EventLoop {
+    /// Queues `work` to run in the loop's next iteration.
+    ///
+    /// Work runs in the order it was queued (R1); work queued during iteration N never runs in N (R2) and
+    /// runs in N + 1 (R3). From another thread the call wakes a waiting loop, at most once per iteration
+    /// however many jobs arrive (R7). This is the seed's `queueOnMainThread`.
+    ///
+    /// - Throws: ``EventLoopError/shutDown`` once ``shutdown()`` has been called (R10); `work` is not kept.
+    ///
+    /// Safe from any thread.
+    @inline(__always)
+    public func enqueue(_ work: @escaping @Sendable () -> Void) throws(EventLoopError) {
+        try append(Job(work))
+    }
+
+    /// Runs `work` now when called on the loop's thread; from any other thread, queues it (R5).
+    ///
+    /// This is the seed's `invokeOnMainThread`: the loop thread does not wait for the next iteration.
+    ///
+    /// - Throws: ``EventLoopError/shutDown`` once ``shutdown()`` has been called.
+    ///
+    /// Safe from any thread.
+    public func invoke(_ work: @escaping @Sendable () -> Void) throws(EventLoopError) {
+        if owner.isCurrent {
+            guard queue.withLock({ $0.lifecycle != .closed }) else { throw .shutDown }
+            work()
+        } else {
+            try append(Job(work))
+        }
+    }
+
+    /// Runs `work` on the loop and returns its result, waiting for it when called from another thread (R6).
+    ///
+    /// On the loop's thread `work` runs inline, so this never deadlocks there. From another thread the
+    /// caller blocks until the loop has run `work` (queued in FIFO order with other work), then gets its
+    /// value or its error. If the loop shuts down without running it, the caller gets
+    /// ``EventLoopError/cancelled`` instead of waiting forever.
+    ///
+    /// - Returns: What `work` returned.
+    /// - Throws: What `work` threw; ``EventLoopError/shutDown`` when the loop refuses new work;
+    ///   ``EventLoopError/cancelled`` when it shut down before running `work`.
+    ///
+    /// Safe from any thread. Do not call it from another loop's thread while that loop must stay responsive.
+    public func invokeAndWait<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) throws -> Value {
+        if owner.isCurrent {
+            guard queue.withLock({ $0.lifecycle != .closed }) else { throw EventLoopError.shutDown }
+            return try work()
+        }
+        let rendezvous = Rendezvous<Result<Value, any Error>>()
+        try append(Job({ rendezvous.fulfil(Result { try work() }) },
+                       onCancel: { rendezvous.fulfil(.failure(EventLoopError.cancelled)) }))
+        return try rendezvous.wait().get()
+    }
+
+    /// Appends a job to the queue and wakes the loop if it needs waking.
+    @inline(__always)
+    func append(_ job: Job) throws(EventLoopError) {
+        let onLoopThread = owner.isCurrent
+        let attached = isAttached
+        let wake = try queue.withLock { (queue) throws(EventLoopError) -> Bool in
+            guard queue.lifecycle == .open else { throw .shutDown }
+            queue.jobs.append(job)
+            // An owned loop polls without waiting when its queue is not empty, so the loop thread
+            // itself never needs a wake-up; other threads need one per iteration at most (R7).
+            guard (attached || !onLoopThread) && !queue.wakePending else { return false }
+            queue.wakePending = true
+            return true
+        }
+        if wake { requestDrain(fromLoopThread: onLoopThread) }
+    }
+
+    /// Makes the loop poll again soon: cross-thread, activate the tick (waking a waiting poll); on the
+    /// loop thread of an attached loop, add it with a zero timeout so it runs after the host's next poll
+    /// (not in the pass that is running, which would starve the host's I/O: R4).
+    func requestDrain(fromLoopThread: Bool) {
+        if fromLoopThread {
+            events.tick.add(timeoutNanoseconds: 0)
+        } else {
+            wakeUps.add(1, ordering: .relaxed)
+            events.tick.activate()
+        }
+    }
+}

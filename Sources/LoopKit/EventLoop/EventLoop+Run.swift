@@ -1,0 +1,138 @@
+extension EventLoop {
+    /// Runs iterations until ``stop()`` or ``shutdown()``.
+    ///
+    /// Each pass is one iteration (see ``EventLoop`` for its phases); the loop waits in phase 1 when it
+    /// has nothing to do. After ``stop()`` it returns at the end of the iteration in progress; after
+    /// ``shutdown()`` it first runs the work queued before the shutdown, then returns.
+    ///
+    /// - Throws: ``EventLoopError/wrongThread(operation:)`` off the loop's thread;
+    ///   ``EventLoopError/reentrantRun`` from inside the loop's own callbacks (R11);
+    ///   ``EventLoopError/attached`` for an attached loop; ``EventLoopError/shutDown`` once shut down.
+    ///
+    /// Call on the loop's thread.
+    public func run() throws(EventLoopError) {
+        try checkDrivable("run()")
+        runActive.store(true, ordering: .sequentiallyConsistent)
+        while !stopRequested.load(ordering: .relaxed), lifecycle == .open {
+            try runIteration(mayBlock: true)
+        }
+        stopRequested.store(false, ordering: .relaxed)
+        runActive.store(false, ordering: .sequentiallyConsistent)
+        // A shutdown from another thread while we ran left the final drain to us.
+        if lifecycle == .closing { finishShutdown() }
+    }
+
+    /// Runs exactly one iteration.
+    ///
+    /// - Parameter blocking: Whether phase 1 may wait for I/O, a timer or a wake-up when nothing is
+    ///   pending. With false the iteration polls and returns at once: the way a host's frame loop or a
+    ///   test steps the loop.
+    /// - Returns: The number of callbacks (I/O, timers, queued jobs) the iteration ran.
+    /// - Throws: As ``run()`` does.
+    ///
+    /// Call on the loop's thread.
+    @discardableResult
+    public func runOnce(blocking: Bool = true) throws(EventLoopError) -> Int {
+        try checkDrivable("runOnce(blocking:)")
+        if lifecycle == .closing {
+            finishShutdown()
+            return 0
+        }
+        return try runIteration(mayBlock: blocking)
+    }
+
+    /// Makes ``run()`` return after the iteration in progress; wakes the loop if it is waiting.
+    ///
+    /// A stop requested while the loop is not running makes the next ``run()`` return after one iteration.
+    /// Safe from any thread.
+    public func stop() {
+        stopRequested.store(true, ordering: .relaxed)
+        if !owner.isCurrent, !isAttached { events.tick.activate() }
+    }
+
+    /// The loop's lifecycle. Safe from any thread.
+    var lifecycle: Lifecycle { queue.withLock { $0.lifecycle } }
+
+    private func checkDrivable(_ operation: String) throws(EventLoopError) {
+        guard !isAttached else { throw .attached }
+        guard owner.isCurrent else { throw .wrongThread(operation: operation) }
+        guard !state.value.inIteration else { throw .reentrantRun }
+        guard lifecycle != .closed else { throw .shutDown }
+    }
+
+    /// One iteration of an owned loop: the three phases, in order (R9).
+    @discardableResult
+    private func runIteration(mayBlock: Bool) throws(EventLoopError) -> Int {
+        state.value.inIteration = true
+        state.value.callbacksRun = 0
+        defer { state.value.inIteration = false }
+        iterationCounter.add(1, ordering: .relaxed)
+        try CurrentLoop.with(self) { () throws(EventLoopError) in
+            // Phase 1: poll. Wait only when nothing is queued and no timer is due, and then no longer
+            // than until the next timer's deadline. Ready I/O callbacks (phase 2, first half) run inside.
+            let idle = mayBlock && !hasQueuedWork && !hasDueTimer
+            if idle {
+                state.value.armedTimerDeadline = nil  // the timer event may have fired since it was set
+                armTimerEvent()
+            }
+            try events.base.poll(idle ? .blocking : .nonBlocking)
+            // Phase 2, second half: due timers, in (deadline, scheduling order).
+            fireDueTimers()
+            // Phase 3: the snapshot of the queue taken now.
+            drainQueue()
+        }
+        if lifecycle == .closing, !runActive.load(ordering: .relaxed) { finishShutdown() }
+        return state.value.callbacksRun
+    }
+
+    /// Whether any job is queued. Safe from any thread.
+    package var hasQueuedWork: Bool { queue.withLock { !$0.jobs.isEmpty } }
+
+    /// Phase 3: runs exactly the jobs queued before it began, in order (R1–R3).
+    func drainQueue() {
+        var batch = state.value.spare
+        state.value.spare = []
+        queue.withLock { queue in
+            swap(&queue.jobs, &batch)
+            queue.wakePending = false
+        }
+        guard !batch.isEmpty else {
+            state.value.spare = batch
+            return
+        }
+        let limit = drainLimit ?? batch.count
+        var index = 0
+        while index < batch.count, index < limit {
+            batch[index].run()
+            index += 1
+        }
+        state.value.callbacksRun += index
+        if index < batch.count {
+            // A drain limit left work: it goes back to the front, ahead of anything queued since (R1).
+            let rest = batch[index...]
+            queue.withLock { $0.jobs.insert(contentsOf: rest, at: 0) }
+            if isAttached { requestDrain(fromLoopThread: true) }
+        }
+        batch.removeAll(keepingCapacity: true)
+        state.value.spare = batch
+    }
+
+    /// The tick or the timer event fired. For an owned loop they only end a waiting poll; for an
+    /// attached loop, whose phase 1 is the host's poll, they run phases 2 and 3 as one iteration.
+    func internalEventFired() {
+        guard isAttached, !state.value.inIteration else { return }
+        state.value.inIteration = true
+        iterationCounter.add(1, ordering: .relaxed)
+        CurrentLoop.with(self) {
+            fireDueTimers()
+            drainQueue()
+        }
+        state.value.inIteration = false
+        if lifecycle == .closing {
+            finishShutdown()
+        } else {
+            state.value.armedTimerDeadline = nil  // the timer event may be what fired
+            armTimerEvent()
+        }
+    }
+}

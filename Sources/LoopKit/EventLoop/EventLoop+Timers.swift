@@ -1,0 +1,106 @@
+extension EventLoop {
+    /// Schedules `body` to run on the loop once `delay` has passed, and then every `interval` if given.
+    ///
+    /// Timers fire in phase 2 of an iteration, in (deadline, scheduling order), never before their
+    /// deadline; a timer scheduled with zero delay in iteration N fires no earlier than N + 1 (R8). A
+    /// repeating timer that falls behind skips the ticks it missed rather than firing in a burst.
+    ///
+    /// - Parameters:
+    ///   - delay: Time from now until the first firing; negative counts as zero.
+    ///   - interval: The period of a repeating timer; nil for a one-shot timer. Must be positive.
+    ///   - body: The work to run on the loop's thread.
+    /// - Returns: A handle that cancels the timer.
+    /// - Throws: ``EventLoopError/shutDown`` once shut down; ``EventLoopError/invalidArgument(_:)`` for a
+    ///   zero or negative interval.
+    ///
+    /// Safe from any thread; from another thread the timer joins the loop's heap in the next iteration,
+    /// its deadline still measured from this call.
+    @discardableResult
+    public func schedule(
+        after delay: Duration, repeating interval: Duration? = nil,
+        _ body: @escaping @Sendable () -> Void
+    ) throws(EventLoopError) -> ScheduledTimer {
+        var period: UInt64?
+        if let interval {
+            guard interval > .zero else {
+                throw .invalidArgument("a repeating timer needs a positive interval, got \(interval)")
+            }
+            period = max(1, interval.clampedNanoseconds)
+        }
+        let timer = ScheduledTimer(interval: period, body: body)
+        let deadline = clock.nanoseconds() &+ delay.clampedNanoseconds
+        if owner.isCurrent {
+            guard lifecycle == .open else { throw .shutDown }
+            insert(timer, deadline: deadline)
+        } else {
+            try append(Job({ [self] in
+                if self.lifecycle == .open { self.insert(timer, deadline: deadline) } else { timer.markCancelled() }
+            }, onCancel: { timer.markCancelled() }))
+        }
+        return timer
+    }
+
+    /// Adds a timer to the heap. Loop thread only.
+    private func insert(_ timer: ScheduledTimer, deadline: UInt64) {
+        let sequence = state.value.nextTimerSequence
+        state.value.nextTimerSequence = sequence &+ 1
+        state.value.timers.insert(TimerEntry(deadline: deadline, sequence: sequence, timer: timer))
+        if isAttached { armTimerEvent() }
+    }
+
+    /// Whether the earliest live timer is due now. Loop thread only.
+    package var hasDueTimer: Bool {
+        guard let first = state.value.timers.min else { return false }
+        return first.deadline <= clock.nanoseconds()
+    }
+
+    /// The deadline of the earliest timer, in the clock's nanoseconds, or nil. Loop thread only.
+    package var nextTimerDeadline: UInt64? {
+        while let first = state.value.timers.min, first.timer.isCancelled {
+            _ = state.value.timers.popMin()
+        }
+        return state.value.timers.min?.deadline
+    }
+
+    /// Phase 2, second half: fires the timers due at the time read once on entry, in (deadline,
+    /// scheduling order). Timers scheduled while this runs wait for a later iteration (R8).
+    func fireDueTimers() {
+        guard let first = state.value.timers.min else { return }
+        let now = clock.nanoseconds()
+        guard first.deadline <= now else { return }
+        let cutoff = state.value.nextTimerSequence
+        while let entry = state.value.timers.min, entry.deadline <= now, entry.sequence < cutoff {
+            _ = state.value.timers.popMin()
+            let timer = entry.timer
+            guard !timer.isCancelled else { continue }
+            if let interval = timer.interval {
+                var next = entry.deadline &+ interval
+                if next <= now { next = now &+ interval }
+                let sequence = state.value.nextTimerSequence
+                state.value.nextTimerSequence = sequence &+ 1
+                state.value.timers.insert(TimerEntry(deadline: next, sequence: sequence, timer: timer))
+            } else {
+                timer.markFired()
+            }
+            state.value.callbacksRun += 1
+            timer.body()
+        }
+    }
+
+    /// Sets libevent's timer event for the earliest deadline, so a waiting poll wakes for it (a clock
+    /// that does not advance by itself needs no wake-up). Loop thread only.
+    func armTimerEvent() {
+        guard clock.advancesByItself, let deadline = nextTimerDeadline else {
+            if state.value.armedTimerDeadline != nil {
+                events.timer.remove()
+                state.value.armedTimerDeadline = nil
+            }
+            return
+        }
+        guard state.value.armedTimerDeadline != deadline else { return }
+        let now = clock.nanoseconds()
+        // Rounded up to libevent's microseconds, so the wake-up is never before the deadline.
+        events.timer.add(timeoutNanoseconds: deadline > now ? (deadline - now) &+ 999 : 0)
+        state.value.armedTimerDeadline = deadline
+    }
+}

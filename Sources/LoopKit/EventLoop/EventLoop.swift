@@ -1,0 +1,196 @@
+import HeapModule
+import Synchronization
+
+/// A loop with a strict next-iteration queue, built on one libevent `event_base`.
+///
+/// A loop belongs to one thread: the thread that created (or attached) it. That thread drives it with
+/// ``run()`` or ``runOnce(blocking:)``; any thread can hand it work with ``enqueue(_:)``,
+/// ``invoke(_:)`` and ``invokeAndWait(_:)``, or stop it with ``stop()``.
+///
+/// Each iteration has three phases, always in this order (rule R9):
+/// 1. **Poll** for I/O: without waiting when queued work or a due timer is pending, otherwise until an
+///    fd is ready, the next timer is due, or another thread wakes the loop.
+/// 2. **Run** ready I/O callbacks, then due timers in (deadline, scheduling order).
+/// 3. **Drain** the next-iteration queue: exactly the work that was queued before this phase began.
+///
+/// Work queued during iteration N never runs in N and always runs in N + 1 (rules R2 and R3), in the
+/// order it was queued (R1). See the "Loop phases and the ordering contract" article for all rules.
+public final class EventLoop: Sendable {
+    /// The thread the loop belongs to.
+    let owner: ThreadID
+    /// The clock timers are measured on.
+    let clock: any LoopClock
+    /// Whether a host drives the `event_base` (attached mode).
+    let isAttached: Bool
+    /// The most queued jobs one drain runs; nil runs the whole snapshot.
+    let drainLimit: Int?
+    /// libevent's base and the loop's two internal events.
+    let events: LoopEvents
+    /// The queue other threads write to, the lifecycle, and the wake-up flag, under one lock.
+    let queue = Mutex(JobQueue())
+    /// State only the loop thread touches: timers, watches, the spare drain buffer.
+    let state: LoopConfined<LoopState>
+    /// Iterations so far.
+    let iterationCounter = Atomic<UInt64>(0)
+    /// Set by ``stop()``; read at the end of each iteration of ``run()``.
+    let stopRequested = Atomic<Bool>(false)
+    /// True while ``run()`` is on the stack.
+    let runActive = Atomic<Bool>(false)
+    /// Cross-thread wake-ups sent so far (R7 promises at most one per iteration).
+    let wakeUps = Atomic<UInt64>(0)
+
+    /// Creates a loop with its own `event_base`, belonging to the calling thread.
+    ///
+    /// - Parameters:
+    ///   - clock: The time source for timers; `LoopKitTesting`'s `VirtualClock` makes time manual.
+    ///   - drainLimit: At most this many queued jobs run per iteration; the rest run, in order, in the
+    ///     iterations after (rule R3 is relaxed, R1 still holds). Nil (the default) runs the snapshot.
+    /// - Throws: ``EventLoopError/libevent(_:)`` when libevent cannot create a base;
+    ///   ``EventLoopError/invalidArgument(_:)`` for a drain limit below 1.
+    ///
+    /// Call on the thread that will run the loop. The corresponding libevent call is `event_base_new`.
+    public convenience init(clock: any LoopClock = SystemLoopClock(), drainLimit: Int? = nil) throws(EventLoopError) {
+        try self.init(base: LibEventBase(), attached: false, clock: clock, drainLimit: drainLimit)
+    }
+
+    /// Attaches a loop to a host-owned libevent `event_base` that the host drives.
+    ///
+    /// The host keeps running its base with `event_base_loop`/`event_base_dispatch`; LoopKit drains its
+    /// queue and fires its timers from events it registers on that base, and each drain counts as one
+    /// iteration. ``run()`` and ``runOnce(blocking:)`` are refused with ``EventLoopError/attached``.
+    /// Tearing the loop down leaves the host's base intact. The host must have created the base after
+    /// ``EventLoop/enableThreading()`` so other threads can wake it.
+    ///
+    /// - Parameter eventBase: A `struct event_base *`.
+    ///
+    /// Call on the thread that drives the base.
+    public convenience init(attachingTo eventBase: OpaquePointer, clock: any LoopClock = SystemLoopClock()) throws(EventLoopError) {
+        try self.init(base: LibEventBase(borrowing: eventBase), attached: true, clock: clock, drainLimit: nil)
+    }
+
+    private init(base: LibEventBase, attached: Bool, clock: any LoopClock, drainLimit: Int?) throws(EventLoopError) {
+        if let drainLimit, drainLimit < 1 {
+            throw .invalidArgument("drainLimit must be at least 1, got \(drainLimit)")
+        }
+        owner = .current
+        self.clock = clock
+        isAttached = attached
+        self.drainLimit = drainLimit
+        events = LoopEvents(base: base)
+        state = LoopConfined(LoopState(), owner: owner)
+        try events.install(context: Unmanaged.passUnretained(self).toOpaque()) { _, _, context in
+            let loop = Unmanaged<EventLoop>.fromOpaque(context!).takeUnretainedValue()
+            loop.internalEventFired()
+        }
+    }
+
+    /// Enables libevent's thread support, once per process.
+    ///
+    /// LoopKit calls this itself before creating a base. A host that will ``init(attachingTo:clock:)``
+    /// must call it before creating its own `event_base`, so that other threads can wake that base.
+    /// Safe from any thread; idempotent.
+    /// - Returns: Whether libevent's thread support is on.
+    @discardableResult
+    public static func enableThreading() -> Bool { LibEvent.threadingEnabled }
+
+    /// The version of libevent LoopKit runs on. Safe from any thread.
+    public static var libeventVersion: String { LibEvent.version }
+
+    deinit {
+        // Nothing can reach the loop any more: report every job still queued as cancelled (R10),
+        // release timers and watches, then free the events before the base.
+        let orphans = queue.withLock { $0.takeAll() }
+        for job in orphans { job.cancel?() }
+        state.valueForTeardown.releaseAll()
+        events.uninstall()
+    }
+
+    // MARK: Identity
+
+    /// Whether the calling thread is the loop's own thread. Safe from any thread.
+    @inline(__always)
+    public var isCurrent: Bool { owner.isCurrent }
+
+    /// The loop running an iteration on the calling thread, or nil. Safe from any thread.
+    ///
+    /// Inside any callback, timer or queued job of a loop, this is that loop.
+    public static var current: EventLoop? { CurrentLoop.loop }
+
+    /// The number of iterations the loop has begun (rule R9). Safe from any thread.
+    ///
+    /// Each ``runOnce(blocking:)`` and each pass of ``run()`` is one iteration; for an attached loop, each
+    /// drain of the queue is one. Code running inside a callback sees the iteration it runs in.
+    public var iteration: UInt64 { iterationCounter.load(ordering: .relaxed) }
+
+    /// Whether the loop still accepts work (it has not begun to shut down). Safe from any thread.
+    public var isAcceptingWork: Bool { queue.withLock { $0.lifecycle == .open } }
+
+    /// Whether ``run()`` is running. Safe from any thread.
+    public var isRunning: Bool { runActive.load(ordering: .sequentiallyConsistent) }
+
+    /// How many times other threads have woken the loop: at most once per iteration however many jobs
+    /// they queue (R7). Safe from any thread.
+    public var wakeUpCount: UInt64 { wakeUps.load(ordering: .relaxed) }
+
+    /// The kernel mechanism libevent polls with (`epoll`, `poll`, …). Safe from any thread.
+    public var backend: String { events.base.method }
+}
+
+/// A unit of queued work and what to do if it can never run.
+struct Job: Sendable {
+    let run: @Sendable () -> Void
+    let cancel: (@Sendable () -> Void)?
+
+    @inline(__always)
+    init(_ run: @escaping @Sendable () -> Void, onCancel cancel: (@Sendable () -> Void)? = nil) {
+        self.run = run
+        self.cancel = cancel
+    }
+}
+
+/// Where a loop is in its life. Changes only forward: open → closing → closed.
+enum Lifecycle: Sendable {
+    /// Accepting work.
+    case open
+    /// ``EventLoop/shutdown()`` was called: new work is refused; the loop thread still has to run what
+    /// was queued and cancel timers and watches.
+    case closing
+    /// Shut down: the queue is empty, timers and watches are cancelled.
+    case closed
+}
+
+/// The lock-protected part of a loop: the queue any thread appends to.
+struct JobQueue: Sendable {
+    /// Work queued for the next drain, in enqueue order (R1).
+    var jobs: [Job] = []
+    var lifecycle: Lifecycle = .open
+    /// A wake-up (or, attached, a drain) is already on its way; more enqueues need no other (R7).
+    var wakePending = false
+
+    mutating func takeAll() -> [Job] {
+        defer { jobs = [] }
+        return jobs
+    }
+}
+
+/// The loop-thread-only part of a loop.
+struct LoopState {
+    /// The buffer the next drain swaps in, kept so enqueue never reallocates in steady state.
+    var spare: [Job] = []
+    var timers = Heap<TimerEntry>()
+    var nextTimerSequence: UInt64 = 0
+    /// The deadline the internal libevent timer is set for, if any.
+    var armedTimerDeadline: UInt64?
+    var watches: [ObjectIdentifier: Watch] = [:]
+    /// True while an iteration (or an attached drain) is on the stack: re-entry is refused (R11).
+    var inIteration = false
+    /// Callbacks run in the current iteration, for ``EventLoop/runOnce(blocking:)``.
+    var callbacksRun = 0
+
+    mutating func releaseAll() {
+        while let entry = timers.popMin() { entry.timer.markCancelled() }
+        let all = watches.values
+        watches = [:]
+        for watch in all { watch.invalidate() }
+    }
+}

@@ -1,0 +1,59 @@
+import Synchronization
+
+/// A timer scheduled on an ``EventLoop``: one-shot or repeating, cancellable from any thread.
+///
+/// The loop keeps a timer until it has fired (one-shot) or been cancelled; dropping the handle does not
+/// cancel it.
+public final class ScheduledTimer: Sendable {
+    /// The repeat interval in nanoseconds, or nil for a one-shot timer.
+    let interval: UInt64?
+    let body: @Sendable () -> Void
+    private let status = Atomic<UInt8>(Status.scheduled)
+
+    private enum Status {
+        static let scheduled: UInt8 = 0
+        static let fired: UInt8 = 1
+        static let cancelled: UInt8 = 2
+    }
+
+    init(interval: UInt64?, body: @escaping @Sendable () -> Void) {
+        self.interval = interval
+        self.body = body
+    }
+
+    /// Stops the timer: it will not fire again. Cancelling twice, or after a one-shot timer fired, does
+    /// nothing. A timer whose callback is running finishes that call.
+    ///
+    /// Safe from any thread.
+    public func cancel() {
+        _ = status.compareExchange(expected: Status.scheduled, desired: Status.cancelled, ordering: .relaxed)
+    }
+
+    /// Whether ``cancel()`` stopped the timer (or its loop shut down) before it was done. Safe from any thread.
+    public var isCancelled: Bool { status.load(ordering: .relaxed) == Status.cancelled }
+
+    /// Whether a one-shot timer has fired. Safe from any thread.
+    public var hasFired: Bool { status.load(ordering: .relaxed) == Status.fired }
+
+    /// Whether the timer repeats. Safe from any thread.
+    public var isRepeating: Bool { interval != nil }
+
+    func markFired() {
+        _ = status.compareExchange(expected: Status.scheduled, desired: Status.fired, ordering: .relaxed)
+    }
+
+    func markCancelled() { cancel() }
+}
+
+/// A timer's place in the loop's heap: ordered by deadline, then by scheduling order (R8).
+struct TimerEntry: Comparable {
+    let deadline: UInt64
+    let sequence: UInt64
+    let timer: ScheduledTimer
+
+    static func < (lhs: TimerEntry, rhs: TimerEntry) -> Bool {
+        lhs.deadline != rhs.deadline ? lhs.deadline < rhs.deadline : lhs.sequence < rhs.sequence
+    }
+
+    static func == (lhs: TimerEntry, rhs: TimerEntry) -> Bool { lhs.sequence == rhs.sequence }
+}

@@ -1,0 +1,80 @@
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+// Thread identity, the thread-local "current loop", and spawning a thread: the pthread calls LoopKit
+// makes, kept in one place.
+
+/// The identity of a thread, comparable from any thread.
+struct ThreadID: Sendable, Equatable {
+    private let raw: pthread_t
+
+    /// The calling thread.
+    static var current: ThreadID { ThreadID(raw: pthread_self()) }
+
+    static func == (lhs: ThreadID, rhs: ThreadID) -> Bool { pthread_equal(lhs.raw, rhs.raw) != 0 }
+
+    /// Whether the calling thread is this one.
+    @inline(__always) var isCurrent: Bool { pthread_equal(raw, pthread_self()) != 0 }
+}
+
+/// The loop whose iteration is running on the calling thread, for ``EventLoop/current``.
+enum CurrentLoop {
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    /// The loop running an iteration on this thread, or nil.
+    static var loop: EventLoop? {
+        guard let raw = pthread_getspecific(key) else { return nil }
+        return Unmanaged<EventLoop>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    /// Makes `loop` current for the duration of `body`, restoring the previous one after.
+    @inline(__always)
+    static func with<R, E: Error>(_ loop: EventLoop, _ body: () throws(E) -> R) throws(E) -> R {
+        let previous = pthread_getspecific(key)
+        pthread_setspecific(key, Unmanaged.passUnretained(loop).toOpaque())
+        defer { pthread_setspecific(key, previous) }
+        return try body()
+    }
+}
+
+/// A thread running one closure, joinable.
+final class SpawnedThread: Sendable {
+    private let handle: Mutex<pthread_t?>
+
+    /// Starts a thread running `body`. Fails only when the system is out of threads.
+    init(name: String, _ body: @escaping @Sendable () -> Void) throws(EventLoopError) {
+        final class Box: Sendable {
+            let body: @Sendable () -> Void
+            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        }
+        let context = Unmanaged.passRetained(Box(body)).toOpaque()
+        var thread = pthread_t()
+        let status = pthread_create(&thread, nil, { raw in
+            let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+            box.body()
+            return nil
+        }, context)
+        guard status == 0 else {
+            Unmanaged<Box>.fromOpaque(context).release()
+            throw .system("pthread_create", status)
+        }
+        _ = name  // glibc's pthread_setname_np is not visible to Swift; the name is kept for debuggers later
+        handle = Mutex(thread)
+    }
+
+    /// Waits for the thread to end. Safe from any thread but this one; a second call returns at once.
+    func join() {
+        guard let thread = handle.withLock({ h -> pthread_t? in defer { h = nil }; return h }) else { return }
+        pthread_join(thread, nil)
+    }
+}
+

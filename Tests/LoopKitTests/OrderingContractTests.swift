@@ -1,0 +1,242 @@
+import Foundation
+import LoopKit
+import LoopKitTesting
+import Synchronization
+import Testing
+
+/// The ordering contract, R1–R11: one test per rule, each deterministic (iterations are stepped and
+/// time is virtual).
+@Suite("Ordering contract")
+struct OrderingContractTests {
+    @Test("R1: work runs in enqueue order, and each producer thread's order is kept")
+    func fifo() throws {
+        let driver = try LoopDriver()
+        let trace = OrderTrace(driver.loop)
+        for label in ["A", "B", "C", "D"] { try driver.loop.enqueue { trace.record(label) } }
+        try driver.step()
+        #expect(trace.description == "1:A 1:B 1:C 1:D")
+
+        // Two producer threads, each queuing its own numbered sequence.
+        let loop = driver.loop
+        let seen = Mutex<[Int: [Int]]>([:])
+        DispatchQueue.concurrentPerform(iterations: 2) { producer in
+            for n in 0..<2_000 {
+                try! loop.enqueue { seen.withLock { $0[producer, default: []].append(n) } }
+            }
+        }
+        try driver.runUntilIdle()
+        let runs = seen.withLock { $0 }
+        #expect(runs[0] == Array(0..<2_000))
+        #expect(runs[1] == Array(0..<2_000))
+    }
+
+    @Test("R2: work enqueued during iteration N never runs in N")
+    func neverThisIteration() throws {
+        let driver = try LoopDriver()
+        let loop = driver.loop
+        let trace = OrderTrace(loop)
+        try loop.enqueue {
+            trace.record("A")
+            try! loop.enqueue { trace.record("B") }
+            trace.record("A-end")
+        }
+        try driver.step()
+        #expect(trace.description == "1:A 1:A-end")
+        try driver.step()
+        #expect(trace.description == "1:A 1:A-end 2:B")
+    }
+
+    @Test("R3: work enqueued during iteration N runs in N+1; with a drain limit FIFO still holds")
+    func alwaysTheNext() throws {
+        let driver = try LoopDriver()
+        let loop = driver.loop
+        let trace = OrderTrace(loop)
+        @Sendable func chain(_ n: Int) {
+            trace.record("c\(n)")
+            if n < 4 { try! loop.enqueue { chain(n + 1) } }
+        }
+        try loop.enqueue { chain(0) }
+        try driver.step(5)
+        #expect(trace.description == "1:c0 2:c1 3:c2 4:c3 5:c4")
+
+        let limited = try LoopDriver(drainLimit: 2)
+        let limitedTrace = OrderTrace(limited.loop)
+        for label in ["a", "b", "c", "d", "e"] { try limited.loop.enqueue { limitedTrace.record(label) } }
+        try limited.step()
+        try limited.loop.enqueue { limitedTrace.record("f") }
+        try limited.runUntilIdle()
+        #expect(limitedTrace.description == "1:a 1:b 2:c 2:d 3:e 3:f")
+    }
+
+    @Test("R4: a ready fd is served even when every iteration enqueues more work")
+    func noStarvation() throws {
+        let driver = try LoopDriver()
+        let loop = driver.loop
+        let trace = OrderTrace(loop)
+        let pipe = TestPipe()
+        defer { pipe.close() }
+        @Sendable func busy() {
+            trace.record("busy")
+            try! loop.enqueue(busy)
+        }
+        try loop.enqueue(busy)
+        try driver.step()
+        pipe.makeReadable()
+        let watch = try loop.watch(pipe.readEnd, for: .readable) { _ in
+            pipe.drain()
+            trace.record("io")
+        }
+        try driver.step(2)
+        #expect(trace.description == "1:busy 2:io 2:busy 3:busy")
+        watch.cancel()
+    }
+
+    @Test("R5: invoke runs inline on the loop thread and enqueues from another thread")
+    func inlineInvoke() throws {
+        let driver = try LoopDriver()
+        let loop = driver.loop
+        let trace = OrderTrace(loop)
+        try loop.invoke { trace.record("inline") }
+        #expect(trace.labels == ["inline"])
+
+        try loop.enqueue { trace.record("queued") }
+        onAnotherThread { try! loop.invoke { trace.record("remote") } }
+        #expect(trace.labels == ["inline"])
+        try driver.step()
+        #expect(trace.labels == ["inline", "queued", "remote"])
+    }
+
+    @Test("R6: invokeAndWait runs inline on the loop thread, waits elsewhere, and never hangs on shutdown")
+    func waitWithoutDeadlock() throws {
+        let driver = try LoopDriver()
+        let loop = driver.loop
+        #expect(try loop.invokeAndWait { 42 } == 42)
+
+        // From another thread: the value comes back, and the error is rethrown.
+        struct Failure: Error {}
+        let outcome = ResultBox<(Int?, Bool)>()
+        let done = startThread {
+            let value = try? loop.invokeAndWait { 7 }
+            let threw = (try? loop.invokeAndWait { () throws -> Int in throw Failure() }) == nil
+            outcome.set((value, threw))
+        }
+        while done.wait(timeout: .now()) == .timedOut { try loop.runOnce(blocking: true) }
+        #expect(outcome.get().0 == 7)
+        #expect(outcome.get().1)
+
+        // A loop that shuts down before running the work: the waiter gets an error, not a hang.
+        let idle = onAnotherThread { try! EventLoop() }  // its thread has ended; nobody runs it
+        let waiterError = ResultBox<EventLoopError?>()
+        let waiter = startThread {
+            do {
+                _ = try idle.invokeAndWait { 1 }
+                waiterError.set(nil)
+            } catch {
+                waiterError.set(error as? EventLoopError)
+            }
+        }
+        spin { idle.hasQueuedWork }
+        idle.shutdown()
+        waiter.wait()
+        #expect(waiterError.get() == .cancelled)
+    }
+
+    @Test("R7: a cross-thread enqueue wakes a blocked loop, and a burst costs one wake-up")
+    func neverLost() throws {
+        let loop = try EventLoop()
+        let ran = Atomic<Int>(0)
+        // The loop blocks in its poll; the other thread's enqueue must wake it.
+        let producer = startThread { try! loop.enqueue { ran.add(1, ordering: .relaxed) } }
+        while ran.load(ordering: .relaxed) == 0 { try loop.runOnce(blocking: true) }
+        producer.wait()
+
+        let before = loop.wakeUpCount
+        onAnotherThread {
+            for _ in 0..<10_000 { try! loop.enqueue { ran.add(1, ordering: .relaxed) } }
+        }
+        #expect(loop.wakeUpCount == before + 1)
+        try loop.runOnce(blocking: false)
+        #expect(ran.load(ordering: .relaxed) == 10_001)
+    }
+
+    @Test("R8: timers fire in (deadline, scheduling order), never early; zero delay waits an iteration")
+    func timers() throws {
+        let driver = try LoopDriver()
+        let loop = driver.loop
+        let trace = OrderTrace(loop)
+        try loop.schedule(after: .milliseconds(10)) { trace.record("t1@10") }
+        try loop.schedule(after: .milliseconds(5)) { trace.record("t2@5") }
+        try loop.schedule(after: .milliseconds(10)) { trace.record("t3@10") }
+        try loop.schedule(after: .milliseconds(5)) { trace.record("t4@5") }
+        try driver.advance(by: .milliseconds(4))
+        #expect(trace.labels.isEmpty)
+        try driver.advance(by: .milliseconds(6))
+        #expect(trace.labels == ["t2@5", "t4@5", "t1@10", "t3@10"])
+
+        let zero = OrderTrace(loop)
+        try loop.enqueue {
+            zero.record("job")
+            try! loop.schedule(after: .zero) { zero.record("timer") }
+        }
+        let start = loop.iteration
+        try driver.step(2)
+        #expect(zero.entries.map(\.iteration) == [start + 1, start + 2])
+    }
+
+    @Test("R9: phases run I/O, then timers, then the queue; the iteration counter is public")
+    func phases() throws {
+        let driver = try LoopDriver()
+        let loop = driver.loop
+        let trace = OrderTrace(loop)
+        let pipe = TestPipe()
+        defer { pipe.close() }
+        try loop.enqueue { trace.record("queue") }
+        try loop.schedule(after: .zero) { trace.record("timer") }
+        let watch = try loop.watch(pipe.readEnd, for: .readable) { _ in
+            pipe.drain()
+            trace.record("io")
+        }
+        pipe.makeReadable()
+        #expect(loop.iteration == 0)
+        try driver.step()
+        #expect(trace.description == "1:io 1:timer 1:queue")
+        #expect(loop.iteration == 1)
+        watch.cancel()
+    }
+
+    @Test("R10: shutdown runs what was queued, cancels timers and watches, and refuses later work")
+    func shutdown() throws {
+        let driver = try LoopDriver()
+        let loop = driver.loop
+        let trace = OrderTrace(loop)
+        let pipe = TestPipe()
+        defer { pipe.close() }
+        try loop.enqueue { trace.record("A") }
+        try loop.enqueue { trace.record("B") }
+        let timer = try loop.schedule(after: .seconds(1)) { trace.record("timer") }
+        let watch = try loop.watch(pipe.readEnd, for: .readable) { _ in trace.record("io") }
+        loop.shutdown()
+        #expect(trace.labels == ["A", "B"])
+        #expect(timer.isCancelled)
+        #expect(!watch.isActive)
+        #expect(throws: EventLoopError.shutDown) { try loop.enqueue { trace.record("late") } }
+        #expect(throws: EventLoopError.shutDown) { try loop.schedule(after: .zero) {} }
+        #expect(throws: EventLoopError.shutDown) { try loop.runOnce() }
+        loop.shutdown()  // twice: nothing happens
+        #expect(trace.labels == ["A", "B"])
+    }
+
+    @Test("R11: running the loop from inside its own callback fails with a clear error")
+    func noReentry() throws {
+        let driver = try LoopDriver()
+        let loop = driver.loop
+        let errors = Mutex<[EventLoopError]>([])
+        try loop.enqueue {
+            do throws(EventLoopError) { try loop.runOnce(blocking: false) } catch { errors.withLock { $0.append(error) } }
+            do throws(EventLoopError) { try loop.run() } catch { errors.withLock { $0.append(error) } }
+        }
+        try driver.step()
+        #expect(errors.withLock { $0 } == [.reentrantRun, .reentrantRun])
+        #expect(EventLoopError.reentrantRun.description.contains("inside the loop's own callbacks"))
+    }
+}
