@@ -11,7 +11,7 @@ import LoopKit
 /// ```
 ///
 /// A driver and its loop belong to the thread that created them; call every method there.
-public final class LoopDriver {
+public final class LoopDriver: Sendable {
     /// The loop being driven.
     public let loop: EventLoop
     /// The loop's virtual clock.

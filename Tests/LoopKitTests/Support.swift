@@ -11,7 +11,7 @@ func onAnotherThread<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T {
     }
     thread.start()
     done.wait()
-    return box.get()
+    return box.take()
 }
 
 /// Starts `body` on a new thread; the returned semaphore is signalled when it ends.
@@ -30,6 +30,8 @@ final class ResultBox<T: Sendable>: Sendable {
     nonisolated(unsafe) private var value: T?
     func set(_ value: T) { storage.withLock { self.value = value } }
     func get() -> T { storage.withLock { value! } }
+    /// Hands the value over, keeping no reference to it.
+    func take() -> T { storage.withLock { defer { value = nil }; return value! } }
 }
 
 /// A pipe whose read end becomes readable once `makeReadable()` writes a byte.

@@ -3,10 +3,11 @@ extension EventLoop {
     /// are cancelled (R10).
     ///
     /// On the loop's thread outside an iteration, everything happens before the call returns. Inside one
-    /// of the loop's callbacks it happens at the end of that iteration. From another thread, a running
-    /// loop finishes the shutdown at the end of its iteration and ``run()`` returns; a loop that is not
-    /// running reports its queued work cancelled at once (``invokeAndWait(_:)`` callers get
-    /// ``EventLoopError/cancelled``). Calling it again does nothing.
+    /// of the loop's callbacks it happens at the end of that iteration. From another thread the call
+    /// refuses new work at once and wakes the loop; the loop's thread finishes the shutdown at the end of
+    /// its current iteration, or in its next ``run()``/``runOnce(blocking:)`` (so ``run()`` returns). Queued
+    /// work is never dropped: it runs, or — only if the loop is freed without ever being driven again — it
+    /// is reported cancelled to whoever waits for it. Calling it again does nothing.
     ///
     /// Safe from any thread.
     public func shutdown() {
@@ -21,13 +22,8 @@ extension EventLoop {
             return
         }
         stopRequested.store(true, ordering: .relaxed)
-        if !isAttached { events.tick.activate() }
-        if isAttached || !runActive.load(ordering: .sequentiallyConsistent) {
-            // Nobody may ever drain this queue: report what it holds as cancelled, not lost.
-            let orphans = queue.withLock { $0.takeAll() }
-            for job in orphans { job.cancel?() }
-            if isAttached { events.tick.activate() }
-        }
+        wakeUps.add(1, ordering: .relaxed)
+        events.tick.activate()
     }
 
     /// Runs what was queued before the shutdown, then cancels timers and watches. Loop thread only.

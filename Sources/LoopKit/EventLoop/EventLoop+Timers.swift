@@ -33,8 +33,9 @@ extension EventLoop {
             guard lifecycle == .open else { throw .shutDown }
             insert(timer, deadline: deadline)
         } else {
-            try append(Job({ [self] in
-                if self.lifecycle == .open { self.insert(timer, deadline: deadline) } else { timer.markCancelled() }
+            // Weak: a queued job must not keep its own loop alive (the loop's teardown cancels it).
+            try append(Job({ [weak self] in
+                if let self, self.lifecycle == .open { self.insert(timer, deadline: deadline) } else { timer.markCancelled() }
             }, onCancel: { timer.markCancelled() }))
         }
         return timer

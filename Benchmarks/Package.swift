@@ -1,0 +1,24 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+// LoopKit's benchmarks, a package of their own so the comparison peers (SwiftNIO, Dispatch, Foundation)
+// never become dependencies of the library. Run with `swift run -c release LoopKitBenchmarks`
+// (`make bench` from the repository root); `--quick` for a smoke run, `--json` for machine-readable rows.
+let package = Package(
+    name: "LoopKitBenchmarks",
+    dependencies: [
+        .package(name: "LoopKit", path: "../"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "LoopKitBenchmarks",
+            dependencies: [
+                .product(name: "LoopKit", package: "LoopKit"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

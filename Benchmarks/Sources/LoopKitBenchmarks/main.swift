@@ -1,0 +1,49 @@
+import Foundation
+import LoopKit
+import NIOCore
+import NIOPosix
+
+// LoopKit against SwiftNIO, Dispatch and Foundation, in one process: each row measures LoopKit and its
+// peers in the same run (one warm-up, then the median of the timed runs) and prints the ratio
+// peer / LoopKit ("x faster") next to the design's goal.
+
+let options = Options.parse(CommandLine.arguments)
+/// The 1-minute load average when the run began: other processes on a shared machine inflate figures.
+let loadAtStart = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first ?? "?"
+let nio = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+
+let scenarios: [(key: String, run: () throws -> [Row])] = [
+    ("memory", { try MemoryIterations.run(options) }),
+    ("enqueue", { try EnqueueSameThread.run(options, nio: nio) }),
+    ("chain", { try ChainOnePerIteration.run(options, nio: nio) }),
+    ("cross", { try EnqueueCrossThread.run(options, nio: nio) }),
+    ("invoke", { try InvokeRoundTrip.run(options, nio: nio) }),
+    ("timers", { try TimersScheduleAndFire.run(options, nio: nio) }),
+]
+
+var rows: [Row] = []
+let started = monotonicNanoseconds()
+for scenario in scenarios where options.only.map({ scenario.key.contains($0) }) ?? true {
+    if !options.json {
+        FileHandle.standardError.write(Data("running \(scenario.key)…\n".utf8))
+    }
+    rows += try scenario.run()
+}
+// The memory row runs first (before the other scenarios grow the heap) but prints last.
+rows = rows.filter { $0.unit != .kibibytes } + rows.filter { $0.unit == .kibibytes }
+try nio.syncShutdownGracefully()
+
+if options.json {
+    printJSON(rows)
+} else {
+    let seconds = Double(monotonicNanoseconds() - started) / 1e9
+    let mode = options.quick ? "quick" : "full"
+    printTable(rows, header: """
+        LoopKit benchmarks (\(mode) run: 1 warm-up + median of \(options.runs)); libevent \(EventLoop.libeventVersion), \
+        \(ProcessInfo.processInfo.activeProcessorCount) cores, load average \(loadAtStart) at start, \
+        \(String(format: "%.0f", seconds)) s
+
+        """)
+    let missed = rows.filter { $0.met == false }.map(\.scenario)
+    print(missed.isEmpty ? "\nAll goals met." : "\nGoals missed: \(missed.joined(separator: "; ")).")
+}

@@ -1,0 +1,50 @@
+import LoopKit
+import Synchronization
+import Testing
+
+/// A loop as a Swift concurrency executor, and `perform`.
+@Suite("Swift concurrency")
+struct ConcurrencyTests {
+    actor Counter {
+        let loop: EventLoop
+        var values: [Int] = []
+        init(loop: EventLoop) { self.loop = loop }
+        nonisolated var unownedExecutor: UnownedSerialExecutor { loop.unownedExecutor }
+        func append(_ value: Int) -> Bool {
+            values.append(value)
+            return loop.isCurrent
+        }
+    }
+
+    @Test("an actor pinned to a loop runs on the loop's thread, in order")
+    func pinnedActor() async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let counter = Counter(loop: group.next())
+        var allOnLoop = true
+        for value in 0..<100 { allOnLoop = await counter.append(value) && allOnLoop }
+        #expect(allOnLoop)
+        #expect(await counter.values == Array(0..<100))
+    }
+
+    @Test("a task preferring a loop as its task executor runs on the loop's thread")
+    func taskExecutor() async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let loop = group.next()
+        let onLoop = await Task(executorPreference: loop) { loop.isCurrent }.value
+        #expect(onLoop)
+    }
+
+    @Test("perform hops onto the loop, returns the value and rethrows the error")
+    func perform() async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let loop = group.next()
+        #expect(try await loop.perform { loop.isCurrent })
+        struct Failure: Error {}
+        await #expect(throws: Failure.self) { try await loop.perform { throw Failure() } }
+        loop.shutdown()
+        await #expect(throws: EventLoopError.self) { try await loop.perform { 1 } }
+    }
+}

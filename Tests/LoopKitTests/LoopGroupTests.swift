@@ -1,0 +1,36 @@
+import LoopKit
+import Synchronization
+import Testing
+
+/// Loops on their own threads.
+@Suite("LoopGroup")
+struct LoopGroupTests {
+    @Test("next() hands out the loops round robin, each on its own thread")
+    func roundRobin() throws {
+        let group = try LoopGroup(threads: 2)
+        defer { group.shutdown() }
+        let first = group.next(), second = group.next(), third = group.next()
+        #expect(first !== second)
+        #expect(first === third)
+        #expect(!first.isCurrent)
+        #expect(try first.invokeAndWait { first.isCurrent && first.isRunning })
+    }
+
+    @Test("shutdown runs the work queued before it, then joins the threads")
+    func shutdownRunsQueuedWork() throws {
+        let group = try LoopGroup(threads: 2)
+        let ran = Atomic<Int>(0)
+        for _ in 0..<1_000 { try group.next().enqueue { ran.add(1, ordering: .relaxed) } }
+        group.shutdown()
+        #expect(ran.load(ordering: .relaxed) == 1_000)
+        #expect(group.loops.allSatisfy { !$0.isAcceptingWork })
+        group.shutdown()
+    }
+
+    @Test("a group needs at least one thread")
+    func badSize() {
+        #expect(throws: EventLoopError.invalidArgument("a LoopGroup needs at least one thread, got 0")) {
+            try LoopGroup(threads: 0)
+        }
+    }
+}

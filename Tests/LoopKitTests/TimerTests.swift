@@ -1,0 +1,86 @@
+import LoopKit
+import LoopKitTesting
+import Synchronization
+import Testing
+
+/// One-shot and repeating timers on virtual and real time.
+@Suite("Timers")
+struct TimerTests {
+    @Test("a repeating timer fires once per period as virtual time passes")
+    func repeating() throws {
+        let driver = try LoopDriver()
+        let trace = OrderTrace(driver.loop)
+        let timer = try driver.loop.schedule(after: .milliseconds(10), repeating: .milliseconds(10)) {
+            trace.record("tick@\(driver.clock.nanoseconds() / 1_000_000)")
+        }
+        try driver.advance(by: .milliseconds(35))
+        #expect(trace.labels == ["tick@10", "tick@20", "tick@30"])
+        #expect(timer.isRepeating)
+        timer.cancel()
+        try driver.advance(by: .milliseconds(50))
+        #expect(trace.labels.count == 3)
+    }
+
+    @Test("cancelling a timer twice, or after it fired, does nothing")
+    func cancelTwice() throws {
+        let driver = try LoopDriver()
+        let fired = Atomic<Int>(0)
+        let cancelled = try driver.loop.schedule(after: .milliseconds(1)) { fired.add(1, ordering: .relaxed) }
+        cancelled.cancel()
+        cancelled.cancel()
+        #expect(cancelled.isCancelled)
+        let oneShot = try driver.loop.schedule(after: .milliseconds(1)) { fired.add(1, ordering: .relaxed) }
+        try driver.advance(by: .milliseconds(2))
+        oneShot.cancel()
+        #expect(oneShot.hasFired)
+        #expect(!oneShot.isCancelled)
+        #expect(fired.load(ordering: .relaxed) == 1)
+    }
+
+    @Test("a timer cancelled from inside an earlier timer of the same iteration does not fire")
+    func cancelWithinIteration() throws {
+        let driver = try LoopDriver()
+        let trace = OrderTrace(driver.loop)
+        let second = Mutex<ScheduledTimer?>(nil)
+        try driver.loop.schedule(after: .milliseconds(1)) {
+            trace.record("first")
+            second.withLock { $0?.cancel() }
+        }
+        second.withLock { $0 = try! driver.loop.schedule(after: .milliseconds(1)) { trace.record("second") } }
+        try driver.advance(by: .milliseconds(1))
+        #expect(trace.labels == ["first"])
+    }
+
+    @Test("a timer scheduled from another thread keeps its deadline from the call")
+    func scheduleFromAnotherThread() throws {
+        let driver = try LoopDriver()
+        let trace = OrderTrace(driver.loop)
+        let loop = driver.loop
+        onAnotherThread { _ = try! loop.schedule(after: .milliseconds(5)) { trace.record("remote") } }
+        try driver.step()  // the timer joins the heap
+        try driver.advance(by: .milliseconds(4))
+        #expect(trace.labels.isEmpty)
+        try driver.advance(by: .milliseconds(1))
+        #expect(trace.labels == ["remote"])
+    }
+
+    @Test("a zero or negative repeat interval is refused")
+    func badInterval() throws {
+        let driver = try LoopDriver()
+        #expect(throws: EventLoopError.self) { try driver.loop.schedule(after: .zero, repeating: .zero) {} }
+    }
+
+    @Test("on the system clock a blocked loop wakes for its next timer")
+    func realTimeWakeUp() throws {
+        let loop = try EventLoop()
+        let clock = SystemLoopClock()
+        let start = clock.nanoseconds()
+        let firedAt = Atomic<UInt64>(0)
+        try loop.schedule(after: .milliseconds(20)) {
+            firedAt.store(clock.nanoseconds(), ordering: .relaxed)
+            loop.stop()
+        }
+        try loop.run()
+        #expect(firedAt.load(ordering: .relaxed) - start >= 20_000_000)
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import LoopKit
+import LoopKitTesting
+import Synchronization
+import Testing
+
+/// File-descriptor and signal watches.
+@Suite("Watches")
+struct WatchTests {
+    @Test("a readable watch fires while data is pending and stops when cancelled")
+    func readable() throws {
+        let driver = try LoopDriver()
+        let pipe = TestPipe()
+        defer { pipe.close() }
+        let events = Mutex<[IOEvents]>([])
+        let watch = try driver.loop.watch(pipe.readEnd, for: .readable) { ready in
+            events.withLock { $0.append(ready) }
+        }
+        try driver.step()
+        #expect(events.withLock { $0.isEmpty })
+        pipe.makeReadable()
+        try driver.step(2)  // level-triggered: still readable in the second iteration
+        #expect(events.withLock { $0 } == [.readable, .readable])
+        watch.cancel()
+        watch.cancel()
+        try driver.step()
+        #expect(events.withLock { $0.count } == 2)
+        #expect(!watch.isActive)
+    }
+
+    @Test("a writable watch reports writable")
+    func writable() throws {
+        let driver = try LoopDriver()
+        let pipe = TestPipe()
+        defer { pipe.close() }
+        let seen = Atomic<Bool>(false)
+        let watch = try driver.loop.watch(pipe.writeEnd, for: .writable) { ready in
+            seen.store(ready == .writable, ordering: .relaxed)
+        }
+        try driver.step()
+        #expect(seen.load(ordering: .relaxed) == true)
+        watch.cancel()
+    }
+
+    @Test("bad descriptors and empty event sets are refused; watching off-thread is refused")
+    func badInput() throws {
+        let driver = try LoopDriver()
+        let loop = driver.loop
+        #expect(throws: EventLoopError.invalidArgument("file descriptor must not be negative, got -1")) {
+            try loop.watch(-1, for: .readable) { _ in }
+        }
+        #expect(throws: EventLoopError.self) { try loop.watch(0, for: []) { _ in } }
+        let error = onAnotherThread { () -> EventLoopError? in
+            do throws(EventLoopError) { _ = try loop.watch(0, for: .readable) { _ in }; return nil } catch { return error }
+        }
+        #expect(error == .wrongThread(operation: "watch(_:for:_:)"))
+    }
+
+    @Test("a signal handler runs on the loop as an ordinary callback")
+    func signal() throws {
+        let loop = try EventLoop()
+        let caught = Atomic<Int>(0)
+        let watch = try loop.onSignal(SIGUSR1) {
+            caught.add(1, ordering: .relaxed)
+            loop.stop()
+        }
+        try loop.enqueue { kill(getpid(), SIGUSR1) }
+        try loop.run()
+        #expect(caught.load(ordering: .relaxed) == 1)
+        watch.cancel()
+    }
+}
