@@ -28,6 +28,14 @@ struct OrderingContractTests {
         let runs = seen.withLock { $0 }
         #expect(runs[0] == Array(0..<2_000))
         #expect(runs[1] == Array(0..<2_000))
+
+        // Work another thread queued before the loop thread queues its own runs first.
+        let mixed = OrderTrace(loop)
+        onAnotherThread { try! loop.enqueue { mixed.record("remote") } }
+        try loop.enqueue { mixed.record("local") }
+        onAnotherThread { try! loop.enqueue { mixed.record("remote-after") } }
+        try driver.step()
+        #expect(mixed.labels == ["remote", "local", "remote-after"])
     }
 
     @Test("R2: work enqueued during iteration N never runs in N")

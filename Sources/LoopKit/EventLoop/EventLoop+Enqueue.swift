@@ -10,7 +10,7 @@ extension EventLoop {
     /// Safe from any thread.
     @inline(__always)
     public func enqueue(_ work: @escaping @Sendable () -> Void) throws(EventLoopError) {
-        try append(Job(work))
+        try append(work)
     }
 
     /// Runs `work` now when called on the loop's thread; from any other thread, queues it (R5).
@@ -22,10 +22,10 @@ extension EventLoop {
     /// Safe from any thread.
     public func invoke(_ work: @escaping @Sendable () -> Void) throws(EventLoopError) {
         if owner.isCurrent {
-            guard queue.withLock({ $0.lifecycle != .closed }) else { throw .shutDown }
+            guard lifecycle != .closed else { throw .shutDown }
             work()
         } else {
-            try append(Job(work))
+            try append(work)
         }
     }
 
@@ -43,30 +43,64 @@ extension EventLoop {
     /// Safe from any thread. Do not call it from another loop's thread while that loop must stay responsive.
     public func invokeAndWait<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) throws -> Value {
         if owner.isCurrent {
-            guard queue.withLock({ $0.lifecycle != .closed }) else { throw EventLoopError.shutDown }
+            guard lifecycle != .closed else { throw EventLoopError.shutDown }
             return try work()
         }
         let rendezvous = Rendezvous<Result<Value, any Error>>()
-        try append(Job({ rendezvous.fulfil(Result { try work() }) },
-                       onCancel: { rendezvous.fulfil(.failure(EventLoopError.cancelled)) }))
+        try appendCancellable({ rendezvous.fulfil(Result { try work() }) },
+                              onCancel: { rendezvous.fulfil(.failure(EventLoopError.cancelled)) })
         return try rendezvous.wait().get()
     }
 
     /// Appends a job to the queue and wakes the loop if it needs waking.
+    ///
+    /// On the loop's thread the job goes to a lock-free local queue. Jobs other threads queued before
+    /// it (in happens-before order) are moved ahead of it first, so R1 holds across threads.
     @inline(__always)
-    func append(_ job: Job) throws(EventLoopError) {
-        let onLoopThread = owner.isCurrent
-        let attached = isAttached
+    func append(_ job: @escaping Job) throws(EventLoopError) {
+        if owner.isCurrent {
+            guard acceptingWork.load(ordering: .relaxed) else { throw .shutDown }
+            if remotePending.load(ordering: .acquiring) { takeRemoteJobsEarly() }
+            state.value.local.append(job)
+            if isAttached, !state.value.tickArmed {
+                state.value.tickArmed = true
+                requestDrain(fromLoopThread: true)
+            }
+            return
+        }
         let wake = try queue.withLock { (queue) throws(EventLoopError) -> Bool in
             guard queue.lifecycle == .open else { throw .shutDown }
             queue.jobs.append(job)
-            // An owned loop polls without waiting when its queue is not empty, so the loop thread
-            // itself never needs a wake-up; other threads need one per iteration at most (R7).
-            guard (attached || !onLoopThread) && !queue.wakePending else { return false }
+            remotePending.store(true, ordering: .releasing)
+            guard !queue.wakePending else { return false }
             queue.wakePending = true
             return true
         }
-        if wake { requestDrain(fromLoopThread: onLoopThread) }
+        if wake { requestDrain(fromLoopThread: false) }
+    }
+
+    /// Appends a job whose waiter must hear about it if the loop is freed before the job runs.
+    func appendCancellable(_ job: @escaping Job, onCancel: @escaping @Sendable () -> Void) throws(EventLoopError) {
+        let key = cancellations.withLock { $0.register(onCancel) }
+        do {
+            // Weak: a queued job must not keep its own loop alive (the loop's teardown cancels it).
+            try append { [weak self] in
+                self?.cancellations.withLock { $0.remove(key) }
+                job()
+            }
+        } catch {
+            cancellations.withLock { $0.remove(key) }
+            throw error
+        }
+    }
+
+    /// Moves the cross-thread queue behind the local one. Loop thread only.
+    private func takeRemoteJobsEarly() {
+        queue.withLock { queue in
+            state.value.local.append(contentsOf: &queue.jobs)
+            remotePending.store(false, ordering: .relaxed)
+        }
+        state.value.tookRemoteEarly = true
     }
 
     /// Makes the loop poll again soon: cross-thread, activate the tick (waking a waiting poll); on the

@@ -10,10 +10,10 @@ extension EventLoop: SerialExecutor, TaskExecutor {
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         do {
-            try append(Job { [self] in
+            try append { [self] in
                 job.runSynchronously(
                     isolatedTo: self.asUnownedSerialExecutor(), taskExecutor: self.asUnownedTaskExecutor())
-            })
+            }
         } catch {
             fatalError("LoopKit: a Swift concurrency job was scheduled on an EventLoop that has shut down")
         }
@@ -59,8 +59,8 @@ extension EventLoop {
         }
         return try await withCheckedThrowingContinuation { continuation in
             do {
-                try append(Job({ continuation.resume(with: Result { try work() }) },
-                               onCancel: { continuation.resume(throwing: EventLoopError.cancelled) }))
+                try appendCancellable({ continuation.resume(with: Result { try work() }) },
+                                      onCancel: { continuation.resume(throwing: EventLoopError.cancelled) })
             } catch {
                 continuation.resume(throwing: error)
             }

@@ -13,7 +13,7 @@ extension EventLoop {
     public func run() throws(EventLoopError) {
         try checkDrivable("run()")
         runActive.store(true, ordering: .sequentiallyConsistent)
-        while !stopRequested.load(ordering: .relaxed), lifecycle == .open {
+        while !stopRequested.load(ordering: .relaxed), acceptingWork.load(ordering: .relaxed) {
             try runIteration(mayBlock: true)
         }
         stopRequested.store(false, ordering: .relaxed)
@@ -81,39 +81,45 @@ extension EventLoop {
             // Phase 3: the snapshot of the queue taken now.
             drainQueue()
         }
-        if lifecycle == .closing, !runActive.load(ordering: .relaxed) { finishShutdown() }
+        if !acceptingWork.load(ordering: .relaxed), !runActive.load(ordering: .relaxed), lifecycle == .closing {
+            finishShutdown()
+        }
         return state.value.callbacksRun
     }
 
-    /// Whether any job is queued. Safe from any thread.
-    package var hasQueuedWork: Bool { queue.withLock { !$0.jobs.isEmpty } }
+    /// Whether any job is queued. On the loop's thread this covers every job; on any other thread, the
+    /// jobs other threads queued that the loop has not taken yet.
+    package var hasQueuedWork: Bool {
+        if owner.isCurrent, !state.value.local.isEmpty { return true }
+        return remotePending.load(ordering: .acquiring)
+    }
 
     /// Phase 3: runs exactly the jobs queued before it began, in order (R1–R3).
     func drainQueue() {
-        var batch = state.value.spare
-        state.value.spare = []
-        queue.withLock { queue in
-            swap(&queue.jobs, &batch)
-            queue.wakePending = false
+        var batch = JobBuffer(capacity: 0)
+        state.value.takeLocal(into: &batch)
+        state.value.tickArmed = false
+        if remotePending.load(ordering: .acquiring) || state.value.tookRemoteEarly {
+            state.value.tookRemoteEarly = false
+            queue.withLock { queue in
+                batch.append(contentsOf: &queue.jobs)
+                remotePending.store(false, ordering: .relaxed)
+                queue.wakePending = false
+            }
         }
-        guard !batch.isEmpty else {
-            state.value.spare = batch
-            return
+        if !batch.isEmpty {
+            let ran = batch.runFront(limit: drainLimit ?? .max)
+            state.value.callbacksRun += ran
+            if !batch.isEmpty {
+                // A drain limit left work: it goes back to the front, ahead of anything queued since (R1).
+                batch.append(contentsOf: &state.value.local)
+                swap(&batch, &state.value.local)
+                if isAttached {
+                    state.value.tickArmed = true
+                    requestDrain(fromLoopThread: true)
+                }
+            }
         }
-        let limit = drainLimit ?? batch.count
-        var index = 0
-        while index < batch.count, index < limit {
-            batch[index].run()
-            index += 1
-        }
-        state.value.callbacksRun += index
-        if index < batch.count {
-            // A drain limit left work: it goes back to the front, ahead of anything queued since (R1).
-            let rest = batch[index...]
-            queue.withLock { $0.jobs.insert(contentsOf: rest, at: 0) }
-            if isAttached { requestDrain(fromLoopThread: true) }
-        }
-        batch.removeAll(keepingCapacity: true)
         state.value.spare = batch
     }
 

@@ -14,6 +14,7 @@ extension EventLoop {
         let first = queue.withLock { queue -> Bool in
             guard queue.lifecycle == .open else { return false }
             queue.lifecycle = .closing
+            acceptingWork.store(false, ordering: .releasing)
             return true
         }
         guard first else { return }

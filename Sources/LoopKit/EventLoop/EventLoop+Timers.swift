@@ -34,9 +34,9 @@ extension EventLoop {
             insert(timer, deadline: deadline)
         } else {
             // Weak: a queued job must not keep its own loop alive (the loop's teardown cancels it).
-            try append(Job({ [weak self] in
+            try appendCancellable({ [weak self] in
                 if let self, self.lifecycle == .open { self.insert(timer, deadline: deadline) } else { timer.markCancelled() }
-            }, onCancel: { timer.markCancelled() }))
+            }, onCancel: { timer.markCancelled() })
         }
         return timer
     }

@@ -27,7 +27,13 @@ public final class EventLoop: Sendable {
     /// libevent's base and the loop's two internal events.
     let events: LoopEvents
     /// The queue other threads write to, the lifecycle, and the wake-up flag, under one lock.
-    let queue = Mutex(JobQueue())
+    let queue = Mutex(RemoteQueue())
+    /// Set (under the lock) when another thread has queued work that the loop has not taken yet.
+    let remotePending = Atomic<Bool>(false)
+    /// False from the moment ``shutdown()`` is called: a lock-free copy of `lifecycle == .open`.
+    let acceptingWork = Atomic<Bool>(true)
+    /// What to tell waiters whose work is still queued when the loop is freed (R6, R10).
+    let cancellations = Mutex(Cancellations())
     /// State only the loop thread touches: timers, watches, the spare drain buffer.
     let state: LoopConfined<LoopState>
     /// Iterations so far.
@@ -99,8 +105,8 @@ public final class EventLoop: Sendable {
     deinit {
         // Nothing can reach the loop any more: report every job still queued as cancelled (R10),
         // release timers and watches, then free the events before the base.
-        let orphans = queue.withLock { $0.takeAll() }
-        for job in orphans { job.cancel?() }
+        let orphans = cancellations.withLock { $0.takeAll() }
+        for cancel in orphans { cancel() }
         state.valueForTeardown.releaseAll()
         events.uninstall()
     }
@@ -123,7 +129,7 @@ public final class EventLoop: Sendable {
     public var iteration: UInt64 { iterationCounter.load(ordering: .relaxed) }
 
     /// Whether the loop still accepts work (it has not begun to shut down). Safe from any thread.
-    public var isAcceptingWork: Bool { queue.withLock { $0.lifecycle == .open } }
+    public var isAcceptingWork: Bool { acceptingWork.load(ordering: .acquiring) }
 
     /// Whether ``run()`` is running. Safe from any thread.
     public var isRunning: Bool { runActive.load(ordering: .sequentiallyConsistent) }
@@ -134,18 +140,6 @@ public final class EventLoop: Sendable {
 
     /// The kernel mechanism libevent polls with (`epoll`, `poll`, …). Safe from any thread.
     public var backend: String { events.base.method }
-}
-
-/// A unit of queued work and what to do if it can never run.
-struct Job: Sendable {
-    let run: @Sendable () -> Void
-    let cancel: (@Sendable () -> Void)?
-
-    @inline(__always)
-    init(_ run: @escaping @Sendable () -> Void, onCancel cancel: (@Sendable () -> Void)? = nil) {
-        self.run = run
-        self.cancel = cancel
-    }
 }
 
 /// Where a loop is in its life. Changes only forward: open → closing → closed.
@@ -159,24 +153,44 @@ enum Lifecycle: Sendable {
     case closed
 }
 
-/// The lock-protected part of a loop: the queue any thread appends to.
-struct JobQueue: Sendable {
-    /// Work queued for the next drain, in enqueue order (R1).
-    var jobs: [Job] = []
+/// The lock-protected part of a loop: the queue other threads append to.
+struct RemoteQueue: ~Copyable {
+    /// Work other threads queued since the last drain, in enqueue order (R1).
+    var jobs = JobBuffer(capacity: 64)
     var lifecycle: Lifecycle = .open
     /// A wake-up (or, attached, a drain) is already on its way; more enqueues need no other (R7).
     var wakePending = false
+}
 
-    mutating func takeAll() -> [Job] {
-        defer { jobs = [] }
-        return jobs
+/// Waiters to notify if the loop is freed before their work runs.
+struct Cancellations {
+    private var next: UInt64 = 0
+    private var handlers: [UInt64: @Sendable () -> Void] = [:]
+
+    mutating func register(_ handler: @escaping @Sendable () -> Void) -> UInt64 {
+        next &+= 1
+        handlers[next] = handler
+        return next
+    }
+
+    mutating func remove(_ key: UInt64) { handlers[key] = nil }
+
+    mutating func takeAll() -> [@Sendable () -> Void] {
+        defer { handlers = [:] }
+        return Array(handlers.sorted { $0.key < $1.key }.map(\.value))
     }
 }
 
 /// The loop-thread-only part of a loop.
-struct LoopState {
-    /// The buffer the next drain swaps in, kept so enqueue never reallocates in steady state.
-    var spare: [Job] = []
+struct LoopState: ~Copyable {
+    /// Work the loop thread queued for the next drain, in order; no lock needed.
+    var local = JobBuffer()
+    /// The buffer the next drain swaps in, so enqueue never reallocates in steady state.
+    var spare = JobBuffer()
+    /// A loop-thread enqueue took cross-thread jobs early; the next drain must clear the wake flag.
+    var tookRemoteEarly = false
+    /// Attached mode: the tick is armed for a drain.
+    var tickArmed = false
     var timers = Heap<TimerEntry>()
     var nextTimerSequence: UInt64 = 0
     /// The deadline the internal libevent timer is set for, if any.
@@ -187,7 +201,15 @@ struct LoopState {
     /// Callbacks run in the current iteration, for ``EventLoop/runOnce(blocking:)``.
     var callbacksRun = 0
 
+    /// Takes the local queue for a drain: `batch` (an empty buffer) receives the jobs, the local queue
+    /// continues in the spare buffer.
+    mutating func takeLocal(into batch: inout JobBuffer) {
+        swap(&local, &batch)
+        swap(&local, &spare)
+    }
+
     mutating func releaseAll() {
+        local.removeAll()
         while let entry = timers.popMin() { entry.timer.markCancelled() }
         let all = watches.values
         watches = [:]

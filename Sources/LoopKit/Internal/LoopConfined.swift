@@ -4,11 +4,11 @@
 /// is read and written only on `owner`'s thread (checked in debug builds on every access), which is
 /// the invariant the unchecked conformance stands for. The loop's hot path (its queue drain, its
 /// timers) runs without a lock because of it.
-final class LoopConfined<Value>: @unchecked Sendable {
-    private var storage: Value
+final class LoopConfined<Value: ~Copyable>: @unchecked Sendable {
+    @exclusivity(unchecked) private var storage: Value
     private let owner: ThreadID
 
-    init(_ value: Value, owner: ThreadID) {
+    init(_ value: consuming Value, owner: ThreadID) {
         storage = value
         self.owner = owner
     }

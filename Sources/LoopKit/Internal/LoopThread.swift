@@ -19,7 +19,7 @@ struct ThreadID: Sendable, Equatable {
     static func == (lhs: ThreadID, rhs: ThreadID) -> Bool { pthread_equal(lhs.raw, rhs.raw) != 0 }
 
     /// Whether the calling thread is this one.
-    @inline(__always) var isCurrent: Bool { pthread_equal(raw, pthread_self()) != 0 }
+    @inline(__always) var isCurrent: Bool { pthread_self() == raw }  // pthread_t is an integer on Linux
 }
 
 /// The loop whose iteration is running on the calling thread, for ``EventLoop/current``.
