@@ -6,8 +6,12 @@ PREFIX       ?= /usr/local
 CONFIG       ?= debug
 SUDO         := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT_PACKAGES := libevent-dev pkg-config
+BUILD_DIR    := .build/debug
+C_TEST       := .build/c-tests/c_api_test
+VALGRIND     := valgrind --quiet --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite --error-exitcode=1
+INSTALL_CONFIG ?= release
 
-.PHONY: all deps demo test test-sanitize bench clean
+.PHONY: all deps demo test test-swift test-c leak-check install-check test-sanitize bench install clean
 
 all: test
 
@@ -24,10 +28,30 @@ deps:
 demo: deps
 	$(SWIFT) run -c release LoopDemo
 
-## test: the whole suite (Swift Testing)
-test: deps
+## test: the whole suite: Swift Testing, the C ABI tests and example, the leak check
+test: test-swift test-c leak-check install-check
+
+test-swift: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+## test-c: the C ABI seen from C (every function, every error code, R1-R11) and the embedding example
+test-c: deps
+	$(SWIFT) build --product LoopKitC
+	@mkdir -p $(dir $(C_TEST))
+	$(CC) -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -o $(C_TEST) Tests/CLoopKitTests/c_api_test.c \
+		-ISources/CLoopKit/include -L$(BUILD_DIR) -lLoopKitC -Wl,-rpath,$(CURDIR)/$(BUILD_DIR) \
+		$$(pkg-config --libs libevent) -lpthread
+	./$(C_TEST)
+	$(MAKE) -C Examples/c-host run
+
+## leak-check: 1,000 create/run/destroy cycles and the example under valgrind: no definite leaks
+leak-check: test-c
+	@command -v valgrind >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq valgrind; }
+	$(VALGRIND) ./$(C_TEST) --cycles 1000
+	$(VALGRIND) Examples/c-host/host > /dev/null
+	@echo "==> leak check: no definite leaks"
 
 ## test-sanitize: the whole suite under the thread sanitizer
 test-sanitize: deps
@@ -37,5 +61,24 @@ test-sanitize: deps
 bench: deps
 	cd Benchmarks && $(SWIFT) run -c release LoopKitBenchmarks
 
+## install: loopkit.h, libLoopKitC.so and loopkit.pc under PREFIX (default /usr/local)
+install: deps
+	$(SWIFT) build -c $(INSTALL_CONFIG) --product LoopKitC
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 Sources/CLoopKit/include/loopkit.h $(DESTDIR)$(PREFIX)/include/
+	install -m 755 .build/$(INSTALL_CONFIG)/libLoopKitC.so $(DESTDIR)$(PREFIX)/lib/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e "s|@VERSION@|$$(sed -n 's/^#define LK_VERSION_\(MAJOR\|MINOR\|PATCH\) //p' Sources/CLoopKit/include/loopkit.h | paste -sd.)|" \
+		Sources/CLoopKit/loopkit.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/loopkit.pc
+	@echo "==> installed: cc host.c \$$(pkg-config --cflags --libs loopkit)  (PKG_CONFIG_PATH=$(PREFIX)/lib/pkgconfig if PREFIX is not on it)"
+
+## install-check: install into a scratch prefix, build the example through pkg-config alone, run it
+install-check: deps
+	rm -rf .build/install-check
+	$(MAKE) install PREFIX=$(CURDIR)/.build/install-check INSTALL_CONFIG=debug
+	$(MAKE) -C Examples/c-host clean
+	PKG_CONFIG_PATH=$(CURDIR)/.build/install-check/lib/pkgconfig $(MAKE) -C Examples/c-host PKG=1 run
+	$(MAKE) -C Examples/c-host clean
+
 clean:
 	rm -rf .build .build-tsan Benchmarks/.build
+	$(MAKE) -C Examples/c-host clean

@@ -6,6 +6,8 @@ let package = Package(
     products: [
         .library(name: "LoopKit", targets: ["LoopKit"]),
         .library(name: "LoopKitTesting", targets: ["LoopKitTesting"]),
+        // The C ABI (loopkit.h) as a shared library: libLoopKitC.so.
+        .library(name: "LoopKitC", type: .dynamic, targets: ["LoopKitC"]),
         .executable(name: "LoopDemo", targets: ["LoopDemo"]),
     ],
     dependencies: [
@@ -25,6 +27,8 @@ let package = Package(
             ]
         ),
         .target(name: "LoopKitTesting", dependencies: ["LoopKit"]),
+        .target(name: "CLoopKit"),
+        .target(name: "LoopKitC", dependencies: ["LoopKit", "CLoopKit"]),
         .executableTarget(name: "LoopDemo", dependencies: ["LoopKit"]),
         .testTarget(name: "LoopKitTests", dependencies: ["LoopKit", "LoopKitTesting"]),
     ],

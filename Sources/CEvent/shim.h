@@ -1,8 +1,18 @@
 #ifndef LOOPKIT_CEVENT_SHIM_H
 #define LOOPKIT_CEVENT_SHIM_H
 
-/* The only window LoopKit has onto libevent 2.1. Swift code outside
- * Sources/LoopKit/Internal never imports this module. */
+/* The only window LoopKit has onto libevent 2.1. Swift code outside Sources/LoopKit/Internal never
+ * imports this module.
+ *
+ * The system headers come first, on purpose: libevent's event-config.h defines _GNU_SOURCE before it
+ * includes them, which would give fd_set a different shape in this module than in Glibc's or
+ * Dispatch's, and Clang refuses to merge the two. Included here first, they match everyone else's. */
+#include <sys/types.h>
+#include <sys/time.h>
+#include <sys/select.h>
+#include <stdio.h>
+#include <stdint.h>
+
 #include <event2/event.h>
 #include <event2/thread.h>
 

@@ -50,6 +50,10 @@ extension EventLoop {
         if !owner.isCurrent, !isAttached { events.tick.activate() }
     }
 
+    /// Whether one of the loop's callbacks is on the stack (an iteration or attached drain is running).
+    /// Call on the loop's thread.
+    package var isInIteration: Bool { state.value.inIteration }
+
     /// The loop's lifecycle. Safe from any thread.
     var lifecycle: Lifecycle { queue.withLock { $0.lifecycle } }
 

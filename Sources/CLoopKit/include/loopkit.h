@@ -1,0 +1,169 @@
+/*
+ * loopkit.h — the C interface to LoopKit, an event loop with a strict next-iteration queue on libevent.
+ *
+ * Conventions (as in libuv):
+ *   - Every name has the lk_ prefix; handles are opaque pointers (lk_loop, lk_timer, lk_watch, lk_job).
+ *   - Functions return an int status: LK_OK (0) on success, a negative LK_E* code on failure.
+ *     lk_strerror() describes a code.
+ *   - A callback is never called when the call that registered it returned an error.
+ *   - Functions are NOT thread-safe unless marked [any thread]: call them on the thread that created
+ *     (or attached) the loop. Calling one from another thread returns LK_ETHREAD.
+ *   - NULL handles, NULL callbacks and out-of-range values return LK_EINVAL; nothing is kept.
+ *
+ * Every loop iteration runs three phases, in order:
+ *   1. poll for I/O (without waiting when queued work or a due timer is pending);
+ *   2. run ready I/O callbacks, then due timers in (deadline, scheduling order);
+ *   3. run the next-iteration queue: exactly the work queued before this phase began.
+ * Work queued during iteration N never runs in N, and runs in N + 1, in the order it was queued.
+ */
+#ifndef LOOPKIT_H
+#define LOOPKIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#  define LK_EXTERN __attribute__((visibility("default")))
+#else
+#  define LK_EXTERN
+#endif
+
+#define LK_VERSION_MAJOR 0
+#define LK_VERSION_MINOR 1
+#define LK_VERSION_PATCH 0
+
+/* Opaque handles. */
+typedef struct lk_loop lk_loop;
+typedef struct lk_timer lk_timer;
+typedef struct lk_watch lk_watch;
+typedef struct lk_job lk_job;
+
+/* libevent's base, for lk_loop_attach. */
+struct event_base;
+
+/* A unit of work: called with the ctx pointer given when it was registered. */
+typedef void (*lk_fn)(void *ctx);
+
+/* Status codes. */
+enum {
+    LK_OK = 0,         /* success */
+    LK_EINVAL = -1,    /* invalid argument: NULL handle or callback, value out of range */
+    LK_ECLOSED = -2,   /* the loop has shut down and refuses new work */
+    LK_EBUSY = -3,     /* the loop is running a callback: no re-entrant run, no destroy from inside */
+    LK_ENOMEM = -4,    /* out of memory, or libevent could not allocate */
+    LK_ECANCELED = -5, /* the work was cancelled before it ran */
+    LK_ETHREAD = -6    /* called from a thread other than the loop's */
+};
+
+/* Readiness flags for lk_watch_fd. */
+enum { LK_READABLE = 1, LK_WRITABLE = 2 };
+
+/* ---- Library ------------------------------------------------------------------------------------ */
+
+/* Enables libevent's pthread support. Idempotent. A host that will lk_loop_attach() must call it before
+ * creating its event_base, so other threads can wake that base.
+ * [any thread] Returns LK_OK, or LK_ENOMEM when libevent cannot set up its locks. */
+LK_EXTERN int lk_init(void);
+
+/* A static, human-readable description of a status code (never NULL). [any thread] */
+LK_EXTERN const char *lk_strerror(int status);
+
+/* The library version as "MAJOR.MINOR.PATCH" (static storage). [any thread] */
+LK_EXTERN const char *lk_version(void);
+
+/* ---- Loops -------------------------------------------------------------------------------------- */
+
+/* Creates a loop with its own event_base, bound to the calling thread. On success *out holds the loop;
+ * release it with lk_loop_destroy. Errors: LK_EINVAL (out is NULL), LK_ENOMEM. */
+LK_EXTERN int lk_loop_create(lk_loop **out);
+
+/* Attaches a loop to a host-owned event_base that the host keeps driving with event_base_loop or
+ * event_base_dispatch; the calling thread must be the one that drives it. Each drain of LoopKit's queue
+ * is one iteration. lk_loop_run and lk_loop_run_once return LK_EINVAL for an attached loop.
+ * lk_loop_destroy leaves the base intact and usable. Call lk_init() before creating the base.
+ * Errors: LK_EINVAL (base or out is NULL), LK_ENOMEM. */
+LK_EXTERN int lk_loop_attach(struct event_base *base, lk_loop **out);
+
+/* Shuts the loop down if needed (running the work queued before), then frees it. The handle is invalid
+ * afterwards. Timer and watch handles stay valid until cancelled.
+ * Errors: LK_EINVAL (NULL), LK_ETHREAD (off the loop's thread), LK_EBUSY (inside one of its callbacks). */
+LK_EXTERN int lk_loop_destroy(lk_loop *loop);
+
+/* Runs iterations until lk_loop_stop or lk_loop_shutdown; waits in phase 1 when there is nothing to do.
+ * Errors: LK_EINVAL (NULL or attached), LK_ETHREAD, LK_EBUSY (re-entered from a callback),
+ * LK_ECLOSED (already shut down). */
+LK_EXTERN int lk_loop_run(lk_loop *loop);
+
+/* Runs exactly one iteration. With may_block == 0 phase 1 never waits (a host's frame loop, a test).
+ * Returns the number of callbacks run (>= 0), or an error as lk_loop_run. */
+LK_EXTERN int lk_loop_run_once(lk_loop *loop, int may_block);
+
+/* Makes lk_loop_run return after the current iteration; wakes a waiting loop.
+ * [any thread] Errors: LK_EINVAL (NULL). */
+LK_EXTERN int lk_loop_stop(lk_loop *loop);
+
+/* Refuses new work from now on (LK_ECLOSED), runs what was queued, cancels timers and watches. From
+ * another thread, the loop's thread completes the shutdown in its current or next iteration.
+ * Calling it twice is harmless. [any thread] Errors: LK_EINVAL (NULL). */
+LK_EXTERN int lk_loop_shutdown(lk_loop *loop);
+
+/* Iterations so far: each lk_loop_run_once, each pass of lk_loop_run; for an attached loop, each drain of
+ * the queue. A callback reads the iteration it runs in. [any thread] Returns 0 for NULL. */
+LK_EXTERN uint64_t lk_loop_iteration(const lk_loop *loop);
+
+/* 1 on the loop's thread, else 0 (also 0 for NULL). [any thread] */
+LK_EXTERN int lk_loop_is_current(const lk_loop *loop);
+
+/* ---- Work --------------------------------------------------------------------------------------- */
+
+/* Queues fn(ctx) for the next iteration. FIFO; each producer thread's order is kept; a cross-thread call
+ * wakes a waiting loop (at most one wake-up per iteration).
+ * [any thread] Errors: LK_EINVAL (NULL loop or fn), LK_ECLOSED. */
+LK_EXTERN int lk_loop_enqueue(lk_loop *loop, lk_fn fn, void *ctx);
+
+/* Calls fn(ctx) now on the loop's thread; from another thread, queues it like lk_loop_enqueue.
+ * [any thread] Errors: LK_EINVAL, LK_ECLOSED. */
+LK_EXTERN int lk_loop_invoke(lk_loop *loop, lk_fn fn, void *ctx);
+
+/* Calls fn(ctx) on the loop and returns after it ran: inline on the loop's thread; from another thread
+ * the caller blocks until the loop ran it. Never hangs on a loop that shut down first.
+ * [any thread] Errors: LK_EINVAL, LK_ECLOSED (refused), LK_ECANCELED (the loop was freed first). */
+LK_EXTERN int lk_loop_invoke_wait(lk_loop *loop, lk_fn fn, void *ctx);
+
+/* ---- Timers ------------------------------------------------------------------------------------- */
+
+/* Calls fn(ctx) on the loop after delay_ns, then every repeat_ns if repeat_ns > 0. Timers fire in
+ * (deadline, scheduling order), never early; a zero delay fires in a later iteration, never this one.
+ * out may be NULL (fire and forget). When out is not NULL, *out is a handle that the caller must release
+ * with lk_timer_cancel, also after a one-shot timer fired.
+ * [any thread] Errors: LK_EINVAL (NULL loop or fn), LK_ECLOSED. */
+LK_EXTERN int lk_timer_start(lk_loop *loop, uint64_t delay_ns, uint64_t repeat_ns,
+                             lk_fn fn, void *ctx, lk_timer **out);
+
+/* Stops the timer (if it has not fired) and releases the handle, which is invalid afterwards.
+ * [any thread] Errors: LK_EINVAL (NULL). */
+LK_EXTERN int lk_timer_cancel(lk_timer *timer);
+
+/* ---- I/O watches -------------------------------------------------------------------------------- */
+
+/* Calls fn(ctx, fd, events) on the loop whenever fd is ready for any of events (LK_READABLE,
+ * LK_WRITABLE), level-triggered, until cancelled. The loop does not own fd. out may be NULL; otherwise
+ * release *out with lk_watch_cancel.
+ * Errors: LK_EINVAL (NULL loop or fn, fd < 0, no or unknown events), LK_ETHREAD, LK_ECLOSED,
+ * LK_ENOMEM (libevent refused the fd). */
+LK_EXTERN int lk_watch_fd(lk_loop *loop, int fd, int events,
+                          void (*fn)(void *ctx, int fd, int events), void *ctx, lk_watch **out);
+
+/* Stops the watch and releases the handle, which is invalid afterwards. From another thread the watch
+ * stops in the loop's next iteration. [any thread] Errors: LK_EINVAL (NULL). */
+LK_EXTERN int lk_watch_cancel(lk_watch *watch);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOOPKIT_H */

@@ -1,0 +1,47 @@
+import CLoopKit
+import LoopKit
+
+// Every pointer conversion of the C ABI: opaque handles to Swift objects and back, and the hosts' `void *`
+// contexts. Nothing else in LoopKitC touches Unmanaged or raw pointers.
+
+/// Turns C handles into the Swift objects behind them.
+enum Handles {
+    /// Hands a new strong reference to C as an opaque handle.
+    static func retain<Object: AnyObject>(_ object: Object) -> OpaquePointer {
+        OpaquePointer(Unmanaged.passRetained(object).toOpaque())
+    }
+
+    /// The object behind a handle, without taking ownership; nil for NULL.
+    static func borrow<Object: AnyObject>(_ handle: OpaquePointer?, as _: Object.Type) -> Object? {
+        guard let handle else { return nil }
+        return Unmanaged<Object>.fromOpaque(UnsafeRawPointer(handle)).takeUnretainedValue()
+    }
+
+    /// Gives up the reference a handle holds; the handle is invalid afterwards.
+    static func release<Object: AnyObject>(_ handle: OpaquePointer, as _: Object.Type) {
+        Unmanaged<Object>.fromOpaque(UnsafeRawPointer(handle)).release()
+    }
+
+    /// Stores a handle through an out-parameter.
+    static func store(_ handle: OpaquePointer, in out: UnsafeMutablePointer<OpaquePointer?>?) {
+        out?.pointee = handle
+    }
+}
+
+/// A host's `void *ctx`, carried across threads as an address.
+///
+/// LoopKit never dereferences it; the host decides what it points to and on which thread that is safe,
+/// exactly as with libuv's or libevent's callback arguments. Storing the address as an integer keeps
+/// the Swift closures that carry it `Sendable` without pretending the pointee is.
+struct Context: Sendable {
+    private let address: UInt
+
+    init(_ pointer: UnsafeMutableRawPointer?) { address = UInt(bitPattern: pointer) }
+
+    var pointer: UnsafeMutableRawPointer? { UnsafeMutableRawPointer(bitPattern: address) }
+}
+
+/// A static C string for `lk_strerror` and `lk_version`.
+func staticCString(_ string: StaticString) -> UnsafePointer<CChar> {
+    UnsafeRawPointer(string.utf8Start).assumingMemoryBound(to: CChar.self)
+}

@@ -1,0 +1,702 @@
+/*
+ * The C ABI as a C host sees it: every function of loopkit.h, every error code, and the ordering
+ * contract R1-R11, compiled only against loopkit.h and libLoopKitC.so (plus libevent for attach mode).
+ *
+ *   c_api_test              run every test; ends with "N passed, N failed"
+ *   c_api_test --cycles N   N create/work/run/destroy cycles, for the leak check under valgrind
+ */
+#include "loopkit.h"
+
+#include <event2/event.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int passed, failed;
+static const char *current_test;
+
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        if (cond) {                                                                      \
+            passed++;                                                                    \
+        } else {                                                                         \
+            failed++;                                                                    \
+            fprintf(stderr, "FAIL %s (%s:%d): %s\n", current_test, __FILE__, __LINE__, #cond); \
+        }                                                                                \
+    } while (0)
+#define CHECK_EQ(a, b) CHECK((long long)(a) == (long long)(b))
+
+/* ---- A trace of labels with the iteration each ran in ---------------------------------------------- */
+
+typedef struct {
+    char text[1024];
+    lk_loop *loop;
+    pthread_mutex_t lock;
+} trace_t;
+
+static void trace_init(trace_t *t, lk_loop *loop) {
+    t->text[0] = 0;
+    t->loop = loop;
+    pthread_mutex_init(&t->lock, NULL);
+}
+
+static void trace_add(trace_t *t, const char *label) {
+    char entry[64];
+    snprintf(entry, sizeof entry, "%s%llu:%s", t->text[0] ? " " : "",
+             (unsigned long long)lk_loop_iteration(t->loop), label);
+    pthread_mutex_lock(&t->lock);
+    strncat(t->text, entry, sizeof t->text - strlen(t->text) - 1);
+    pthread_mutex_unlock(&t->lock);
+}
+
+typedef struct {
+    trace_t *trace;
+    const char *label;
+} mark_t;
+
+static void mark(void *ctx) {
+    mark_t *m = ctx;
+    trace_add(m->trace, m->label);
+}
+
+/* ---- Threads --------------------------------------------------------------------------------------- */
+
+typedef struct {
+    lk_loop *loop;
+    lk_fn fn;
+    void *ctx;
+    int status;
+    int op; /* 0 enqueue, 1 invoke, 2 invoke_wait, 3 run, 4 run_once, 5 destroy, 6 stop, 7 watch, 8 shutdown */
+} thread_call_t;
+
+static void *thread_main(void *arg) {
+    thread_call_t *call = arg;
+    switch (call->op) {
+    case 0: call->status = lk_loop_enqueue(call->loop, call->fn, call->ctx); break;
+    case 1: call->status = lk_loop_invoke(call->loop, call->fn, call->ctx); break;
+    case 2: call->status = lk_loop_invoke_wait(call->loop, call->fn, call->ctx); break;
+    case 3: call->status = lk_loop_run(call->loop); break;
+    case 4: call->status = lk_loop_run_once(call->loop, 0); break;
+    case 5: call->status = lk_loop_destroy(call->loop); break;
+    case 6: call->status = lk_loop_stop(call->loop); break;
+    case 7: call->status = lk_watch_fd(call->loop, 0, LK_READABLE, NULL, NULL, NULL); break;
+    case 8: call->status = lk_loop_shutdown(call->loop); break;
+    }
+    return NULL;
+}
+
+static int call_on_thread(lk_loop *loop, int op, lk_fn fn, void *ctx) {
+    thread_call_t call = {loop, fn, ctx, 999, op};
+    pthread_t thread;
+    pthread_create(&thread, NULL, thread_main, &call);
+    pthread_join(thread, NULL);
+    return call.status;
+}
+
+static void noop(void *ctx) { (void)ctx; }
+static void noop_io(void *ctx, int fd, int events) { (void)ctx; (void)fd; (void)events; }
+
+/* ---- Library --------------------------------------------------------------------------------------- */
+
+static void test_library(void) {
+    current_test = "library";
+    printf("- %s\n", current_test);
+    CHECK_EQ(lk_init(), LK_OK);
+    CHECK_EQ(lk_init(), LK_OK);
+    CHECK(strcmp(lk_version(), "0.1.0") == 0);
+    CHECK_EQ(LK_VERSION_MAJOR, 0);
+    int codes[] = {LK_OK, LK_EINVAL, LK_ECLOSED, LK_EBUSY, LK_ENOMEM, LK_ECANCELED, LK_ETHREAD};
+    for (size_t i = 0; i < sizeof codes / sizeof *codes; i++) {
+        CHECK(lk_strerror(codes[i]) != NULL && strlen(lk_strerror(codes[i])) > 5);
+    }
+    CHECK(strstr(lk_strerror(LK_ETHREAD), "thread") != NULL);
+    CHECK(strstr(lk_strerror(12345), "unknown") != NULL);
+}
+
+/* ---- Bad input: LK_EINVAL, nothing kept, no callback ----------------------------------------------- */
+
+static void test_invalid_arguments(void) {
+    current_test = "invalid arguments";
+    printf("- %s\n", current_test);
+    lk_loop *loop = NULL;
+    CHECK_EQ(lk_loop_create(NULL), LK_EINVAL);
+    CHECK_EQ(lk_loop_attach(NULL, &loop), LK_EINVAL);
+    CHECK_EQ(lk_loop_destroy(NULL), LK_EINVAL);
+    CHECK_EQ(lk_loop_run(NULL), LK_EINVAL);
+    CHECK_EQ(lk_loop_run_once(NULL, 0), LK_EINVAL);
+    CHECK_EQ(lk_loop_stop(NULL), LK_EINVAL);
+    CHECK_EQ(lk_loop_shutdown(NULL), LK_EINVAL);
+    CHECK_EQ(lk_loop_iteration(NULL), 0);
+    CHECK_EQ(lk_loop_is_current(NULL), 0);
+    CHECK_EQ(lk_loop_enqueue(NULL, noop, NULL), LK_EINVAL);
+    CHECK_EQ(lk_timer_cancel(NULL), LK_EINVAL);
+    CHECK_EQ(lk_watch_cancel(NULL), LK_EINVAL);
+
+    CHECK_EQ(lk_loop_create(&loop), LK_OK);
+    CHECK_EQ(lk_loop_enqueue(loop, NULL, NULL), LK_EINVAL);
+    CHECK_EQ(lk_loop_invoke(loop, NULL, NULL), LK_EINVAL);
+    CHECK_EQ(lk_loop_invoke_wait(loop, NULL, NULL), LK_EINVAL);
+    lk_timer *timer = NULL;
+    CHECK_EQ(lk_timer_start(loop, 0, 0, NULL, NULL, &timer), LK_EINVAL);
+    CHECK(timer == NULL);
+    CHECK_EQ(lk_timer_start(NULL, 0, 0, noop, NULL, &timer), LK_EINVAL);
+    lk_watch *watch = NULL;
+    CHECK_EQ(lk_watch_fd(loop, -1, LK_READABLE, noop_io, NULL, &watch), LK_EINVAL);
+    CHECK_EQ(lk_watch_fd(loop, 0, 0, noop_io, NULL, &watch), LK_EINVAL);
+    CHECK_EQ(lk_watch_fd(loop, 0, 4, noop_io, NULL, &watch), LK_EINVAL);
+    CHECK_EQ(lk_watch_fd(loop, 0, LK_READABLE, NULL, NULL, &watch), LK_EINVAL);
+    CHECK_EQ(lk_watch_fd(NULL, 0, LK_READABLE, noop_io, NULL, &watch), LK_EINVAL);
+    CHECK(watch == NULL);
+    CHECK_EQ(lk_loop_run_once(loop, 0), 0); /* nothing was kept */
+    CHECK_EQ(lk_loop_destroy(loop), LK_OK);
+}
+
+/* ---- Wrong thread: LK_ETHREAD ---------------------------------------------------------------------- */
+
+static void test_wrong_thread(void) {
+    current_test = "wrong thread";
+    printf("- %s\n", current_test);
+    lk_loop *loop;
+    lk_loop_create(&loop);
+    CHECK_EQ(lk_loop_is_current(loop), 1);
+    CHECK_EQ(call_on_thread(loop, 3, NULL, NULL), LK_ETHREAD);
+    CHECK_EQ(call_on_thread(loop, 4, NULL, NULL), LK_ETHREAD);
+    CHECK_EQ(call_on_thread(loop, 5, NULL, NULL), LK_ETHREAD);
+    thread_call_t call = {loop, NULL, NULL, 0, 7};
+    pthread_t t;
+    pthread_create(&t, NULL, thread_main, &call);
+    pthread_join(t, NULL);
+    CHECK_EQ(call.status, LK_EINVAL); /* NULL fn is checked first */
+    CHECK_EQ(lk_loop_destroy(loop), LK_OK);
+}
+
+/* ---- R1: FIFO ------------------------------------------------------------------------------------- */
+
+static void test_r1_fifo(void) {
+    current_test = "R1 FIFO";
+    printf("- %s\n", current_test);
+    lk_loop *loop;
+    lk_loop_create(&loop);
+    trace_t trace;
+    trace_init(&trace, loop);
+    mark_t a = {&trace, "A"}, b = {&trace, "B"}, c = {&trace, "C"}, r = {&trace, "remote"};
+    lk_loop_enqueue(loop, mark, &a);
+    lk_loop_enqueue(loop, mark, &b);
+    CHECK_EQ(call_on_thread(loop, 0, mark, &r), LK_OK);
+    lk_loop_enqueue(loop, mark, &c);
+    CHECK_EQ(lk_loop_run_once(loop, 0), 4);
+    CHECK(strcmp(trace.text, "1:A 1:B 1:remote 1:C") == 0);
+    lk_loop_destroy(loop);
+}
+
+/* ---- R2 and R3: never this iteration, always the next ---------------------------------------------- */
+
+typedef struct {
+    trace_t *trace;
+    lk_loop *loop;
+    int remaining;
+} chain_t;
+
+static void chain_step(void *ctx) {
+    chain_t *chain = ctx;
+    trace_add(chain->trace, "c");
+    if (--chain->remaining > 0) lk_loop_enqueue(chain->loop, chain_step, chain);
+}
+
+static void test_r2_r3_next_iteration(void) {
+    current_test = "R2/R3 next iteration";
+    printf("- %s\n", current_test);
+    lk_loop *loop;
+    lk_loop_create(&loop);
+    trace_t trace;
+    trace_init(&trace, loop);
+    chain_t chain = {&trace, loop, 3};
+    lk_loop_enqueue(loop, chain_step, &chain);
+    CHECK_EQ(lk_loop_run_once(loop, 0), 1);
+    CHECK(strcmp(trace.text, "1:c") == 0);
+    lk_loop_run_once(loop, 0);
+    lk_loop_run_once(loop, 0);
+    CHECK(strcmp(trace.text, "1:c 2:c 3:c") == 0);
+    CHECK_EQ(lk_loop_run_once(loop, 0), 0);
+    lk_loop_destroy(loop);
+}
+
+/* ---- R4: no starvation ----------------------------------------------------------------------------- */
+
+typedef struct {
+    trace_t *trace;
+    lk_loop *loop;
+    int fd;
+} io_t;
+
+static void busy(void *ctx) {
+    io_t *io = ctx;
+    trace_add(io->trace, "busy");
+    lk_loop_enqueue(io->loop, busy, io);
+}
+
+static void on_readable(void *ctx, int fd, int events) {
+    io_t *io = ctx;
+    char byte;
+    CHECK(read(fd, &byte, 1) == 1);
+    CHECK_EQ(events, LK_READABLE);
+    trace_add(io->trace, "io");
+}
+
+static void test_r4_no_starvation(void) {
+    current_test = "R4 no starvation";
+    printf("- %s\n", current_test);
+    lk_loop *loop;
+    lk_loop_create(&loop);
+    trace_t trace;
+    trace_init(&trace, loop);
+    int fds[2];
+    CHECK_EQ(pipe(fds), 0);
+    io_t io = {&trace, loop, fds[0]};
+    lk_watch *watch = NULL;
+    CHECK_EQ(lk_watch_fd(loop, fds[0], LK_READABLE, on_readable, &io, &watch), LK_OK);
+    lk_loop_enqueue(loop, busy, &io);
+    lk_loop_run_once(loop, 0);
+    CHECK(write(fds[1], "x", 1) == 1);
+    lk_loop_run_once(loop, 0);
+    lk_loop_run_once(loop, 0);
+    CHECK(strcmp(trace.text, "1:busy 2:io 2:busy 3:busy") == 0);
+    CHECK_EQ(lk_watch_cancel(watch), LK_OK);
+    lk_loop_destroy(loop);
+    close(fds[0]);
+    close(fds[1]);
+}
+
+/* ---- R5 and R6: invoke and invoke_wait -------------------------------------------------------------- */
+
+static void test_r5_invoke(void) {
+    current_test = "R5 invoke";
+    printf("- %s\n", current_test);
+    lk_loop *loop;
+    lk_loop_create(&loop);
+    trace_t trace;
+    trace_init(&trace, loop);
+    mark_t inl = {&trace, "inline"}, remote = {&trace, "remote"};
+    CHECK_EQ(lk_loop_invoke(loop, mark, &inl), LK_OK);
+    CHECK(strcmp(trace.text, "0:inline") == 0);
+    CHECK_EQ(call_on_thread(loop, 1, mark, &remote), LK_OK);
+    CHECK(strcmp(trace.text, "0:inline") == 0);
+    lk_loop_run_once(loop, 0);
+    CHECK(strcmp(trace.text, "0:inline 1:remote") == 0);
+    lk_loop_destroy(loop);
+}
+
+typedef struct {
+    lk_loop *loop;
+    atomic_int ran_on_loop;
+} wait_ctx_t;
+
+static void record_thread(void *ctx) {
+    wait_ctx_t *w = ctx;
+    atomic_store(&w->ran_on_loop, lk_loop_is_current(w->loop) ? 1 : -1);
+}
+
+static void test_r6_invoke_wait(void) {
+    current_test = "R6 invoke_wait";
+    printf("- %s\n", current_test);
+    lk_loop *loop;
+    lk_loop_create(&loop);
+    wait_ctx_t w = {loop, 0};
+    CHECK_EQ(lk_loop_invoke_wait(loop, record_thread, &w), LK_OK); /* inline: no deadlock */
+    CHECK_EQ(atomic_load(&w.ran_on_loop), 1);
+
+    atomic_store(&w.ran_on_loop, 0);
+    thread_call_t call = {loop, record_thread, &w, 999, 2};
+    pthread_t t;
+    pthread_create(&t, NULL, thread_main, &call);
+    int served = 0;
+    while (served < 1) served += lk_loop_run_once(loop, 1); /* blocks until the waiter's work arrives */
+    pthread_join(t, NULL);
+    CHECK_EQ(call.status, LK_OK);
+    CHECK_EQ(atomic_load(&w.ran_on_loop), 1);
+
+    lk_loop_shutdown(loop);
+    CHECK_EQ(call_on_thread(loop, 2, record_thread, &w), LK_ECLOSED); /* after shutdown: error, no hang */
+    lk_loop_destroy(loop);
+}
+
+/* ---- R7: a cross-thread enqueue wakes a blocked loop ----------------------------------------------- */
+
+static atomic_int r7_count;
+static void r7_job(void *ctx) { (void)ctx; atomic_fetch_add(&r7_count, 1); }
+
+static void *r7_producer(void *arg) {
+    lk_loop *loop = arg;
+    for (int i = 0; i < 10000; i++) lk_loop_enqueue(loop, r7_job, NULL);
+    return NULL;
+}
+
+static void test_r7_wake(void) {
+    current_test = "R7 wake";
+    printf("- %s\n", current_test);
+    lk_loop *loop;
+    lk_loop_create(&loop);
+    atomic_store(&r7_count, 0);
+    pthread_t t;
+    pthread_create(&t, NULL, r7_producer, loop);
+    while (atomic_load(&r7_count) < 10000) CHECK(lk_loop_run_once(loop, 1) >= 0);
+    pthread_join(t, NULL);
+    CHECK_EQ(atomic_load(&r7_count), 10000);
+    lk_loop_destroy(loop);
+}
+
+/* ---- R8: timers ------------------------------------------------------------------------------------ */
+
+typedef struct {
+    trace_t *trace;
+    const char *label;
+    lk_loop *loop;
+    int *fired;
+} timer_ctx_t;
+
+static void timer_mark(void *ctx) {
+    timer_ctx_t *tc = ctx;
+    trace_add(tc->trace, tc->label);
+    (*tc->fired)++;
+}
+
+static void test_r8_timers(void) {
+    current_test = "R8 timers";
+    printf("- %s\n", current_test);
+    lk_loop *loop;
+    lk_loop_create(&loop);
+    trace_t trace;
+    trace_init(&trace, loop);
+    int fired = 0;
+    timer_ctx_t t1 = {&trace, "t1@20", loop, &fired}, t2 = {&trace, "t2@10", loop, &fired},
+                t3 = {&trace, "t3@20", loop, &fired}, t4 = {&trace, "t4@10", loop, &fired};
+    lk_timer *h1, *h2, *h3, *h4;
+    CHECK_EQ(lk_timer_start(loop, 20000000, 0, timer_mark, &t1, &h1), LK_OK);
+    CHECK_EQ(lk_timer_start(loop, 10000000, 0, timer_mark, &t2, &h2), LK_OK);
+    CHECK_EQ(lk_timer_start(loop, 20000000, 0, timer_mark, &t3, &h3), LK_OK);
+    CHECK_EQ(lk_timer_start(loop, 10000000, 0, timer_mark, &t4, &h4), LK_OK);
+    while (fired < 4) lk_loop_run_once(loop, 1);
+    /* Iteration numbers depend on real time; the order may not. */
+    CHECK(strstr(trace.text, "t2@10") < strstr(trace.text, "t4@10"));
+    CHECK(strstr(trace.text, "t4@10") < strstr(trace.text, "t1@20"));
+    CHECK(strstr(trace.text, "t1@20") < strstr(trace.text, "t3@20"));
+    lk_timer_cancel(h1);
+    lk_timer_cancel(h2);
+    lk_timer_cancel(h3);
+    lk_timer_cancel(h4);
+
+    /* Cancelled before its deadline: never fires; fire-and-forget (out == NULL) fires. */
+    int other = 0;
+    timer_ctx_t cancelled = {&trace, "cancelled", loop, &other}, forget = {&trace, "forget", loop, &other};
+    lk_timer *hc;
+    CHECK_EQ(lk_timer_start(loop, 0, 0, timer_mark, &cancelled, &hc), LK_OK);
+    CHECK_EQ(lk_timer_cancel(hc), LK_OK);
+    CHECK_EQ(lk_timer_start(loop, 0, 0, timer_mark, &forget, NULL), LK_OK);
+    while (other < 1) lk_loop_run_once(loop, 1);
+    lk_loop_run_once(loop, 0);
+    CHECK(strstr(trace.text, "cancelled") == NULL);
+    CHECK(strstr(trace.text, "forget") != NULL);
+
+    /* Repeating. */
+    int ticks = 0;
+    timer_ctx_t rep = {&trace, "tick", loop, &ticks};
+    lk_timer *hr;
+    CHECK_EQ(lk_timer_start(loop, 1000000, 1000000, timer_mark, &rep, &hr), LK_OK);
+    while (ticks < 3) lk_loop_run_once(loop, 1);
+    CHECK_EQ(lk_timer_cancel(hr), LK_OK);
+    lk_loop_run_once(loop, 0);
+    CHECK_EQ(ticks, 3);
+    lk_loop_destroy(loop);
+}
+
+typedef struct {
+    lk_loop *loop;
+    uint64_t armed_in, fired_in;
+} zero_t;
+
+static void zero_fired(void *ctx) {
+    zero_t *z = ctx;
+    z->fired_in = lk_loop_iteration(z->loop);
+}
+
+static void zero_arm(void *ctx) {
+    zero_t *z = ctx;
+    z->armed_in = lk_loop_iteration(z->loop);
+    lk_timer_start(z->loop, 0, 0, zero_fired, z, NULL);
+}
+
+static void test_r8_zero_delay(void) {
+    current_test = "R8 zero delay";
+    printf("- %s\n", current_test);
+    lk_loop *loop;
+    lk_loop_create(&loop);
+    zero_t z = {loop, 0, 0};
+    lk_loop_enqueue(loop, zero_arm, &z);
+    while (z.fired_in == 0) lk_loop_run_once(loop, 1);
+    CHECK(z.armed_in >= 1);
+    CHECK(z.fired_in > z.armed_in);
+    lk_loop_destroy(loop);
+}
+
+/* ---- R9: phases ------------------------------------------------------------------------------------ */
+
+static void test_r9_phases(void) {
+    current_test = "R9 phases";
+    printf("- %s\n", current_test);
+    lk_loop *loop;
+    lk_loop_create(&loop);
+    trace_t trace;
+    trace_init(&trace, loop);
+    int fds[2];
+    CHECK_EQ(pipe(fds), 0);
+    io_t io = {&trace, loop, fds[0]};
+    mark_t q = {&trace, "queue"};
+    int fired = 0;
+    timer_ctx_t t = {&trace, "timer", loop, &fired};
+    lk_loop_enqueue(loop, mark, &q);
+    lk_timer_start(loop, 0, 0, timer_mark, &t, NULL);
+    lk_watch *watch;
+    lk_watch_fd(loop, fds[0], LK_READABLE, on_readable, &io, &watch);
+    CHECK(write(fds[1], "x", 1) == 1);
+    CHECK_EQ(lk_loop_iteration(loop), 0);
+    CHECK_EQ(lk_loop_run_once(loop, 0), 3);
+    CHECK(strcmp(trace.text, "1:io 1:timer 1:queue") == 0);
+    CHECK_EQ(lk_loop_iteration(loop), 1);
+    lk_watch_cancel(watch);
+    lk_loop_destroy(loop);
+    close(fds[0]);
+    close(fds[1]);
+}
+
+/* ---- R10: shutdown --------------------------------------------------------------------------------- */
+
+static void test_r10_shutdown(void) {
+    current_test = "R10 shutdown";
+    printf("- %s\n", current_test);
+    lk_loop *loop;
+    lk_loop_create(&loop);
+    trace_t trace;
+    trace_init(&trace, loop);
+    mark_t a = {&trace, "A"}, b = {&trace, "B"};
+    int fired = 0;
+    timer_ctx_t t = {&trace, "timer", loop, &fired};
+    lk_timer *timer;
+    lk_loop_enqueue(loop, mark, &a);
+    lk_loop_enqueue(loop, mark, &b);
+    lk_timer_start(loop, 1000000000, 0, timer_mark, &t, &timer);
+    CHECK_EQ(lk_loop_shutdown(loop), LK_OK);
+    CHECK(strcmp(trace.text, "0:A 0:B") == 0);
+    CHECK_EQ(lk_loop_enqueue(loop, mark, &a), LK_ECLOSED);
+    CHECK_EQ(lk_loop_invoke(loop, mark, &a), LK_ECLOSED);
+    CHECK_EQ(lk_timer_start(loop, 0, 0, timer_mark, &t, NULL), LK_ECLOSED);
+    CHECK_EQ(lk_watch_fd(loop, 0, LK_READABLE, noop_io, NULL, NULL), LK_ECLOSED);
+    CHECK_EQ(lk_loop_run(loop), LK_ECLOSED);
+    CHECK_EQ(lk_loop_run_once(loop, 0), LK_ECLOSED);
+    CHECK_EQ(lk_loop_shutdown(loop), LK_OK); /* twice: harmless */
+    CHECK_EQ(fired, 0);
+    CHECK_EQ(lk_timer_cancel(timer), LK_OK);
+    CHECK_EQ(lk_loop_destroy(loop), LK_OK);
+}
+
+/* ---- R11: no re-entry ------------------------------------------------------------------------------ */
+
+typedef struct {
+    lk_loop *loop;
+    int run, run_once, destroy;
+} reentry_t;
+
+static void reenter(void *ctx) {
+    reentry_t *r = ctx;
+    r->run = lk_loop_run(r->loop);
+    r->run_once = lk_loop_run_once(r->loop, 0);
+    r->destroy = lk_loop_destroy(r->loop);
+}
+
+static void test_r11_no_reentry(void) {
+    current_test = "R11 no re-entry";
+    printf("- %s\n", current_test);
+    lk_loop *loop;
+    lk_loop_create(&loop);
+    reentry_t r = {loop, 0, 0, 0};
+    lk_loop_enqueue(loop, reenter, &r);
+    lk_loop_run_once(loop, 0);
+    CHECK_EQ(r.run, LK_EBUSY);
+    CHECK_EQ(r.run_once, LK_EBUSY);
+    CHECK_EQ(r.destroy, LK_EBUSY);
+    lk_loop_destroy(loop);
+}
+
+/* ---- run, stop from another thread, iteration inside callbacks -------------------------------------- */
+
+typedef struct {
+    lk_loop *loop;
+    uint64_t seen;
+} stop_ctx_t;
+
+static void stop_from_thread(void *ctx) {
+    stop_ctx_t *s = ctx;
+    s->seen = lk_loop_iteration(s->loop);
+    call_on_thread(s->loop, 6, NULL, NULL);
+}
+
+static void test_run_and_stop(void) {
+    current_test = "run/stop";
+    printf("- %s\n", current_test);
+    lk_loop *loop;
+    lk_loop_create(&loop);
+    stop_ctx_t s = {loop, 0};
+    lk_loop_enqueue(loop, stop_from_thread, &s);
+    CHECK_EQ(lk_loop_run(loop), LK_OK);
+    CHECK_EQ(s.seen, 1);
+    CHECK(lk_loop_iteration(loop) >= 1);
+    lk_loop_destroy(loop);
+}
+
+/* ---- Attach: LoopKit inside a host's event_base ------------------------------------------------------ */
+
+typedef struct {
+    trace_t *trace;
+    lk_loop *loop;
+    int remaining;
+} attached_chain_t;
+
+static void attached_step(void *ctx) {
+    attached_chain_t *c = ctx;
+    trace_add(c->trace, "job");
+    if (--c->remaining > 0) lk_loop_enqueue(c->loop, attached_step, c);
+}
+
+static void host_readable(evutil_socket_t fd, short what, void *ctx) {
+    (void)what;
+    char byte;
+    CHECK(read(fd, &byte, 1) == 1);
+    trace_add(ctx, "host-io");
+}
+
+static int host_timer_fired;
+static void host_timer(evutil_socket_t fd, short what, void *ctx) {
+    (void)fd; (void)what; (void)ctx;
+    host_timer_fired = 1;
+}
+
+static void *remote_enqueue(void *arg) {
+    thread_call_t *call = arg;
+    call->status = lk_loop_enqueue(call->loop, call->fn, call->ctx);
+    return NULL;
+}
+
+static void test_attach(void) {
+    current_test = "attach";
+    printf("- %s\n", current_test);
+    CHECK_EQ(lk_init(), LK_OK);
+    struct event_base *base = event_base_new();
+    lk_loop *loop;
+    CHECK_EQ(lk_loop_attach(base, NULL), LK_EINVAL);
+    CHECK_EQ(lk_loop_attach(base, &loop), LK_OK);
+    CHECK_EQ(lk_loop_run(loop), LK_EINVAL);
+    CHECK_EQ(lk_loop_run_once(loop, 0), LK_EINVAL);
+    trace_t trace;
+    trace_init(&trace, loop);
+
+    /* R1-R4: FIFO, next drain, and the host's ready I/O served between LoopKit iterations. */
+    int fds[2];
+    CHECK_EQ(pipe(fds), 0);
+    struct event *host_io = event_new(base, fds[0], EV_READ | EV_PERSIST, host_readable, &trace);
+    event_add(host_io, NULL);
+    attached_chain_t chain = {&trace, loop, 3};
+    lk_loop_enqueue(loop, attached_step, &chain);
+    CHECK(write(fds[1], "x", 1) == 1);
+    for (int i = 0; i < 6 && chain.remaining > 0; i++) event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+    CHECK_EQ(chain.remaining, 0);
+    CHECK(strstr(trace.text, "host-io") != NULL);
+    CHECK(strstr(trace.text, "1:job") != NULL && strstr(trace.text, "2:job") != NULL &&
+          strstr(trace.text, "3:job") != NULL);
+
+    /* A cross-thread enqueue wakes the host's blocked event_base_loop. */
+    mark_t remote = {&trace, "remote"};
+    thread_call_t call = {loop, mark, &remote, 999, 0};
+    pthread_t t;
+    pthread_create(&t, NULL, remote_enqueue, &call);
+    while (strstr(trace.text, "remote") == NULL) event_base_loop(base, EVLOOP_ONCE);
+    pthread_join(t, NULL);
+    CHECK_EQ(call.status, LK_OK);
+
+    /* LoopKit timers fire inside the host's loop. */
+    int fired = 0;
+    timer_ctx_t tc = {&trace, "lk-timer", loop, &fired};
+    CHECK_EQ(lk_timer_start(loop, 1000000, 0, timer_mark, &tc, NULL), LK_OK);
+    while (!fired) event_base_loop(base, EVLOOP_ONCE);
+
+    /* Destroy leaves the host's base intact and usable, with none of LoopKit's events left in it
+     * (dispatch returns once the host's own timer has fired). */
+    CHECK_EQ(lk_loop_destroy(loop), LK_OK);
+    event_free(host_io);
+    struct event *ht = evtimer_new(base, host_timer, NULL);
+    struct timeval ms = {0, 1000};
+    evtimer_add(ht, &ms);
+    host_timer_fired = 0;
+    CHECK_EQ(event_base_dispatch(base), 1); /* 1: returned because no events are left */
+    CHECK_EQ(host_timer_fired, 1);
+    event_free(ht);
+    event_base_free(base);
+    close(fds[0]);
+    close(fds[1]);
+}
+
+/* ---- Leak-check cycles ------------------------------------------------------------------------------ */
+
+static void stop_loop(void *ctx) { lk_loop_stop(ctx); }
+
+static void cycles(int n) {
+    for (int i = 0; i < n; i++) {
+        lk_loop *loop;
+        if (lk_loop_create(&loop) != LK_OK) abort();
+        int fds[2];
+        if (pipe(fds) != 0) abort();
+        lk_watch *watch;
+        lk_timer *timer;
+        lk_watch_fd(loop, fds[1], LK_WRITABLE, noop_io, NULL, &watch);
+        lk_timer_start(loop, 0, 1000000, noop, NULL, &timer);
+        lk_timer_start(loop, 1000000000, 0, noop, NULL, NULL); /* still pending at destroy */
+        lk_loop_enqueue(loop, noop, NULL);
+        lk_loop_enqueue(loop, stop_loop, loop);
+        if (lk_loop_run(loop) != LK_OK) abort();
+        lk_watch_cancel(watch);
+        lk_timer_cancel(timer);
+        lk_loop_enqueue(loop, noop, NULL); /* queued at destroy: runs during shutdown */
+        if (lk_loop_destroy(loop) != LK_OK) abort();
+        close(fds[0]);
+        close(fds[1]);
+    }
+    printf("%d create/run/destroy cycles done\n", n);
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--cycles") == 0) {
+        cycles(atoi(argv[2]));
+        return 0;
+    }
+    setvbuf(stdout, NULL, _IONBF, 0);
+    test_library();
+    test_invalid_arguments();
+    test_wrong_thread();
+    test_r1_fifo();
+    test_r2_r3_next_iteration();
+    test_r4_no_starvation();
+    test_r5_invoke();
+    test_r6_invoke_wait();
+    test_r7_wake();
+    test_r8_timers();
+    test_r8_zero_delay();
+    test_r9_phases();
+    test_r10_shutdown();
+    test_r11_no_reentry();
+    test_run_and_stop();
+    test_attach();
+    printf("C API: %d passed, %d failed\n", passed, failed);
+    return failed == 0 ? 0 : 1;
+}
