@@ -55,7 +55,7 @@ leak-check: test-c
 
 ## test-sanitize: the whole suite under the thread sanitizer
 test-sanitize: deps
-	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan
+	$(SWIFT) test --sanitize=thread -Xswiftc -DLOOPKIT_TSAN --scratch-path .build-tsan
 
 ## bench: LoopKit against SwiftNIO, Dispatch and Foundation, same process, ratios printed
 bench: deps

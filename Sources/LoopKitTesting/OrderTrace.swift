@@ -16,7 +16,7 @@ public final class OrderTrace: Sendable, CustomStringConvertible {
     }
 
     private let loop: EventLoop
-    private let storage = Mutex<[Entry]>([])
+    private let storage = Lock<[Entry]>([])
 
     /// Creates an empty trace that stamps entries with `loop`'s iteration.
     public init(_ loop: EventLoop) { self.loop = loop }

@@ -27,6 +27,14 @@ struct LoopGroupTests {
         group.shutdown()
     }
 
+    @Test("shutdown from one of the group's own loops shuts it down without waiting for itself")
+    func shutdownFromOwnLoop() throws {
+        let group = try LoopGroup(threads: 2)
+        let loop = group.loops[0]
+        try loop.invokeAndWait { group.shutdown() }
+        #expect(group.loops.allSatisfy { !$0.isAcceptingWork })
+    }
+
     @Test("a group needs at least one thread")
     func badSize() {
         #expect(throws: EventLoopError.invalidArgument("a LoopGroup needs at least one thread, got 0")) {

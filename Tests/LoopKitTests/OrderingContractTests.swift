@@ -18,7 +18,7 @@ struct OrderingContractTests {
 
         // Two producer threads, each queuing its own numbered sequence.
         let loop = driver.loop
-        let seen = Mutex<[Int: [Int]]>([:])
+        let seen = Lock<[Int: [Int]]>([:])
         DispatchQueue.concurrentPerform(iterations: 2) { producer in
             for n in 0..<2_000 {
                 try! loop.enqueue { seen.withLock { $0[producer, default: []].append(n) } }
@@ -237,7 +237,7 @@ struct OrderingContractTests {
     func noReentry() throws {
         let driver = try LoopDriver()
         let loop = driver.loop
-        let errors = Mutex<[EventLoopError]>([])
+        let errors = Lock<[EventLoopError]>([])
         try loop.enqueue {
             do throws(EventLoopError) { try loop.runOnce(blocking: false) } catch { errors.withLock { $0.append(error) } }
             do throws(EventLoopError) { try loop.run() } catch { errors.withLock { $0.append(error) } }

@@ -9,7 +9,7 @@ struct StressTests {
     func producersAgainstBusyLoop() throws {
         let producers = 4, perProducer = 100_000
         let loop = try EventLoop()
-        let lastSeen = Mutex<[Int]>(Array(repeating: -1, count: producers))
+        let lastSeen = Lock<[Int]>(Array(repeating: -1, count: producers))
         let outOfOrder = Atomic<Int>(0)
         let total = Atomic<Int>(0)
         let selfEnqueued = Atomic<Int>(0)

@@ -41,7 +41,7 @@ struct TimerTests {
     func cancelWithinIteration() throws {
         let driver = try LoopDriver()
         let trace = OrderTrace(driver.loop)
-        let second = Mutex<ScheduledTimer?>(nil)
+        let second = Lock<ScheduledTimer?>(nil)
         try driver.loop.schedule(after: .milliseconds(1)) {
             trace.record("first")
             second.withLock { $0?.cancel() }

@@ -12,7 +12,7 @@ struct WatchTests {
         let driver = try LoopDriver()
         let pipe = TestPipe()
         defer { pipe.close() }
-        let events = Mutex<[IOEvents]>([])
+        let events = Lock<[IOEvents]>([])
         let watch = try driver.loop.watch(pipe.readEnd, for: .readable) { ready in
             events.withLock { $0.append(ready) }
         }

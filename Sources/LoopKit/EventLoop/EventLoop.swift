@@ -27,13 +27,13 @@ public final class EventLoop: Sendable {
     /// libevent's base and the loop's two internal events.
     let events: LoopEvents
     /// The queue other threads write to, the lifecycle, and the wake-up flag, under one lock.
-    let queue = Mutex(RemoteQueue())
+    let queue = Lock(RemoteQueue())
     /// Set (under the lock) when another thread has queued work that the loop has not taken yet.
     let remotePending = Atomic<Bool>(false)
     /// False from the moment ``shutdown()`` is called: a lock-free copy of `lifecycle == .open`.
     let acceptingWork = Atomic<Bool>(true)
     /// What to tell waiters whose work is still queued when the loop is freed (R6, R10).
-    let cancellations = Mutex(Cancellations())
+    let cancellations = Lock(Cancellations())
     /// State only the loop thread touches: timers, watches, the spare drain buffer.
     let state: LoopConfined<LoopState>
     /// Iterations so far.

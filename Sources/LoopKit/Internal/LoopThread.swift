@@ -48,7 +48,7 @@ enum CurrentLoop {
 
 /// A thread running one closure, joinable.
 final class SpawnedThread: Sendable {
-    private let handle: Mutex<pthread_t?>
+    private let handle: Lock<pthread_t?>
 
     /// Starts a thread running `body`. Fails only when the system is out of threads.
     init(name: String, _ body: @escaping @Sendable () -> Void) throws(EventLoopError) {
@@ -68,13 +68,26 @@ final class SpawnedThread: Sendable {
             throw .system("pthread_create", status)
         }
         _ = name  // glibc's pthread_setname_np is not visible to Swift; the name is kept for debuggers later
-        handle = Mutex(thread)
+        handle = Lock(thread)
     }
 
     /// Waits for the thread to end. Safe from any thread but this one; a second call returns at once.
     func join() {
-        guard let thread = handle.withLock({ h -> pthread_t? in defer { h = nil }; return h }) else { return }
+        guard let thread = take() else { return }
         pthread_join(thread, nil)
+    }
+
+    /// Lets the thread end on its own, without anyone joining it. A second call returns at once.
+    func detach() {
+        guard let thread = take() else { return }
+        pthread_detach(thread)
+    }
+
+    private func take() -> pthread_t? {
+        handle.withLock { handle in
+            defer { handle = nil }
+            return handle
+        }
     }
 }
 

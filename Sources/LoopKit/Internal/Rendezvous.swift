@@ -3,7 +3,7 @@ import Synchronization
 
 /// A value one thread hands to another that waits for it, exactly once.
 final class Rendezvous<Value: Sendable>: Sendable {
-    private let slot = Mutex<Value?>(nil)
+    private let slot = Lock<Value?>(nil)
     private let ready = DispatchSemaphore(value: 0)
 
     /// Hands over `value`; later calls are ignored. Safe from any thread.

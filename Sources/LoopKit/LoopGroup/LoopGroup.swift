@@ -68,17 +68,18 @@ public final class LoopGroup: Sendable {
 
     /// Shuts every loop down (each runs the work queued before, then stops) and waits for the threads.
     ///
-    /// Calling it again does nothing. Do not call it from one of the group's own loops: it would wait
-    /// for its own thread. Safe from any other thread.
+    /// Called from one of the group's own loops (or when the group's last reference goes away there), it
+    /// waits for the other threads only; the calling loop finishes its shutdown when its callback returns.
+    /// Calling it again does nothing. Safe from any thread.
     public func shutdown() {
-        precondition(!loops.contains { $0.isCurrent },
-                     "LoopKit: LoopGroup.shutdown() called from one of the group's own loops would wait forever")
         Self.stop(loops, threads)
     }
 
     private static func stop(_ loops: [EventLoop], _ threads: [SpawnedThread]) {
         for loop in loops { loop.shutdown() }
-        for thread in threads { thread.join() }
+        for (loop, thread) in zip(loops, threads) {
+            if loop.isCurrent { thread.detach() } else { thread.join() }
+        }
     }
 
     deinit { Self.stop(loops, threads) }
