@@ -266,6 +266,30 @@ struct ArrayProcessorTests {
         #expect(reads <= 4_000 / 10)  // the loop's own reads included
     }
 
+    @Test("eachChunk receives consecutive slices between clock reads; per-item mode gives one item each")
+    func eachChunkReceivesConsecutiveSlices() throws {
+        for budget in [ProcessingBudget.perItem, .time(.milliseconds(4))] {
+            let driver = try LoopDriver()
+            let clock = driver.clock
+            let slices = Mutex<[[Int]]>([])
+            let outcome = Mutex<String>("")
+            try driver.loop.process(Array(0..<100), budget: budget, eachChunk: { slice in
+                slices.withLock { $0.append(Array(slice)) }
+                clock.advance(by: .microseconds(100 * Int64(slice.count)))
+            }, completion: { result in outcome.withLock { $0 = "\(result)" } })
+            try driver.runUntilIdle()
+            let seen = slices.withLock { $0 }
+            #expect(seen.flatMap { $0 } == Array(0..<100))
+            #expect(outcome.withLock { $0 } == "succeeded")
+            if budget.isPerItem {
+                #expect(seen.allSatisfy { $0.count == 1 })
+            } else {
+                #expect(seen.count < 100)
+                #expect(seen.map(\.count).max()! <= 5)  // an eighth of 4 ms at 100 µs per item
+            }
+        }
+    }
+
     @Test("the job's progress advances once per iteration and finishes; it joins the current progress")
     func jobProgressJoinsTheCurrentProgress() throws {
         let driver = try LoopDriver()
