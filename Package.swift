@@ -12,6 +12,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        // Test-only: property-based tests (the progress tree arithmetic).
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         .systemLibrary(
@@ -30,7 +32,14 @@ let package = Package(
         .target(name: "CLoopKit"),
         .target(name: "LoopKitC", dependencies: ["LoopKit", "CLoopKit"]),
         .executableTarget(name: "LoopDemo", dependencies: ["LoopKit"]),
-        .testTarget(name: "LoopKitTests", dependencies: ["LoopKit", "LoopKitTesting"]),
+        .testTarget(
+            name: "LoopKitTests",
+            dependencies: [
+                "LoopKit",
+                "LoopKitTesting",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

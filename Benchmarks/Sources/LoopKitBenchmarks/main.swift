@@ -19,6 +19,8 @@ let scenarios: [(key: String, run: () throws -> [Row])] = [
     ("cross", { try EnqueueCrossThread.run(options, nio: nio) }),
     ("invoke", { try InvokeRoundTrip.run(options, nio: nio) }),
     ("timers", { try TimersScheduleAndFire.run(options, nio: nio) }),
+    ("process", { try ArrayProcessorBudget.run(options) }),
+    ("progress", { try ProgressIncrements.run(options) }),
 ]
 
 var rows: [Row] = []

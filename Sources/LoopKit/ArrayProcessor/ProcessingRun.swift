@@ -1,0 +1,137 @@
+// The loop-thread side of an array-processing job: the index, the closures, the budget arithmetic.
+//
+// Per-item mode, one `|` per iteration (the seed's order):
+//     start: U(0) |  step: P(0) |  step: U(1) P(1) | … |  step: U(n-1) P(n-1) |  step: U(n) C
+// Budget mode:
+//     start: U(0) |  step: P(0…a) U(a) |  step: P(a…b) U(b) | … |  step: P(…n) U(n) C
+// Each step queues the next with the loop's next-iteration queue, so I/O, timers and other work run
+// between two steps (R4).
+
+/// The state of one job, confined to its loop's thread (it lives in a ``LoopConfined`` box).
+final class ProcessingRun {
+    let loop: EventLoop
+    let job: ProcessingJob
+    let total: Int
+    /// Nanoseconds of items per iteration; 0 is per-item mode.
+    let budget: UInt64
+    /// Processes items `next..<end`, advancing `next` past each item that returned.
+    let runItems: (inout Int, Int) throws -> Void
+    let update: (Int, Int) -> Void
+    let completion: (ProcessingOutcome) -> Void
+
+    /// The next item to process.
+    var next = 0
+    /// The last `done` given to `update`, or -1.
+    var reported = -1
+    /// Items between two clock reads at the start of an iteration, learnt from the measured cost.
+    var stride = 1
+    /// The last measured cost of one item, in nanoseconds; 0 until measured.
+    var nanosecondsPerItem = 0.0
+
+    init(loop: EventLoop, job: ProcessingJob, total: Int, budget: UInt64,
+         runItems: @escaping (inout Int, Int) throws -> Void,
+         update: @escaping (Int, Int) -> Void,
+         completion: @escaping (ProcessingOutcome) -> Void) {
+        self.loop = loop
+        self.job = job
+        self.total = total
+        self.budget = budget
+        self.runItems = runItems
+        self.update = update
+        self.completion = completion
+    }
+
+    /// The share of the budget between two clock reads: the most an iteration overshoots by when the
+    /// measured cost holds (4 ms budget: 0.5 ms).
+    static let checkDivisor: UInt64 = 8
+
+    /// Reports `next` to the progress and to `update`, unless it was already reported.
+    func report() {
+        guard reported != next else { return }
+        reported = next
+        job.progress.completedUnitCount = Int64(next)
+        update(next, total)
+    }
+
+    /// Queues the next step for the loop's next iteration; a loop that shut down cancels the job (R10).
+    func scheduleStep(_ box: LoopConfined<ProcessingRun>) {
+        do {
+            try loop.append(Job { box.value.step(box) })
+        } catch {
+            finish(.cancelled)
+        }
+    }
+
+    /// One iteration's worth of the job.
+    func step(_ box: LoopConfined<ProcessingRun>) {
+        if job.control.isCancelRequested {
+            finish(.cancelled)
+            return
+        }
+        do {
+            if budget == 0 {
+                if next == total {
+                    report()
+                    finish(.succeeded)
+                    return
+                }
+                if next > 0 { report() }
+                try runItems(&next, next + 1)
+            } else {
+                try runChunk()
+                report()
+                if next == total {
+                    finish(.succeeded)
+                    return
+                }
+            }
+        } catch {
+            finish(.failed(error))
+            return
+        }
+        scheduleStep(box)
+    }
+
+    /// Budget mode: items until the budget is spent, reading the clock once per `stride` items and
+    /// sizing each stride from the measured cost so that it takes at most a small share of the budget.
+    private func runChunk() throws {
+        let clock = loop.clock
+        let start = clock.nanoseconds()
+        let deadline = start &+ budget
+        let window = max(1, budget / Self.checkDivisor)
+        var lastRead = start
+        var stride = max(1, min(self.stride, total - next))
+        while next < total {
+            let before = next
+            try runItems(&next, min(total, next + stride))
+            let now = clock.nanoseconds()
+            if next > before, now > lastRead {
+                nanosecondsPerItem = Double(now - lastRead) / Double(next - before)
+            }
+            lastRead = now
+            if now >= deadline || job.control.isCancelRequested { break }
+            // Size the next stride to fit both the check window and what is left of the budget, growing
+            // at most twofold per read so that one cheap stretch cannot launch a huge stride.
+            let room = min(window, deadline - now)
+            let fit = nanosecondsPerItem > 0 ? Double(room) / nanosecondsPerItem : Double(total)
+            stride = max(1, min(Int(min(fit, Double(total))), stride * 2, total))
+        }
+        // The next iteration starts with a stride that fills one check window at the measured cost.
+        if nanosecondsPerItem > 0 {
+            self.stride = max(1, Int(min(Double(window) / nanosecondsPerItem, Double(total))))
+        } else {
+            self.stride = stride
+        }
+    }
+
+    /// Completes the job exactly once.
+    func finish(_ outcome: ProcessingOutcome) {
+        let code: UInt8 = switch outcome {
+        case .succeeded: ProcessingControl.completedSucceeded
+        case .cancelled: ProcessingControl.completedCancelled
+        case .failed: ProcessingControl.completedFailed
+        }
+        job.control.complete(code)
+        completion(outcome)
+    }
+}
