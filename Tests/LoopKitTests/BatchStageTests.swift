@@ -156,46 +156,12 @@ struct BatchStageTests {
 
     // MARK: BatchUpdateTarget
 
-    /// A table double: records calls, rebuilds each batch as a stage and checks it against its data.
-    final class RecordingTable: BatchUpdateTarget {
-        typealias Model = DiffHeader
-        typealias Item = DiffRow
-        var displayed: [DiffRowSection]
-        var calls: [String] = []
-        var pending = BatchStage<DiffHeader, DiffRow>(sections: [])
-        var failures: [DiffError] = []
-        init(_ data: [DiffRowSection]) { displayed = data }
-
-        func performBatchUpdates(_ updates: () -> Void) {
-            calls.append("begin")
-            pending = BatchStage(sections: [])
-            updates()
-            do {
-                try pending.validate(from: displayed)
-                displayed = pending.sections
-            } catch {
-                failures.append(error)
-            }
-            calls.append("end")
-        }
-        func reloadData(_ sections: [DiffRowSection]) { calls.append("reloadData"); displayed = sections }
-        func setSections(_ sections: [DiffRowSection]) { calls.append("setSections"); pending.sections = sections }
-        func deleteSections(_ s: [Int]) { calls.append("deleteSections"); pending.sectionDeletions += s }
-        func insertSections(_ s: [Int]) { calls.append("insertSections"); pending.sectionInsertions += s }
-        func moveSection(_ s: Int, toSection t: Int) { calls.append("moveSection"); pending.sectionMoves.append(DiffMove(from: s, to: t)) }
-        func reloadSections(_ s: [Int]) { calls.append("reloadSections"); pending.sectionReloads += s }
-        func deleteItems(at p: [ItemPath]) { calls.append("deleteItems"); pending.itemDeletions += p }
-        func insertItems(at p: [ItemPath]) { calls.append("insertItems"); pending.itemInsertions += p }
-        func moveItem(at p: ItemPath, to q: ItemPath) { calls.append("moveItem"); pending.itemMoves.append(DiffMove(from: p, to: q)) }
-        func reloadItems(at p: [ItemPath]) { calls.append("reloadItems"); pending.itemReloads += p }
-    }
-
     @Test("commit performs each stage as one batch, data first, and the target ends at new")
     func commitDrivesTarget() {
         let old = [section(1, [1, 2, 3]), section(2, [4])]
         var new = [section(2, [4, 2]), section(3, [9]), section(1, [3, 1])]
         new[2].items[0].value = 1
-        let table = RecordingTable(old)
+        let table = DiffRecordingTarget(old)
         table.commit(SectionedDiff(from: old, to: new).stages())
         #expect(table.failures.isEmpty)
         #expect(table.displayed == new)
@@ -209,7 +175,7 @@ struct BatchStageTests {
     func commitReload() {
         let old = [section(1, [1])]
         let new = [section(2, [2])]
-        let table = RecordingTable(old)
+        let table = DiffRecordingTarget(old)
         table.commit(SectionedDiff(from: old, to: new, reloadThreshold: 0).stages())
         #expect(table.calls == ["reloadData"])
         #expect(table.displayed == new)
