@@ -19,6 +19,7 @@ let scenarios: [(key: String, run: () throws -> [Row])] = [
     ("cross", { try EnqueueCrossThread.run(options, nio: nio) }),
     ("invoke", { try InvokeRoundTrip.run(options, nio: nio) }),
     ("timers", { try TimersScheduleAndFire.run(options, nio: nio) }),
+    ("diff", { try DiffBenchmark.run(options) }),
 ]
 
 var rows: [Row] = []

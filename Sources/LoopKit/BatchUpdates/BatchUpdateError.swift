@@ -2,6 +2,8 @@
 ///
 /// Every refusal leaves the data source's model and the target untouched. Each case's ``description``
 /// says what went wrong and what to do instead.
+///
+/// A value: safe to use from any thread.
 public enum BatchUpdateError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The call must be made on the data source's loop thread and was made elsewhere.
     case wrongThread(operation: String)

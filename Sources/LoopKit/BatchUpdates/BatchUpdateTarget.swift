@@ -70,7 +70,7 @@ extension BatchUpdateTarget {
     /// Each batch sets the stage's sections on the data source, then issues its operations: deletions,
     /// insertions, moves, reloads. A reload stage calls ``reloadData(_:)`` instead.
     ///
-    /// Call where the target's own rule says (for UIKit: on the main actor).
+    /// Call on the thread the target belongs to (for UIKit: the main thread, on the main actor).
     public func commit(_ stages: [BatchStage<Model, Item>]) {
         for stage in stages { perform(stage) }
     }
@@ -81,7 +81,7 @@ extension BatchUpdateTarget {
     /// insertions and moves of sections, reloads of sections, then the same for items. A reload stage
     /// (``BatchStage/isReload``) calls ``reloadData(_:)`` instead.
     ///
-    /// Call where the target's own rule says (for UIKit: on the main actor).
+    /// Call on the thread the target belongs to (for UIKit: the main thread, on the main actor).
     public func perform(_ stage: BatchStage<Model, Item>) {
         perform(stage, updatingData: {})
     }

@@ -28,6 +28,8 @@
 public final class SectionedDataSource<Model: Diffable & Sendable, Item: Diffable & Sendable>: Sendable
 where Model.DiffID: Sendable, Item.DiffID: Sendable {
     /// A section of the data.
+    ///
+    /// Safe from any thread.
     public typealias Section = DiffSection<Model, Item>
 
     /// The loop the model lives on: deliveries and commits happen on its thread.

@@ -12,30 +12,54 @@
 /// - the unchanged elements, in order, exactly fill the positions the changes leave open.
 ///
 /// ``validate(from:)`` checks all of them and that ``apply(to:)`` yields ``sections``.
+///
+/// A value: safe to use from any thread (`Sendable` when its type arguments are).
 public struct BatchStage<Model: Diffable, Item: Diffable> {
     /// A section of the data.
+    ///
+    /// Safe from any thread.
     public typealias Section = DiffSection<Model, Item>
 
     /// Old indices of the sections to delete.
+    ///
+    /// Safe from any thread.
     public var sectionDeletions: [Int]
     /// New indices of the sections to insert.
+    ///
+    /// Safe from any thread.
     public var sectionInsertions: [Int]
     /// Sections to move, from old index to new index.
+    ///
+    /// Safe from any thread.
     public var sectionMoves: [DiffMove<Int>]
     /// Old indices of the sections to reload (model and items).
+    ///
+    /// Safe from any thread.
     public var sectionReloads: [Int]
     /// Old paths of the items to delete.
+    ///
+    /// Safe from any thread.
     public var itemDeletions: [ItemPath]
     /// New paths of the items to insert.
+    ///
+    /// Safe from any thread.
     public var itemInsertions: [ItemPath]
     /// Items to move, from old path to new path.
+    ///
+    /// Safe from any thread.
     public var itemMoves: [DiffMove<ItemPath>]
     /// Old paths of the items to reload.
+    ///
+    /// Safe from any thread.
     public var itemReloads: [ItemPath]
     /// The sections the data source holds after this stage: what the UI must show.
+    ///
+    /// Safe from any thread.
     public var sections: [Section]
     /// Whether this stage replaces all data: a UI should reload instead of animating. A reload stage
     /// deletes every old section and inserts every new one, so it is still a valid batch.
+    ///
+    /// Safe from any thread.
     public var isReload: Bool
 
     /// Creates a stage that leads to `sections`.

@@ -25,28 +25,46 @@
 ///
 /// A `Diff` is a value: it is `Sendable` when its elements and identifiers are, and it carries the
 /// elements it inserts, removes and updates, so it can be applied without the new data at hand.
+///
+/// A value: safe to use from any thread (`Sendable` when its type arguments are).
 public struct Diff<Element: Diffable> {
     /// The number of elements in the old data.
+    ///
+    /// Safe from any thread.
     public let oldCount: Int
     /// The number of elements in the new data.
+    ///
+    /// Safe from any thread.
     public let newCount: Int
     /// Offsets in the old data of the elements removed, ascending.
+    ///
+    /// Safe from any thread.
     public let deletions: [Int]
     /// Offsets in the new data of the elements inserted, ascending.
+    ///
+    /// Safe from any thread.
     public let insertions: [Int]
     /// Elements that moved, from their old offset to their new one, ordered by new offset.
+    ///
+    /// Safe from any thread.
     public let moves: [DiffMove<Int>]
     /// Elements with the same identity and changed content, ordered by new offset. An element can be
     /// both moved and updated.
+    ///
+    /// Safe from any thread.
     public let updates: [DiffUpdate<Int>]
     /// Identifiers that occur more than once, each listed once: first those repeated in the old data,
     /// in order of their first occurrence there, then those repeated only in the new data, in order of
     /// their second occurrence there. Empty when every identifier is unique.
+    ///
+    /// Safe from any thread.
     public let duplicates: [Element.DiffID]
     /// Whether the change count exceeded the reload threshold passed to ``init(from:to:reloadThreshold:)``.
     ///
     /// A reload deletes every old element and inserts every new one (so ``apply(to:)`` still works); a
     /// UI should reload all its data instead of animating.
+    ///
+    /// Safe from any thread.
     public let isReload: Bool
 
     @usableFromInline let deletedElements: [Element]

@@ -3,8 +3,12 @@
 /// Thrown by ``Diff/apply(to:)``, ``SectionedDiff/apply(to:)``, ``BatchStage/apply(to:)``,
 /// ``BatchStage/validate(from:)`` and ``Diff/init(_:oldCount:)``. Each case names the operation and the
 /// position at fault; ``description`` reads as a sentence.
+///
+/// A value: safe to use from any thread.
 public enum DiffError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The kind of change an error is about.
+    ///
+    /// A value: safe to use from any thread.
     public enum Operation: String, Hashable, Sendable {
         /// A deletion from flat data.
         case deletion
@@ -43,6 +47,8 @@ public enum DiffError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// A position named by a change: an offset, a section index or an item path.
+    ///
+    /// A value: safe to use from any thread.
     public enum Position: Hashable, Sendable, CustomStringConvertible {
         /// An offset in flat data.
         case index(Int)
@@ -52,6 +58,8 @@ public enum DiffError: Error, Hashable, Sendable, CustomStringConvertible {
         case item(ItemPath)
 
         /// The position in words, such as "item [1, 2]".
+        ///
+        /// Safe from any thread.
         public var description: String {
             switch self {
             case .index(let i): "index \(i)"
@@ -81,6 +89,8 @@ public enum DiffError: Error, Hashable, Sendable, CustomStringConvertible {
     case dataMismatch(section: Int)
 
     /// The error as a sentence naming the operation and position at fault.
+    ///
+    /// Safe from any thread.
     public var description: String {
         switch self {
         case .countMismatch(let expected, let actual):

@@ -2,10 +2,16 @@
 ///
 /// The model's ``Diffable/diffID`` identifies the section across old and new data; a changed model with
 /// the same identity is a section update (a header that changed, say).
+///
+/// A value: safe to use from any thread (`Sendable` when its type arguments are).
 public struct DiffSection<Model, Item> {
     /// The section's identity and content (a title, a header model).
+    ///
+    /// Safe from any thread.
     public var model: Model
     /// The items of the section, in display order.
+    ///
+    /// Safe from any thread.
     public var items: [Item]
 
     /// Creates a section with `model` and `items`.

@@ -2,10 +2,16 @@
 ///
 /// The sectioned counterpart of an offset, like UIKit's `IndexPath` for rows and items, without
 /// Foundation. Ordered by section, then item.
+///
+/// A value: safe to use from any thread.
 public struct ItemPath: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// The index of the section.
+    ///
+    /// Safe from any thread.
     public var section: Int
     /// The index of the item within its section.
+    ///
+    /// Safe from any thread.
     public var item: Int
 
     /// Creates the path of the item at `item` in the section at `section`.
@@ -26,5 +32,7 @@ public struct ItemPath: Hashable, Comparable, Sendable, CustomStringConvertible 
     }
 
     /// The path as `[section, item]`.
+    ///
+    /// Safe from any thread.
     public var description: String { "[\(section), \(item)]" }
 }
