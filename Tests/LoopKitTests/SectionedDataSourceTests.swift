@@ -361,6 +361,32 @@ struct SectionedDataSourceTests {
     }
 }
 
+/// Calls that must be made on the data source's loop thread.
+@Suite("SectionedDataSource thread rules")
+struct SectionedDataSourceThreadTests {
+    @Test("Reading the model off the loop thread stops the process")
+    func sectionsOffThread() async {
+        await #expect(processExitsWith: .failure) {
+            let loop = onAnotherThread { try! EventLoop() }
+            let workers = try! LoopGroup(threads: 1)
+            let source = try! DiffRowSource([], on: loop, diffingOn: workers)
+            _ = source.sections
+        }
+    }
+
+    @Test("Setting the handler off the loop thread is refused")
+    func onChangesOffThread() throws {
+        let driver = try LoopDriver()
+        let workers = try LoopGroup(threads: 1)
+        defer { workers.shutdown() }
+        let source = try DiffRowSource([], on: driver.loop, diffingOn: workers)
+        let error = onAnotherThread { () -> BatchUpdateError? in
+            do throws(BatchUpdateError) { try source.onChanges(nil); return nil } catch { return error }
+        }
+        #expect(error == .wrongThread(operation: "onChanges(_:)"))
+    }
+}
+
 /// The recording target itself: it must catch a stage that breaks the rules.
 @Suite("DiffRecordingTarget")
 struct DiffRecordingTargetTests {

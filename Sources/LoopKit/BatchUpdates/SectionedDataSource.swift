@@ -88,7 +88,8 @@ where Model.DiffID: Sendable, Item.DiffID: Sendable {
     ///
     /// - Parameter sections: The new data.
     /// - Returns: The submit's generation (1 for the first), as ``Changes/generation`` will carry it.
-    /// - Throws: ``EventLoopError/shutDown`` when the worker loop has shut down.
+    /// - Throws: ``EventLoopError/shutDown`` when the worker loop has shut down. The submit still
+    ///   counts as the newest: changes of earlier submits that are not delivered yet are dropped.
     ///
     /// Safe from any thread.
     @discardableResult
