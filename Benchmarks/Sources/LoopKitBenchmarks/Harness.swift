@@ -50,7 +50,7 @@ struct Options: Sendable {
               --quick      fewer operations per run (a smoke run)
               --json       one JSON object per row instead of the table
               --runs N     timed runs per figure after one warm-up (default 5); the median is reported
-              --only NAME  run only scenarios whose key contains NAME (enqueue, chain, cross, invoke, timers, process, progress, memory)
+              --only NAME  run only scenarios whose key contains NAME (enqueue, chain, cross, invoke, timers, process, progress, diff, memory)
               --no-peers   measure LoopKit alone (for profiling it)
             """)
         exit(problem == nil ? 0 : 2)
@@ -215,6 +215,9 @@ enum Goal: Sendable {
     case noSlowerThan(peer: String)
     /// Resident memory grows by at most this many KiB.
     case growthAtMostKiB(Double)
+    /// LoopKit at most this many nanoseconds per operation, and at least `ratio` times faster than the
+    /// named peer (when the peer was measured).
+    case atMostNanosecondsAndTimesFaster(Double, peer: String, ratio: Double)
     /// An extra figure with no goal of its own.
     case none
 
@@ -223,6 +226,8 @@ enum Goal: Sendable {
         case .atMostNanoseconds(let ns): "≤ \(format(ns, unit: .nanoseconds)) ns"
         case .noSlowerThan(let peer): "≤ \(peer)"
         case .growthAtMostKiB(let kib): "≈ 0 (≤ \(format(kib, unit: .kibibytes)) KiB)"
+        case .atMostNanosecondsAndTimesFaster(let ns, _, let ratio):
+            "≤ \(format(ns, unit: .nanoseconds)) ns, ≥ \(format(ratio, unit: .nanoseconds))x peer"
         case .none: "—"
         }
     }
@@ -246,6 +251,9 @@ struct Row: Sendable {
         case .atMostNanoseconds(let ns): loopKit.median <= ns
         case .noSlowerThan(let name): peers.first { $0.name == name }.map { loopKit.median <= $0.figure.median }
         case .growthAtMostKiB(let kib): loopKit.median <= kib
+        case .atMostNanosecondsAndTimesFaster(let ns, let name, let ratio):
+            loopKit.median <= ns
+                && (peers.first { $0.name == name }.map { $0.figure.median >= ratio * loopKit.median } ?? true)
         case .none: nil
         }
     }

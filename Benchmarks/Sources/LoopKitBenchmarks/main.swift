@@ -21,6 +21,7 @@ let scenarios: [(key: String, run: () throws -> [Row])] = [
     ("timers", { try TimersScheduleAndFire.run(options, nio: nio) }),
     ("process", { try ArrayProcessorBudget.run(options) }),
     ("progress", { try ProgressIncrements.run(options) }),
+    ("diff", { try DiffBenchmark.run(options) }),
 ]
 
 var rows: [Row] = []

@@ -1,0 +1,164 @@
+import LoopKit
+
+/// SplitMix64: a small seeded generator, so every property test sees the same inputs on every run.
+struct DiffTestRNG: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// An item with an identity (`id`) and content (`value`).
+struct DiffRow: Diffable, Hashable, Sendable, CustomStringConvertible {
+    var id: Int
+    var value: Int
+    var diffID: Int { id }
+    var description: String { "\(id):\(value)" }
+}
+
+/// A section header with an identity and a title.
+struct DiffHeader: Diffable, Hashable, Sendable, CustomStringConvertible {
+    var id: Int
+    var title: Int
+    var diffID: Int { id }
+    var description: String { "H\(id):\(title)" }
+}
+
+/// A value whose hash always collides: identity must come from `==`, never from the hash.
+struct DiffCollidingHash: Diffable, Hashable, Sendable {
+    var name: String
+    func hash(into hasher: inout Hasher) { hasher.combine(0) }
+}
+
+typealias DiffRowSection = DiffSection<DiffHeader, DiffRow>
+
+extension DiffTestRNG {
+    /// A random integer in `range`.
+    mutating func int(_ range: Range<Int>) -> Int { Int.random(in: range, using: &self) }
+    /// True `percent` times out of a hundred.
+    mutating func chance(_ percent: Int) -> Bool { int(0..<100) < percent }
+}
+
+/// Random old data and a random edit of it: deletions, insertions, moves, updates and (with
+/// `duplicatePercent`) repeated identifiers.
+func diffRandomRows(
+    _ rng: inout DiffTestRNG, maxCount: Int = 40, duplicatePercent: Int = 10
+) -> (old: [DiffRow], new: [DiffRow]) {
+    let count = rng.int(0..<(maxCount + 1))
+    var nextID = 0
+    func makeRow(_ rng: inout DiffTestRNG, existing: [DiffRow]) -> DiffRow {
+        if !existing.isEmpty, rng.chance(duplicatePercent) {
+            return DiffRow(id: existing[rng.int(0..<existing.count)].id, value: rng.int(0..<3))
+        }
+        nextID += 1
+        return DiffRow(id: nextID, value: rng.int(0..<3))
+    }
+    var old: [DiffRow] = []
+    for _ in 0..<count { old.append(makeRow(&rng, existing: old)) }
+    var new = old
+    for _ in 0..<rng.int(0..<(count / 2 + 3)) {
+        switch rng.int(0..<4) {
+        case 0 where !new.isEmpty:
+            new.remove(at: rng.int(0..<new.count))
+        case 1:
+            new.insert(makeRow(&rng, existing: old + new), at: rng.int(0..<(new.count + 1)))
+        case 2 where !new.isEmpty:
+            let row = new.remove(at: rng.int(0..<new.count))
+            new.insert(row, at: rng.int(0..<(new.count + 1)))
+        case 3 where !new.isEmpty:
+            new[rng.int(0..<new.count)].value = rng.int(0..<3)
+        default:
+            break
+        }
+    }
+    return (old, new)
+}
+
+/// Random old sections and a random edit: section and item deletions, insertions, moves (also across
+/// sections), updates and repeated identifiers.
+func diffRandomSections(
+    _ rng: inout DiffTestRNG, maxSections: Int = 6, maxItems: Int = 8, duplicatePercent: Int = 8
+) -> (old: [DiffRowSection], new: [DiffRowSection]) {
+    var nextItem = 0
+    var nextSection = 0
+    func makeRow(_ rng: inout DiffTestRNG) -> DiffRow {
+        if nextItem > 0, rng.chance(duplicatePercent) { return DiffRow(id: rng.int(1..<(nextItem + 1)), value: rng.int(0..<3)) }
+        nextItem += 1
+        return DiffRow(id: nextItem, value: rng.int(0..<3))
+    }
+    func makeSection(_ rng: inout DiffTestRNG) -> DiffRowSection {
+        let id: Int
+        if nextSection > 0, rng.chance(duplicatePercent) { id = rng.int(1..<(nextSection + 1)) } else {
+            nextSection += 1
+            id = nextSection
+        }
+        return DiffRowSection(DiffHeader(id: id, title: rng.int(0..<3)), items: (0..<rng.int(0..<(maxItems + 1))).map { _ in makeRow(&rng) })
+    }
+    let old = (0..<rng.int(0..<(maxSections + 1))).map { _ in makeSection(&rng) }
+    var new = old
+    for _ in 0..<rng.int(0..<8) {
+        switch rng.int(0..<9) {
+        case 0 where !new.isEmpty:
+            new.remove(at: rng.int(0..<new.count))
+        case 1:
+            new.insert(makeSection(&rng), at: rng.int(0..<(new.count + 1)))
+        case 2 where !new.isEmpty:
+            let section = new.remove(at: rng.int(0..<new.count))
+            new.insert(section, at: rng.int(0..<(new.count + 1)))
+        case 3 where !new.isEmpty:
+            new[rng.int(0..<new.count)].model.title = rng.int(0..<3)
+        case 4 where !new.isEmpty:
+            let s = rng.int(0..<new.count)
+            if !new[s].items.isEmpty { new[s].items.remove(at: rng.int(0..<new[s].items.count)) }
+        case 5 where !new.isEmpty:
+            let s = rng.int(0..<new.count)
+            new[s].items.insert(makeRow(&rng), at: rng.int(0..<(new[s].items.count + 1)))
+        case 6 where !new.isEmpty:  // move, possibly to another section
+            let s = rng.int(0..<new.count)
+            let t = rng.int(0..<new.count)
+            if !new[s].items.isEmpty {
+                let row = new[s].items.remove(at: rng.int(0..<new[s].items.count))
+                new[t].items.insert(row, at: rng.int(0..<(new[t].items.count + 1)))
+            }
+        case 7 where !new.isEmpty:
+            let s = rng.int(0..<new.count)
+            if !new[s].items.isEmpty { new[s].items[rng.int(0..<new[s].items.count)].value = rng.int(0..<3) }
+        default:
+            break
+        }
+    }
+    return (old, new)
+}
+
+/// Identifiers occurring more than once in `old` or in `new`, by brute force.
+func diffBruteForceDuplicates<ID: Hashable>(_ old: [ID], _ new: [ID]) -> Set<ID> {
+    var result = Set<ID>()
+    for list in [old, new] {
+        var seen = Set<ID>()
+        for id in list where !seen.insert(id).inserted { result.insert(id) }
+    }
+    return result
+}
+
+/// The fewest moves for the pairing "k-th occurrence in old with k-th in new", by an O(n²) LIS.
+func diffBruteForceMoveCount(_ old: [DiffRow], _ new: [DiffRow]) -> Int {
+    var queues: [Int: [Int]] = [:]
+    for (i, row) in old.enumerated() { queues[row.id, default: []].append(i) }
+    var sequence: [Int] = []
+    for row in new {
+        if var queue = queues[row.id], !queue.isEmpty {
+            sequence.append(queue.removeFirst())
+            queues[row.id] = queue
+        }
+    }
+    var best = [Int](repeating: 1, count: sequence.count)
+    for k in sequence.indices {
+        for l in 0..<k where sequence[l] < sequence[k] { best[k] = max(best[k], best[l] + 1) }
+    }
+    return sequence.count - (best.max() ?? 0)
+}
