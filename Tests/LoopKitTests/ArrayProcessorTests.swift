@@ -146,7 +146,7 @@ struct ArrayProcessorTests {
     func cancelFromInsideAnItem() throws {
         let driver = try LoopDriver()
         let trace = OrderTrace(driver.loop)
-        let holder = Mutex<ProcessingJob?>(nil)
+        let holder = Lock<ProcessingJob?>(nil)
         let job = try recordedJob(0..<100, on: driver, trace: trace, budget: .default) { item in
             if item == 10 { holder.withLock { $0?.cancel() } }
         }
@@ -181,7 +181,7 @@ struct ArrayProcessorTests {
         for budget in [ProcessingBudget.perItem, .default] {
             let driver = try LoopDriver()
             let trace = OrderTrace(driver.loop)
-            let outcome = Mutex<ProcessingOutcome?>(nil)
+            let outcome = Lock<ProcessingOutcome?>(nil)
             let completions = Atomic<Int>(0)
             let job = try driver.loop.process(0..<10, budget: budget, each: { item in
                 trace.record("P(\(item))")
@@ -210,8 +210,8 @@ struct ArrayProcessorTests {
     func budgetModeChunksByMeasuredCost() throws {
         let driver = try LoopDriver()
         let clock = driver.clock
-        let perIteration = Mutex<[UInt64: Int]>([:])
-        let updates = Mutex<[Int]>([])
+        let perIteration = Lock<[UInt64: Int]>([:])
+        let updates = Lock<[Int]>([])
         let loop = driver.loop
         try loop.process(0..<100, budget: .time(.milliseconds(4)), each: { _ in
             perIteration.withLock { $0[loop.iteration, default: 0] += 1 }
@@ -230,7 +230,7 @@ struct ArrayProcessorTests {
         let loop = driver.loop
         // Item costs cycling 7, 19, 3, 41, 11 µs: far below the 2 ms budget, never the same twice running.
         let costs: [Int64] = [7, 19, 3, 41, 11]
-        let spans = Mutex<[UInt64: (first: UInt64, last: UInt64)]>([:])
+        let spans = Lock<[UInt64: (first: UInt64, last: UInt64)]>([:])
         try loop.process(0..<20_000, budget: .time(.milliseconds(2)), each: { item in
             let before = clock.nanoseconds()
             clock.advance(by: .microseconds(costs[item % costs.count]))
@@ -271,8 +271,8 @@ struct ArrayProcessorTests {
         for budget in [ProcessingBudget.perItem, .time(.milliseconds(4))] {
             let driver = try LoopDriver()
             let clock = driver.clock
-            let slices = Mutex<[[Int]]>([])
-            let outcome = Mutex<String>("")
+            let slices = Lock<[[Int]]>([])
+            let outcome = Lock<String>("")
             try driver.loop.process(Array(0..<100), budget: budget, eachChunk: { slice in
                 slices.withLock { $0.append(Array(slice)) }
                 clock.advance(by: .microseconds(100 * Int64(slice.count)))

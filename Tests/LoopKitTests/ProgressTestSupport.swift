@@ -16,7 +16,7 @@ final class TestClock: Sendable {
 
 /// Records deliveries with the loop iteration each arrived in.
 final class DeliveryRecorder: Sendable {
-    private let entries = Mutex<[(iteration: UInt64, snapshot: ProgressSnapshot)]>([])
+    private let entries = Lock<[(iteration: UInt64, snapshot: ProgressSnapshot)]>([])
 
     func handler(for loop: EventLoop) -> @Sendable (ProgressSnapshot) -> Void {
         { [self] snapshot in

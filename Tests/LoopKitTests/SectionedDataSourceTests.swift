@@ -26,7 +26,7 @@ final class DiffDeliveryLog {
 }
 
 /// Item identities whose `diffID` was read on each loop (nil: no loop was running): where diffs ran.
-let diffIdentityReads = Mutex<Set<ObjectIdentifier?>>([])
+let diffIdentityReads = Lock<Set<ObjectIdentifier?>>([])
 
 /// A row that records where its identity is read; only a diff reads it.
 struct DiffThreadRow: Diffable, Hashable, Sendable {
@@ -294,7 +294,7 @@ struct SectionedDataSourceTests {
         let source = try DiffRowSource([], on: driver.loop, diffingOn: workers)
         let target = DiffRecordingTarget([])
         let log = try DiffDeliveryLog(source) { try? source.commit($0, to: target) }
-        let submitted = Mutex<[UInt64: [DiffRowSection]]>([:])
+        let submitted = Lock<[UInt64: [DiffRowSection]]>([:])
         DispatchQueue.concurrentPerform(iterations: 4) { producer in
             var rng = DiffTestRNG(seed: UInt64(producer) &+ 0x5EED)
             for _ in 0..<50 {

@@ -169,7 +169,7 @@ extension EventLoop {
                                 runItems: runItems, update: update, completion: completion)
         let box = LoopConfined(run, owner: owner)
         // Queue first: when the loop refuses, no closure has been called (the C ABI's rule).
-        try append(Job { box.value.step(box) })
+        try append { box.value.step(box) }
         run.report()
     }
 
@@ -200,7 +200,7 @@ extension EventLoop {
                     start()
                 } else {
                     do {
-                        try append(Job(start, onCancel: { continuation.resume(throwing: EventLoopError.cancelled) }))
+                        try appendCancellable(start, onCancel: { continuation.resume(throwing: EventLoopError.cancelled) })
                     } catch {
                         continuation.resume(throwing: error)
                     }

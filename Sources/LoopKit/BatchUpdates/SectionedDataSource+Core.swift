@@ -41,9 +41,9 @@ extension SectionedDataSource {
         let reloadThreshold: Int?
         /// The generation of the newest submit.
         let latestGeneration = Atomic<UInt64>(0)
-        let committed: Mutex<Snapshot>
+        let committed: Lock<Snapshot>
         let state: LoopConfined<State>
-        let subscribers = Mutex(Subscribers())
+        let subscribers = Lock(Subscribers())
         /// Set when the data source is released: nothing is delivered after.
         let isClosed = Atomic<Bool>(false)
 
@@ -51,7 +51,7 @@ extension SectionedDataSource {
             self.loop = loop
             self.worker = worker
             self.reloadThreshold = reloadThreshold
-            committed = Mutex(Snapshot(revision: 0, sections: sections))
+            committed = Lock(Snapshot(revision: 0, sections: sections))
             state = LoopConfined(State(sections: sections), owner: loop.owner)
         }
 

@@ -39,7 +39,7 @@ public final class TaskProgress: Sendable {
     /// Bit set of ``Flags``: the lock-free half of the node's state.
     let flags = Atomic<UInt32>(0)
     /// The locked half of the node's state: tree links, cached child fractions, handlers, observers.
-    let state: Mutex<NodeState>
+    let state: Lock<NodeState>
     /// The time source for throughput estimates, in nanoseconds.
     let clock: @Sendable () -> UInt64
 
@@ -108,7 +108,7 @@ public final class TaskProgress: Sendable {
     init(detachedTotal: Int64, unitName: ProgressUnitName, clock: @escaping @Sendable () -> UInt64) {
         self.completed = Atomic(0)
         self.total = Atomic(detachedTotal)
-        self.state = Mutex(NodeState())
+        self.state = Lock(NodeState())
         self.clock = clock
         self.unitName = unitName
     }
