@@ -73,6 +73,8 @@ typedef struct {
     int op; /* 0 enqueue, 1 invoke, 2 invoke_wait, 3 run, 4 run_once, 5 destroy, 6 stop, 7 watch, 8 shutdown */
 } thread_call_t;
 
+static void noop_index(void *ctx, size_t index);
+
 static void *thread_main(void *arg) {
     thread_call_t *call = arg;
     switch (call->op) {
@@ -85,6 +87,7 @@ static void *thread_main(void *arg) {
     case 6: call->status = lk_loop_stop(call->loop); break;
     case 7: call->status = lk_watch_fd(call->loop, 0, LK_READABLE, NULL, NULL, NULL); break;
     case 8: call->status = lk_loop_shutdown(call->loop); break;
+    case 9: call->status = lk_process(call->loop, 1, 0, noop_index, NULL, NULL, NULL, NULL); break;
     }
     return NULL;
 }
@@ -98,6 +101,7 @@ static int call_on_thread(lk_loop *loop, int op, lk_fn fn, void *ctx) {
 }
 
 static void noop(void *ctx) { (void)ctx; }
+static void noop_index(void *ctx, size_t index) { (void)ctx; (void)index; }
 static void noop_io(void *ctx, int fd, int events) { (void)ctx; (void)fd; (void)events; }
 
 /* ---- Library --------------------------------------------------------------------------------------- */
@@ -647,6 +651,94 @@ static void test_attach(void) {
     close(fds[1]);
 }
 
+/* ---- lk_process: the seed's order, budget mode, cancellation ------------------------------------------- */
+
+typedef struct {
+    trace_t *trace;
+    lk_loop *loop;
+    lk_job *job;
+    size_t cancel_at;
+    int completions, status;
+    size_t processed;
+} process_t;
+
+static void process_each(void *ctx, size_t index) {
+    process_t *p = ctx;
+    char label[32];
+    snprintf(label, sizeof label, "P%zu", index);
+    if (p->trace) trace_add(p->trace, label);
+    p->processed++;
+    if (p->job && index + 1 == p->cancel_at) CHECK_EQ(lk_job_cancel(p->job), LK_OK);
+}
+
+static void process_update(void *ctx, size_t done, size_t total) {
+    process_t *p = ctx;
+    char label[32];
+    snprintf(label, sizeof label, "U%zu/%zu", done, total);
+    if (p->trace) trace_add(p->trace, label);
+}
+
+static void process_complete(void *ctx, int status) {
+    process_t *p = ctx;
+    if (p->trace) trace_add(p->trace, status == LK_OK ? "C" : "cancelled");
+    p->completions++;
+    p->status = status;
+}
+
+static void test_process(void) {
+    current_test = "lk_process";
+    printf("- %s\n", current_test);
+    lk_loop *loop;
+    lk_loop_create(&loop);
+    trace_t trace;
+    trace_init(&trace, loop);
+
+    /* Per-item mode (budget 0): U(0) | P(0) | U(1) P(1) | ... | U(n-1) P(n-1) | U(n) C */
+    process_t p = {&trace, loop, NULL, 0, 0, 0, 0};
+    CHECK_EQ(lk_process(loop, 3, 0, process_each, process_update, process_complete, &p, NULL), LK_OK);
+    CHECK(strcmp(trace.text, "0:U0/3") == 0); /* U(0) before lk_process returns */
+    while (p.completions == 0) lk_loop_run_once(loop, 0);
+    CHECK(strcmp(trace.text, "0:U0/3 1:P0 2:U1/3 2:P1 3:U2/3 3:P2 4:U3/3 4:C") == 0);
+    CHECK_EQ(p.status, LK_OK);
+    for (int i = 0; i < 3; i++) lk_loop_run_once(loop, 0);
+    CHECK_EQ(p.completions, 1);
+
+    /* Budget mode: 100,000 items, all processed, complete once. */
+    process_t big = {NULL, loop, NULL, 0, 0, 0, 0};
+    CHECK_EQ(lk_process(loop, 100000, 2000000, process_each, NULL, process_complete, &big, NULL), LK_OK);
+    while (big.completions == 0) lk_loop_run_once(loop, 0);
+    CHECK_EQ(big.processed, 100000);
+    CHECK_EQ(big.status, LK_OK);
+
+    /* Cancelled midway: LK_ECANCELED exactly once; no item after the cancel. */
+    process_t cancelled = {NULL, loop, NULL, 3, 0, 0, 0};
+    CHECK_EQ(lk_process(loop, 10, 0, process_each, NULL, process_complete, &cancelled, &cancelled.job), LK_OK);
+    while (cancelled.completions == 0) lk_loop_run_once(loop, 0);
+    for (int i = 0; i < 3; i++) lk_loop_run_once(loop, 0);
+    CHECK_EQ(cancelled.status, LK_ECANCELED);
+    CHECK_EQ(cancelled.completions, 1);
+    CHECK_EQ(cancelled.processed, 3);
+
+    /* Bad input: an error and no callback. */
+    process_t none = {NULL, loop, NULL, 0, 0, 0, 0};
+    CHECK_EQ(lk_process(NULL, 1, 0, process_each, NULL, process_complete, &none, NULL), LK_EINVAL);
+    CHECK_EQ(lk_process(loop, 1, 0, NULL, NULL, process_complete, &none, NULL), LK_EINVAL);
+    CHECK_EQ(lk_job_cancel(NULL), LK_EINVAL);
+    lk_loop_shutdown(loop);
+    CHECK_EQ(lk_process(loop, 1, 0, process_each, NULL, process_complete, &none, NULL), LK_ECLOSED);
+    CHECK_EQ(none.completions + (int)none.processed, 0);
+    lk_loop_destroy(loop);
+
+    lk_loop *other;
+    lk_loop_create(&other);
+    thread_call_t call = {other, NULL, NULL, 999, 9};
+    pthread_t t;
+    pthread_create(&t, NULL, thread_main, &call);
+    pthread_join(t, NULL);
+    CHECK_EQ(call.status, LK_ETHREAD);
+    lk_loop_destroy(other);
+}
+
 /* ---- Leak-check cycles ------------------------------------------------------------------------------ */
 
 static void stop_loop(void *ctx) { lk_loop_stop(ctx); }
@@ -663,6 +755,7 @@ static void cycles(int n) {
         lk_timer_start(loop, 0, 1000000, noop, NULL, &timer);
         lk_timer_start(loop, 1000000000, 0, noop, NULL, NULL); /* still pending at destroy */
         lk_loop_enqueue(loop, noop, NULL);
+        lk_process(loop, 100, 0, noop_index, NULL, NULL, NULL, NULL);
         lk_loop_enqueue(loop, stop_loop, loop);
         if (lk_loop_run(loop) != LK_OK) abort();
         lk_watch_cancel(watch);
@@ -697,6 +790,7 @@ int main(int argc, char **argv) {
     test_r11_no_reentry();
     test_run_and_stop();
     test_attach();
+    test_process();
     printf("C API: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

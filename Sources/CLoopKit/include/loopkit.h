@@ -162,6 +162,29 @@ LK_EXTERN int lk_watch_fd(lk_loop *loop, int fd, int events,
  * stops in the loop's next iteration. [any thread] Errors: LK_EINVAL (NULL). */
 LK_EXTERN int lk_watch_cancel(lk_watch *watch);
 
+/* ---- Array processing ----------------------------------------------------------------------------- */
+
+/* Calls each(ctx, i) for i = 0 ..< count on the loop without freezing it: between iterations the loop
+ * polls I/O and runs timers and other work. budget_ns is the time each iteration may spend on items (the
+ * chunk size adapts to the measured cost per item); budget_ns == 0 is per-item mode, which keeps the
+ * seed's order exactly: update(0) runs before lk_process returns, then one item per iteration followed by
+ * its update, then complete. update(ctx, done, total) runs once before lk_process returns and once per
+ * iteration that processed items; update may be NULL. complete(ctx, status) runs exactly once, on the
+ * loop, never before lk_process returns: status is LK_OK or LK_ECANCELED (cancelled, or the loop shut
+ * down first). complete may be NULL. When out is not NULL, *out identifies the job until complete returns;
+ * LoopKit releases it then. When lk_process returns an error, no callback is ever called.
+ * Errors: LK_EINVAL (NULL loop or each), LK_ETHREAD, LK_ECLOSED. */
+LK_EXTERN int lk_process(lk_loop *loop, size_t count, uint64_t budget_ns,
+                         void (*each)(void *ctx, size_t index),
+                         void (*update)(void *ctx, size_t done, size_t total),
+                         void (*complete)(void *ctx, int status),
+                         void *ctx, lk_job **out);
+
+/* Cancels a job: no item starts after the job notices; complete reports LK_ECANCELED on the loop, at the
+ * latest in its next iteration. An item already running finishes. Cancelling twice does nothing.
+ * [any thread] while the job's complete has not returned. Errors: LK_EINVAL (NULL). */
+LK_EXTERN int lk_job_cancel(lk_job *job);
+
 #ifdef __cplusplus
 }
 #endif
