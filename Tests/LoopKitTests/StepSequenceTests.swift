@@ -283,6 +283,34 @@ struct StepSequenceTests {
         #expect(f.finals == ["succeeded(99999)"])
     }
 
+    @Test("progress advances by each step's weight; cancelling the progress cancels the run")
+    func progressWeights() throws {
+        let f = try Fixture()
+        let gate = DispatchSemaphore(value: 0)
+        let fractions = Lock<[Double]>([])
+        let run = StepSequence(on: f.loop, target: f.worker)
+            .then("light", weight: 1) { 1 }
+            .then("heavy", weight: 3) { (n: Int) in n + 1 }
+            .then("blocked", weight: 4) { (n: Int) -> Int in
+                gate.wait()
+                return n
+            }
+            .finally { f.record($0) }
+            .start()
+        let progress = run.progress
+        #expect(progress.totalUnitCount == 8)
+        try f.run { progress.completedUnitCount == 1 }
+        fractions.withLock { $0.append(progress.fractionCompleted) }
+        try f.run { progress.completedUnitCount == 4 }
+        fractions.withLock { $0.append(progress.fractionCompleted) }
+        progress.cancel()
+        gate.signal()
+        try f.run { run.isFinished }
+        let seen = fractions.withLock { $0 }
+        #expect(seen == [0.125, 0.5])
+        #expect(f.finals == ["cancelled"])
+    }
+
     @Test("two sequences built from one prefix keep their own steps")
     func branchingBuilders() throws {
         let f = try Fixture()

@@ -12,4 +12,11 @@ public struct RunningSequence<Output: Sendable>: Sendable {
 
     /// Whether the run has ended (succeeded, failed or cancelled). Safe from any thread.
     public var isFinished: Bool { engine.isFinished }
+
+    /// The run's progress: its total is the sum of the steps' weights, and each step that succeeds adds
+    /// its weight (a sequence of zero total weight counts as one unit, completed at the end).
+    ///
+    /// It joins the current ``TaskProgress`` of the code that started the run, if there is one.
+    /// Cancelling it (or a parent) cancels the run. Safe from any thread.
+    public var progress: TaskProgress { engine.progress }
 }

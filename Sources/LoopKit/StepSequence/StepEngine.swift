@@ -12,6 +12,8 @@ final class StepEngine: Sendable {
     private let cancelRequested = Atomic<Bool>(false)
     private let finished = Atomic<Bool>(false)
     private let state: LoopConfined<State>
+    /// The run's progress: the steps' weights in all; each step that succeeds adds its weight.
+    let progress: TaskProgress
 
     /// Where the run is. Loop thread only.
     private struct State {
@@ -36,6 +38,9 @@ final class StepEngine: Sendable {
         self.onFinish = onFinish
         self.onDiagnostic = onDiagnostic
         state = LoopConfined(State(), owner: loop.owner)
+        progress = TaskProgress(totalUnitCount: max(1, steps.reduce(0) { $0 + $1.weight }))
+        // Cancelling the progress (or a parent of it) cancels the run. Weak: the progress may outlive it.
+        progress.cancellationHandler = { [weak self] in self?.cancel() }
     }
 
     var isFinished: Bool { finished.load(ordering: .acquiring) }
@@ -106,6 +111,7 @@ final class StepEngine: Sendable {
         switch result {
         case .success(let value):
             state.value.input = value
+            if step.weight > 0 { progress.increment(by: step.weight) }
             state.value.index += 1
             state.value.attempt = 1
             startStep()
@@ -153,6 +159,11 @@ final class StepEngine: Sendable {
         state.value.callback?.cancel()
         endAttempt()
         state.value.input = ()
+        switch outcome {
+        case .succeeded: progress.completedUnitCount = progress.totalUnitCount
+        case .cancelled: progress.cancel()
+        case .failed: break
+        }
         if case .failed(let error) = outcome { onError?(error) }
         onFinish?(outcome)
     }
