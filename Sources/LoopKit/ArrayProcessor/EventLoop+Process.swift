@@ -169,7 +169,7 @@ extension EventLoop {
                                 runItems: runItems, update: update, completion: completion)
         let box = LoopConfined(run, owner: owner)
         // Queue first: when the loop refuses, no closure has been called (the C ABI's rule).
-        try append { box.value.step(box) }
+        try append(Job { box.value.step(box) })
         run.report()
     }
 

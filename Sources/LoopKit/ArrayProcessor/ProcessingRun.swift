@@ -56,7 +56,7 @@ final class ProcessingRun {
     /// Queues the next step for the loop's next iteration; a loop that shut down cancels the job (R10).
     func scheduleStep(_ box: LoopConfined<ProcessingRun>) {
         do {
-            try loop.append { box.value.step(box) }
+            try loop.append(Job { box.value.step(box) })
         } catch {
             finish(.cancelled)
         }

@@ -9,8 +9,8 @@ extension EventLoop {
     ///
     /// Safe from any thread.
     @inline(__always)
-    public func enqueue(_ work: @escaping @Sendable () -> Void) throws(EventLoopError) {
-        try append(work)
+    public func enqueue(_ work: __owned @escaping @Sendable () -> Void) throws(EventLoopError) {
+        try append(Job(work))
     }
 
     /// Runs `work` now when called on the loop's thread; from any other thread, queues it (R5).
@@ -25,7 +25,7 @@ extension EventLoop {
             guard lifecycle != .closed else { throw .shutDown }
             work()
         } else {
-            try append(work)
+            try append(Job(work))
         }
     }
 
@@ -57,7 +57,7 @@ extension EventLoop {
     /// On the loop's thread the job goes to a lock-free local queue. Jobs other threads queued before
     /// it (in happens-before order) are moved ahead of it first, so R1 holds across threads.
     @inline(__always)
-    func append(_ job: @escaping Job) throws(EventLoopError) {
+    func append(_ job: __owned Job) throws(EventLoopError) {
         if owner.isCurrent {
             guard acceptingWork.load(ordering: .relaxed) else { throw .shutDown }
             if remotePending.load(ordering: .acquiring) { takeRemoteJobsEarly() }
@@ -80,14 +80,14 @@ extension EventLoop {
     }
 
     /// Appends a job whose waiter must hear about it if the loop is freed before the job runs.
-    func appendCancellable(_ job: @escaping Job, onCancel: @escaping @Sendable () -> Void) throws(EventLoopError) {
+    func appendCancellable(_ job: @escaping @Sendable () -> Void, onCancel: @escaping @Sendable () -> Void) throws(EventLoopError) {
         let key = cancellations.withLock { $0.register(onCancel) }
         do {
             // Weak: a queued job must not keep its own loop alive (the loop's teardown cancels it).
-            try append { [weak self] in
+            try append(Job { [weak self] in
                 self?.cancellations.withLock { $0.remove(key) }
                 job()
-            }
+            })
         } catch {
             cancellations.withLock { $0.remove(key) }
             throw error

@@ -10,10 +10,10 @@ extension EventLoop: SerialExecutor, TaskExecutor {
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         do {
-            try append { [self] in
+            try append(Job { [self] in
                 job.runSynchronously(
                     isolatedTo: self.asUnownedSerialExecutor(), taskExecutor: self.asUnownedTaskExecutor())
-            }
+            })
         } catch {
             fatalError("LoopKit: a Swift concurrency job was scheduled on an EventLoop that has shut down")
         }

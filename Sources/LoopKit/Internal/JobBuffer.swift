@@ -1,5 +1,14 @@
 /// A unit of queued work: just the closure, 16 bytes, so queuing copies two words.
-typealias Job = @Sendable () -> Void
+///
+/// A struct, not a bare function type, on purpose: a function type stored through a generic pointer is
+/// kept at its most general abstraction, so every store would allocate a reabstraction thunk. A struct
+/// field keeps the closure as it is.
+struct Job: Sendable {
+    let run: @Sendable () -> Void
+
+    @inline(__always)
+    init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+}
 
 /// A FIFO of jobs in one contiguous allocation that a drain empties by moving each job out.
 ///
@@ -36,7 +45,7 @@ struct JobBuffer: ~Copyable, @unchecked Sendable {
 
     /// Appends a job at the back.
     @inline(__always)
-    mutating func append(_ job: __owned @escaping Job) {
+    mutating func append(_ job: __owned Job) {
         if count == capacity { grow(to: max(capacity * 2, 64)) }
         (base + count).initialize(to: job)
         count += 1
@@ -59,7 +68,7 @@ struct JobBuffer: ~Copyable, @unchecked Sendable {
         var index = 0
         while index < ran {
             let job = (base + index).move()
-            job()
+            job.run()
             index += 1
         }
         if ran < count {
