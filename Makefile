@@ -11,7 +11,7 @@ C_TEST       := .build/c-tests/c_api_test
 VALGRIND     := valgrind --quiet --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite --error-exitcode=1
 INSTALL_CONFIG ?= release
 
-.PHONY: all deps demo test test-swift test-c leak-check install-check test-sanitize bench install clean
+.PHONY: all deps demo test test-swift test-c leak-check install-check test-sanitize bench docs install clean
 
 all: test
 
@@ -60,6 +60,16 @@ test-sanitize: deps
 ## bench: LoopKit against SwiftNIO, Dispatch and Foundation, same process, ratios printed
 bench: deps
 	cd Benchmarks && $(SWIFT) run -c release LoopKitBenchmarks
+
+## docs: the DocC catalogue, with every symbol link and parameter checked (warnings are errors)
+docs: deps
+	rm -rf .build/symbol-graphs .build/docs && mkdir -p .build/symbol-graphs
+	$(SWIFT) build --target LoopKit -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir \
+		-Xswiftc $(CURDIR)/.build/symbol-graphs
+	docc convert Sources/LoopKit/LoopKit.docc --additional-symbol-graph-dir .build/symbol-graphs \
+		--fallback-display-name LoopKit --fallback-bundle-identifier org.loopkit.LoopKit \
+		--output-path .build/docs --warnings-as-errors
+	@echo "==> documentation in .build/docs"
 
 ## install: loopkit.h, libLoopKitC.so and loopkit.pc under PREFIX (default /usr/local)
 install: deps

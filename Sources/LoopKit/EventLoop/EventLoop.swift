@@ -4,7 +4,7 @@ import Synchronization
 /// A loop with a strict next-iteration queue, built on one libevent `event_base`.
 ///
 /// A loop belongs to one thread: the thread that created (or attached) it. That thread drives it with
-/// ``run()`` or ``runOnce(blocking:)``; any thread can hand it work with ``enqueue(_:)``,
+/// ``run()`` or ``runOnce(blocking:)``; any thread can hand it work with `enqueue(_:)`,
 /// ``invoke(_:)`` and ``invokeAndWait(_:)``, or stop it with ``stop()``.
 ///
 /// Each iteration has three phases, always in this order (rule R9):
@@ -67,7 +67,9 @@ public final class EventLoop: Sendable {
     /// Tearing the loop down leaves the host's base intact. The host must have created the base after
     /// ``EventLoop/enableThreading()`` so other threads can wake it.
     ///
-    /// - Parameter eventBase: A `struct event_base *`.
+    /// - Parameters:
+    ///   - eventBase: A `struct event_base *`.
+    ///   - clock: The time source for timers.
     ///
     /// Call on the thread that drives the base.
     public convenience init(attachingTo eventBase: OpaquePointer, clock: any LoopClock = SystemLoopClock()) throws(EventLoopError) {

@@ -60,7 +60,7 @@ public struct StepSequence<Output: Sendable>: Sendable {
 
     /// Adds an async step; it sees Swift task cancellation when the sequence is cancelled or the step times out.
     ///
-    /// Parameters as for ``then(_:on:timeout:retry:weight:_:)-(_,_,_,_,_,(Output)->Next)``; the step runs
+    /// Parameters as for synchronous `then`; the step runs
     /// as a task whose executor preference is its target loop.
     public func then<Next: Sendable>(
         _ name: String? = nil, on target: EventLoop? = nil, timeout: Duration? = nil,
@@ -72,7 +72,7 @@ public struct StepSequence<Output: Sendable>: Sendable {
 
     /// Adds a callback step for callback-based APIs: it calls the ``StepCallback`` it is given, once.
     ///
-    /// Parameters as for the synchronous ``then(_:on:timeout:retry:weight:_:)-(_,_,_,_,_,(Output)->Next)``.
+    /// Parameters as for the synchronous `then`.
     public func thenCallback<Next: Sendable>(
         _ name: String? = nil, on target: EventLoop? = nil, timeout: Duration? = nil,
         retry: RetryPolicy = .never, weight: Int64 = 1,
