@@ -347,7 +347,12 @@ static void test_r7_wake(void) {
     atomic_store(&r7_count, 0);
     pthread_t t;
     pthread_create(&t, NULL, r7_producer, loop);
-    while (atomic_load(&r7_count) < 10000) CHECK(lk_loop_run_once(loop, 1) >= 0);
+    int worst = 0;
+    while (atomic_load(&r7_count) < 10000) {
+        int ran = lk_loop_run_once(loop, 1);
+        if (ran < worst) worst = ran;
+    }
+    CHECK(worst >= 0);
     pthread_join(t, NULL);
     CHECK_EQ(atomic_load(&r7_count), 10000);
     lk_loop_destroy(loop);

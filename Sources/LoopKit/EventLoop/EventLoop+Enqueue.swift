@@ -103,15 +103,16 @@ extension EventLoop {
         state.value.tookRemoteEarly = true
     }
 
-    /// Makes the loop poll again soon: cross-thread, activate the tick (waking a waiting poll); on the
-    /// loop thread of an attached loop, add it with a zero timeout so it runs after the host's next poll
-    /// (not in the pass that is running, which would starve the host's I/O: R4).
+    /// Makes the loop poll again soon: cross-thread, write to its wake-up pipe (waking a waiting poll,
+    /// outside every lock); on the loop thread of an attached loop, add the tick with a zero timeout so it
+    /// runs after the host's next poll (not in the pass that is running, which would starve the host's
+    /// I/O: R4).
     func requestDrain(fromLoopThread: Bool) {
         if fromLoopThread {
             events.tick.add(timeoutNanoseconds: 0)
         } else {
             wakeUps.add(1, ordering: .relaxed)
-            events.tick.activate()
+            events.wake()
         }
     }
 }

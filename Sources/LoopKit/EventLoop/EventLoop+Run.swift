@@ -47,7 +47,7 @@ extension EventLoop {
     /// Safe from any thread.
     public func stop() {
         stopRequested.store(true, ordering: .relaxed)
-        if !owner.isCurrent, !isAttached { events.tick.activate() }
+        if !owner.isCurrent, !isAttached { events.wake() }
     }
 
     /// Whether one of the loop's callbacks is on the stack (an iteration or attached drain is running).

@@ -24,7 +24,7 @@ extension EventLoop {
         }
         stopRequested.store(true, ordering: .relaxed)
         wakeUps.add(1, ordering: .relaxed)
-        events.tick.activate()
+        events.wake()
     }
 
     /// Runs what was queued before the shutdown, then cancels timers and watches. Loop thread only.
@@ -36,6 +36,7 @@ extension EventLoop {
         state.value.releaseAll()
         events.timer.remove()
         events.tick.remove()
+        events.stopWakeUps()
         queue.withLock { $0.lifecycle = .closed }
     }
 }

@@ -86,7 +86,8 @@ public final class EventLoop: Sendable {
         self.drainLimit = drainLimit
         events = LoopEvents(base: base)
         state = LoopConfined(LoopState(), owner: owner)
-        try events.install(context: Unmanaged.passUnretained(self).toOpaque()) { _, _, context in
+        try events.install(context: Unmanaged.passUnretained(self).toOpaque()) { fd, _, context in
+            if fd >= 0 { LoopEvents.drainWakeUps(fd) }  // the wake-up pipe; the tick and timer have no fd
             let loop = Unmanaged<EventLoop>.fromOpaque(context!).takeUnretainedValue()
             loop.internalEventFired()
         }

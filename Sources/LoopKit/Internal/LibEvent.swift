@@ -1,5 +1,11 @@
 import CEvent
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 // The one Swift layer over libevent. Every libevent call LoopKit makes is in this file: it turns
 // libevent's `-1/0/1` returns into Swift errors and its `short` flags into Swift types. Nothing else in
 // the package imports CEvent.
@@ -117,36 +123,72 @@ final class LibEventHandle: @unchecked Sendable {
         _ = event_add(raw, &tv)
     }
 
-    /// Makes the event ready now, from any thread, waking a waiting base.
-    /// The corresponding libevent call is `event_active`.
-    func activate() { event_active(raw, 0, 0) }
-
     /// Removes the event from its base. The corresponding libevent call is `event_del`.
     func remove() { _ = event_del(raw) }
 }
 
-/// The two internal events every loop registers: the *tick* (a wake-up, and in attached mode the
-/// drain of LoopKit's queue) and the *timer* (set to the earliest LoopKit timer's deadline).
+/// The internal events every loop registers: the *tick* (in attached mode, the drain of LoopKit's queue,
+/// armed from the loop thread), the *timer* (set to the earliest LoopKit timer's deadline) and the *wake-up*
+/// (a pipe other threads write to).
 ///
-/// Both are created in `EventLoop.init`, before the loop is visible to any other thread, and never
-/// reassigned after; afterwards only libevent's own locked calls touch them. That write-once rule is
-/// what the unchecked conformance stands for.
+/// Other threads never call into libevent: they write one byte to the wake-up pipe, outside every lock.
+/// (`event_active` from another thread writes libevent's own notification fd while holding the base's
+/// lock, so the woken loop often blocked on that lock straight out of its poll.)
+///
+/// The events are created in `EventLoop.init`, before the loop is visible to any other thread, and never
+/// reassigned after; afterwards only the loop thread touches them, and other threads only `write` to the
+/// pipe. That write-once rule is what the unchecked conformance stands for.
 final class LoopEvents: @unchecked Sendable {
     let base: LibEventBase
     private(set) var tick: LibEventHandle!
     private(set) var timer: LibEventHandle!
+    private var wakeUp: LibEventHandle?
+    private var wakeUpRead: Int32 = -1
+    private var wakeUpWrite: Int32 = -1
 
     init(base: LibEventBase) { self.base = base }
 
-    /// Creates both events with `context` (the loop) as their callback argument. Call once, in init.
+    /// Creates the events with `context` (the loop) as their callback argument. Call once, in init.
     func install(context: UnsafeMutableRawPointer, callback: LibEventCallback) throws(EventLoopError) {
         tick = try LibEventHandle(base: base, fd: -1, flags: [], context: context, callback: callback)
         timer = try LibEventHandle(base: base, fd: -1, flags: [], context: context, callback: callback)
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { throw .system("pipe", errno) }
+        wakeUpRead = fds[0]
+        wakeUpWrite = fds[1]
+        for fd in fds {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
+        let event = try LibEventHandle(
+            base: base, fd: wakeUpRead, flags: [.read, .persist], context: context, callback: callback)
+        try event.add()
+        wakeUp = event
     }
 
-    /// Frees both events (before the base goes). Call once, when the loop is torn down.
+    /// Empties the wake-up pipe; the shared callback calls it when the ready fd is not -1.
+    static func drainWakeUps(_ fd: Int32) {
+        var sink: UInt64 = 0
+        while read(fd, &sink, 8) > 0 {}
+    }
+
+    /// Wakes the loop's poll. Safe from any thread; takes no lock.
+    func wake() {
+        var byte: UInt8 = 1
+        _ = write(wakeUpWrite, &byte, 1)  // a full pipe already holds a wake-up: nothing is lost
+    }
+
+    /// Stops listening for wake-ups (the loop has shut down). Loop thread only.
+    func stopWakeUps() { wakeUp?.remove() }
+
+    /// Frees the events (before the base goes) and closes the pipe. Call once, when the loop is torn down.
     func uninstall() {
         tick = nil
         timer = nil
+        wakeUp = nil
+        if wakeUpRead >= 0 { close(wakeUpRead) }
+        if wakeUpWrite >= 0 { close(wakeUpWrite) }
+        wakeUpRead = -1
+        wakeUpWrite = -1
     }
 }

@@ -137,7 +137,9 @@ extension TaskProgress {
         let total = total.load(ordering: .sequentiallyConsistent)
         let done = completed.load(ordering: .sequentiallyConsistent)
         let fraction: Double
-        if total > 0 {
+        if total > 0, done >= total {
+            fraction = 1  // finished reads exactly 1, whatever ulps the children's deltas left behind
+        } else if total > 0 {
             fraction = min(1, max(0, (Double(done) + s.childUnits) / Double(total)))
         } else {
             fraction = 0
