@@ -50,7 +50,7 @@ struct Options: Sendable {
               --quick      fewer operations per run (a smoke run)
               --json       one JSON object per row instead of the table
               --runs N     timed runs per figure after one warm-up (default 5); the median is reported
-              --only NAME  run only scenarios whose key contains NAME (enqueue, chain, cross, invoke, timers, process, progress, diff, memory)
+              --only NAME  run only scenarios whose key contains NAME (enqueue, chain, cross, invoke, timers, process, progress, diff, steps, memory)
               --no-peers   measure LoopKit alone (for profiling it)
             """)
         exit(problem == nil ? 0 : 2)

@@ -22,6 +22,7 @@ let scenarios: [(key: String, run: () throws -> [Row])] = [
     ("process", { try ArrayProcessorBudget.run(options) }),
     ("progress", { try ProgressIncrements.run(options) }),
     ("diff", { try DiffBenchmark.run(options) }),
+    ("steps", { try StepSequenceChain.run(options) }),
 ]
 
 var rows: [Row] = []
