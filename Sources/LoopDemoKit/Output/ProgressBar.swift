@@ -27,7 +27,8 @@ public enum ProgressBar {
     /// "42% — 420,000 of 1,000,000 items, about 1 s left · 487k items/s"
     public static func summary(_ snapshot: ProgressSnapshot) -> String {
         var text = snapshot.description
-        if let throughput = snapshot.throughput, throughput > 0, !snapshot.isCancelled {
+        // A rate reads well for items, not for a handful of jobs.
+        if let throughput = snapshot.throughput, throughput >= 10, !snapshot.isCancelled {
             text += " · \(formatRate(throughput)) \(snapshot.unitName.plural)/s"
         }
         return text
