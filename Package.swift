@@ -14,6 +14,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         // Test-only: property-based tests (the progress tree arithmetic).
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        // LoopDemo only: the demo's command line.
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         .systemLibrary(
@@ -31,12 +33,18 @@ let package = Package(
         .target(name: "LoopKitTesting", dependencies: ["LoopKit"]),
         .target(name: "CLoopKit"),
         .target(name: "LoopKitC", dependencies: ["LoopKit", "CLoopKit"]),
-        .executableTarget(name: "LoopDemo", dependencies: ["LoopKit"]),
+        // The tour's parts and output, as a library so tests can run them; LoopDemo is its command line.
+        .target(name: "LoopDemoKit", dependencies: ["LoopKit"]),
+        .executableTarget(
+            name: "LoopDemo",
+            dependencies: ["LoopDemoKit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         .testTarget(
             name: "LoopKitTests",
             dependencies: [
                 "LoopKit",
                 "LoopKitTesting",
+                "LoopDemoKit",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
