@@ -167,9 +167,13 @@ final class LoopEvents: @unchecked Sendable {
     }
 
     /// Empties the wake-up pipe; the shared callback calls it when the ready fd is not -1.
+    ///
+    /// Wake-ups are coalesced to at most one per iteration, so one 64-byte read almost always empties the
+    /// pipe; a full read means there may be more.
     static func drainWakeUps(_ fd: Int32) {
-        var sink: UInt64 = 0
-        while read(fd, &sink, 8) > 0 {}
+        var sink = (UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+        let size = MemoryLayout.size(ofValue: sink)
+        while withUnsafeMutableBytes(of: &sink, { read(fd, $0.baseAddress, size) }) == size {}
     }
 
     /// Wakes the loop's poll. Safe from any thread; takes no lock.
