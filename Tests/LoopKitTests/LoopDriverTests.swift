@@ -31,6 +31,21 @@ struct LoopDriverTests {
         #expect(driver.clock.nanoseconds() == 10_000_000)
     }
 
+    @Test("the README's ordering-test example passes as written")
+    func readmeExample() throws {
+        let driver = try LoopDriver()                 // a loop on a VirtualClock, owned by this thread
+        let trace = OrderTrace(driver.loop)
+        try driver.loop.schedule(after: .milliseconds(5)) { trace.record("timer") }
+        try driver.loop.enqueue {
+            trace.record("A")
+            try! driver.loop.enqueue { trace.record("B") }
+        }
+        try driver.step()                             // iteration 1
+        try driver.step()                             // iteration 2
+        try driver.advance(by: .milliseconds(5))      // time moves; due timers fire in order
+        #expect(trace.description == "1:A 2:B 3:timer")
+    }
+
     @Test("an order trace stamps each entry with its iteration")
     func traceStamps() throws {
         let driver = try LoopDriver()
