@@ -183,6 +183,8 @@ struct LoopDemoTests {
         for _ in 0..<150 {
             last = try capture()
             if condition(last) { return last }
+            // Paces the polling of another process's terminal (spinning would fork capture-pane
+            // nonstop); the condition above, not this pause, is what the test waits for.
             usleep(100_000)
         }
         Issue.record("timed out waiting for \(what); the pane shows:\n\(last)")
