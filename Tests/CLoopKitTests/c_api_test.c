@@ -796,6 +796,6 @@ int main(int argc, char **argv) {
     test_run_and_stop();
     test_attach();
     test_process();
-    printf("C API: %d passed, %d failed\n", passed, failed);
+    printf("c_api_test: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }
