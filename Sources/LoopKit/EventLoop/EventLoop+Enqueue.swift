@@ -22,7 +22,7 @@ extension EventLoop {
     /// Safe from any thread.
     public func invoke(_ work: @escaping @Sendable () -> Void) throws(EventLoopError) {
         if owner.isCurrent {
-            guard lifecycle != .closed else { throw .shutDown }
+            guard acceptingWork.load(ordering: .acquiring) else { throw .shutDown }
             work()
         } else {
             try append(Job(work))
@@ -43,7 +43,7 @@ extension EventLoop {
     /// Safe from any thread. Do not call it from another loop's thread while that loop must stay responsive.
     public func invokeAndWait<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) throws -> Value {
         if owner.isCurrent {
-            guard lifecycle != .closed else { throw EventLoopError.shutDown }
+            guard acceptingWork.load(ordering: .acquiring) else { throw EventLoopError.shutDown }
             return try work()
         }
         let rendezvous = Rendezvous<Result<Value, any Error>>()
