@@ -75,6 +75,20 @@ typedef struct {
 
 static void noop_index(void *ctx, size_t index);
 
+/* Names the test that starts (failures report it) and prints it. */
+static void begin_test(const char *name) {
+    current_test = name;
+    printf("- %s\n", name);
+}
+
+/* Starts a test that needs a loop: names it and creates the loop on this thread. */
+static lk_loop *begin(const char *name) {
+    begin_test(name);
+    lk_loop *loop = NULL;
+    CHECK_EQ(lk_loop_create(&loop), LK_OK);
+    return loop;
+}
+
 static void *thread_main(void *arg) {
     thread_call_t *call = arg;
     switch (call->op) {
@@ -107,8 +121,7 @@ static void noop_io(void *ctx, int fd, int events) { (void)ctx; (void)fd; (void)
 /* ---- Library --------------------------------------------------------------------------------------- */
 
 static void test_library(void) {
-    current_test = "library";
-    printf("- %s\n", current_test);
+    begin_test("library");
     CHECK_EQ(lk_init(), LK_OK);
     CHECK_EQ(lk_init(), LK_OK);
     CHECK(strcmp(lk_version(), "0.1.0") == 0);
@@ -124,8 +137,7 @@ static void test_library(void) {
 /* ---- Bad input: LK_EINVAL, nothing kept, no callback ----------------------------------------------- */
 
 static void test_invalid_arguments(void) {
-    current_test = "invalid arguments";
-    printf("- %s\n", current_test);
+    begin_test("invalid arguments");
     lk_loop *loop = NULL;
     CHECK_EQ(lk_loop_create(NULL), LK_EINVAL);
     CHECK_EQ(lk_loop_attach(NULL, &loop), LK_EINVAL);
@@ -162,10 +174,7 @@ static void test_invalid_arguments(void) {
 /* ---- Wrong thread: LK_ETHREAD ---------------------------------------------------------------------- */
 
 static void test_wrong_thread(void) {
-    current_test = "wrong thread";
-    printf("- %s\n", current_test);
-    lk_loop *loop;
-    lk_loop_create(&loop);
+    lk_loop *loop = begin("wrong thread");
     CHECK_EQ(lk_loop_is_current(loop), 1);
     CHECK_EQ(call_on_thread(loop, 3, NULL, NULL), LK_ETHREAD);
     CHECK_EQ(call_on_thread(loop, 4, NULL, NULL), LK_ETHREAD);
@@ -181,10 +190,7 @@ static void test_wrong_thread(void) {
 /* ---- R1: FIFO ------------------------------------------------------------------------------------- */
 
 static void test_r1_fifo(void) {
-    current_test = "R1 FIFO";
-    printf("- %s\n", current_test);
-    lk_loop *loop;
-    lk_loop_create(&loop);
+    lk_loop *loop = begin("R1 FIFO");
     trace_t trace;
     trace_init(&trace, loop);
     mark_t a = {&trace, "A"}, b = {&trace, "B"}, c = {&trace, "C"}, r = {&trace, "remote"};
@@ -212,10 +218,7 @@ static void chain_step(void *ctx) {
 }
 
 static void test_r2_r3_next_iteration(void) {
-    current_test = "R2/R3 next iteration";
-    printf("- %s\n", current_test);
-    lk_loop *loop;
-    lk_loop_create(&loop);
+    lk_loop *loop = begin("R2/R3 next iteration");
     trace_t trace;
     trace_init(&trace, loop);
     chain_t chain = {&trace, loop, 3};
@@ -252,10 +255,7 @@ static void on_readable(void *ctx, int fd, int events) {
 }
 
 static void test_r4_no_starvation(void) {
-    current_test = "R4 no starvation";
-    printf("- %s\n", current_test);
-    lk_loop *loop;
-    lk_loop_create(&loop);
+    lk_loop *loop = begin("R4 no starvation");
     trace_t trace;
     trace_init(&trace, loop);
     int fds[2];
@@ -278,10 +278,7 @@ static void test_r4_no_starvation(void) {
 /* ---- R5 and R6: invoke and invoke_wait -------------------------------------------------------------- */
 
 static void test_r5_invoke(void) {
-    current_test = "R5 invoke";
-    printf("- %s\n", current_test);
-    lk_loop *loop;
-    lk_loop_create(&loop);
+    lk_loop *loop = begin("R5 invoke");
     trace_t trace;
     trace_init(&trace, loop);
     mark_t inl = {&trace, "inline"}, remote = {&trace, "remote"};
@@ -305,10 +302,7 @@ static void record_thread(void *ctx) {
 }
 
 static void test_r6_invoke_wait(void) {
-    current_test = "R6 invoke_wait";
-    printf("- %s\n", current_test);
-    lk_loop *loop;
-    lk_loop_create(&loop);
+    lk_loop *loop = begin("R6 invoke_wait");
     wait_ctx_t w = {loop, 0};
     CHECK_EQ(lk_loop_invoke_wait(loop, record_thread, &w), LK_OK); /* inline: no deadlock */
     CHECK_EQ(atomic_load(&w.ran_on_loop), 1);
@@ -340,10 +334,7 @@ static void *r7_producer(void *arg) {
 }
 
 static void test_r7_wake(void) {
-    current_test = "R7 wake";
-    printf("- %s\n", current_test);
-    lk_loop *loop;
-    lk_loop_create(&loop);
+    lk_loop *loop = begin("R7 wake");
     atomic_store(&r7_count, 0);
     pthread_t t;
     pthread_create(&t, NULL, r7_producer, loop);
@@ -374,10 +365,7 @@ static void timer_mark(void *ctx) {
 }
 
 static void test_r8_timers(void) {
-    current_test = "R8 timers";
-    printf("- %s\n", current_test);
-    lk_loop *loop;
-    lk_loop_create(&loop);
+    lk_loop *loop = begin("R8 timers");
     trace_t trace;
     trace_init(&trace, loop);
     int fired = 0;
@@ -439,10 +427,7 @@ static void zero_arm(void *ctx) {
 }
 
 static void test_r8_zero_delay(void) {
-    current_test = "R8 zero delay";
-    printf("- %s\n", current_test);
-    lk_loop *loop;
-    lk_loop_create(&loop);
+    lk_loop *loop = begin("R8 zero delay");
     zero_t z = {loop, 0, 0};
     lk_loop_enqueue(loop, zero_arm, &z);
     while (z.fired_in == 0) lk_loop_run_once(loop, 1);
@@ -454,10 +439,7 @@ static void test_r8_zero_delay(void) {
 /* ---- R9: phases ------------------------------------------------------------------------------------ */
 
 static void test_r9_phases(void) {
-    current_test = "R9 phases";
-    printf("- %s\n", current_test);
-    lk_loop *loop;
-    lk_loop_create(&loop);
+    lk_loop *loop = begin("R9 phases");
     trace_t trace;
     trace_init(&trace, loop);
     int fds[2];
@@ -484,10 +466,7 @@ static void test_r9_phases(void) {
 /* ---- R10: shutdown --------------------------------------------------------------------------------- */
 
 static void test_r10_shutdown(void) {
-    current_test = "R10 shutdown";
-    printf("- %s\n", current_test);
-    lk_loop *loop;
-    lk_loop_create(&loop);
+    lk_loop *loop = begin("R10 shutdown");
     trace_t trace;
     trace_init(&trace, loop);
     mark_t a = {&trace, "A"}, b = {&trace, "B"};
@@ -526,10 +505,7 @@ static void reenter(void *ctx) {
 }
 
 static void test_r11_no_reentry(void) {
-    current_test = "R11 no re-entry";
-    printf("- %s\n", current_test);
-    lk_loop *loop;
-    lk_loop_create(&loop);
+    lk_loop *loop = begin("R11 no re-entry");
     reentry_t r = {loop, 0, 0, 0};
     lk_loop_enqueue(loop, reenter, &r);
     lk_loop_run_once(loop, 0);
@@ -553,10 +529,7 @@ static void stop_from_thread(void *ctx) {
 }
 
 static void test_run_and_stop(void) {
-    current_test = "run/stop";
-    printf("- %s\n", current_test);
-    lk_loop *loop;
-    lk_loop_create(&loop);
+    lk_loop *loop = begin("run/stop");
     stop_ctx_t s = {loop, 0};
     lk_loop_enqueue(loop, stop_from_thread, &s);
     CHECK_EQ(lk_loop_run(loop), LK_OK);
@@ -599,8 +572,7 @@ static void *remote_enqueue(void *arg) {
 }
 
 static void test_attach(void) {
-    current_test = "attach";
-    printf("- %s\n", current_test);
+    begin_test("attach");
     CHECK_EQ(lk_init(), LK_OK);
     struct event_base *base = event_base_new();
     lk_loop *loop;
@@ -691,10 +663,7 @@ static void process_complete(void *ctx, int status) {
 }
 
 static void test_process(void) {
-    current_test = "lk_process";
-    printf("- %s\n", current_test);
-    lk_loop *loop;
-    lk_loop_create(&loop);
+    lk_loop *loop = begin("lk_process");
     trace_t trace;
     trace_init(&trace, loop);
 
