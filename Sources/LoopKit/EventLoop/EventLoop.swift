@@ -143,6 +143,16 @@ public final class EventLoop: Sendable {
 
     /// The kernel mechanism libevent polls with (`epoll`, `poll`, …). Safe from any thread.
     public var backend: String { events.base.method }
+
+    /// The libevent `struct event_base *` the loop runs on: its own, or the host's when attached.
+    ///
+    /// Code built on libevent (bufferevents, `evconnlistener`, `evhttp`) can register its events on this
+    /// base; their callbacks then run in phase 2 of the loop's iterations, and the next-iteration queue's
+    /// rules (R1–R11) still hold for work they enqueue. Do not free the base and do not run
+    /// `event_base_loop` on it yourself while the loop is owned by LoopKit.
+    ///
+    /// Reading the pointer is safe from any thread; use the base on the loop's thread.
+    public var eventBase: OpaquePointer { events.base.raw }
 }
 
 /// Where a loop is in its life. Changes only forward: open → closing → closed.
