@@ -35,7 +35,7 @@ test-swift: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
-## test-c: the C ABI seen from C (every function, every error code, R1-R11) and the embedding example
+## test-c: the C ABI seen from C (every function, every error code, R1-R11) and the two C examples
 test-c: deps
 	$(SWIFT) build --product LoopKitC
 	@mkdir -p $(dir $(C_TEST))
@@ -44,13 +44,15 @@ test-c: deps
 		$$(pkg-config --libs libevent) -lpthread
 	./$(C_TEST)
 	$(MAKE) -C Examples/c-host run
+	$(MAKE) -C Examples/c-echo run
 
-## leak-check: 1,000 create/run/destroy cycles and the example under valgrind: no definite leaks
+## leak-check: 1,000 create/run/destroy cycles and both examples under valgrind: no definite leaks
 leak-check: test-c
 	@command -v valgrind >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq valgrind; }
 	$(VALGRIND) ./$(C_TEST) --cycles 1000
 	$(VALGRIND) Examples/c-host/host > /dev/null
+	$(VALGRIND) Examples/c-echo/echo > /dev/null
 	@echo "==> leak check: no definite leaks"
 
 ## test-sanitize: the whole suite under the thread sanitizer
@@ -86,9 +88,12 @@ install-check: deps
 	rm -rf .build/install-check
 	$(MAKE) install PREFIX=$(CURDIR)/.build/install-check INSTALL_CONFIG=debug
 	$(MAKE) -C Examples/c-host clean
+	$(MAKE) -C Examples/c-echo clean
 	PKG_CONFIG_PATH=$(CURDIR)/.build/install-check/lib/pkgconfig $(MAKE) -C Examples/c-host PKG=1 run
 	$(MAKE) -C Examples/c-host clean
+	$(MAKE) -C Examples/c-echo clean
 
 clean:
 	rm -rf .build .build-tsan Benchmarks/.build
 	$(MAKE) -C Examples/c-host clean
+	$(MAKE) -C Examples/c-echo clean

@@ -1,6 +1,12 @@
 import CLoopKit
 import LoopKit
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 // Every pointer conversion of the C ABI: opaque handles to Swift objects and back, and the hosts' `void *`
 // contexts. Nothing else in LoopKitC touches Unmanaged or raw pointers.
 
@@ -44,4 +50,31 @@ struct Context: Sendable {
 /// A static C string for `lk_strerror` and `lk_version`.
 func staticCString(_ string: StaticString) -> UnsafePointer<CChar> {
     UnsafeRawPointer(string.utf8Start).assumingMemoryBound(to: CChar.self)
+}
+
+/// A C string made once and never freed, for values C reads as static storage (`lk_version`).
+struct PersistentCString: Sendable {
+    private let address: UInt
+
+    init(_ string: String) { address = UInt(bitPattern: strdup(string)) }
+
+    var pointer: UnsafePointer<CChar> { UnsafePointer(bitPattern: address)! }
+}
+
+/// The `errno` behind the calling thread's last `LK_ESYS`, in a pthread key (the value is stored as the
+/// key's pointer bit pattern, so setting it never allocates).
+enum LastErrno {
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        precondition(pthread_key_create(&key, nil) == 0, "pthread_key_create failed")
+        return key
+    }()
+
+    static func set(_ code: Int32) {
+        _ = pthread_setspecific(key, UnsafeRawPointer(bitPattern: Int(code)))
+    }
+
+    static func get() -> Int32 {
+        Int32(truncatingIfNeeded: Int(bitPattern: pthread_getspecific(key)))
+    }
 }

@@ -68,3 +68,8 @@ public func lk_loop_iteration(_ handle: OpaquePointer!) -> UInt64 {
 public func lk_loop_is_current(_ handle: OpaquePointer!) -> Int32 {
     Handles.borrow(handle, as: EventLoop.self)?.isCurrent == true ? 1 : 0
 }
+
+@c @implementation
+public func lk_loop_event_base(_ handle: OpaquePointer!) -> OpaquePointer! {
+    Handles.borrow(handle, as: EventLoop.self)?.eventBase
+}

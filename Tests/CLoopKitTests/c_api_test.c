@@ -7,8 +7,13 @@
  */
 #include "loopkit.h"
 
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -124,14 +129,57 @@ static void test_library(void) {
     begin_test("library");
     CHECK_EQ(lk_init(), LK_OK);
     CHECK_EQ(lk_init(), LK_OK);
-    CHECK(strcmp(lk_version(), "0.1.0") == 0);
-    CHECK_EQ(LK_VERSION_MAJOR, 0);
-    int codes[] = {LK_OK, LK_EINVAL, LK_ECLOSED, LK_EBUSY, LK_ENOMEM, LK_ECANCELED, LK_ETHREAD};
+    char expected[32];
+    snprintf(expected, sizeof expected, "%d.%d.%d", LK_VERSION_MAJOR, LK_VERSION_MINOR, LK_VERSION_PATCH);
+    CHECK(strcmp(lk_version(), expected) == 0);
+    CHECK(lk_version() == lk_version()); /* static storage */
+    int codes[] = {LK_OK, LK_EINVAL, LK_ECLOSED, LK_EBUSY, LK_ENOMEM, LK_ECANCELED, LK_ETHREAD, LK_ESYS};
     for (size_t i = 0; i < sizeof codes / sizeof *codes; i++) {
         CHECK(lk_strerror(codes[i]) != NULL && strlen(lk_strerror(codes[i])) > 5);
     }
     CHECK(strstr(lk_strerror(LK_ETHREAD), "thread") != NULL);
+    CHECK(strstr(lk_strerror(LK_ESYS), "lk_last_errno") != NULL);
     CHECK(strstr(lk_strerror(12345), "unknown") != NULL);
+    /* Distinct descriptions: no two codes share one. */
+    for (size_t i = 0; i < sizeof codes / sizeof *codes; i++) {
+        for (size_t j = i + 1; j < sizeof codes / sizeof *codes; j++) {
+            CHECK(strcmp(lk_strerror(codes[i]), lk_strerror(codes[j])) != 0);
+        }
+    }
+}
+
+/* ---- LK_ESYS: a failing system call has its own code and keeps its errno --------------------------- */
+
+static void *last_errno_on_thread(void *arg) {
+    *(int *)arg = lk_last_errno();
+    return NULL;
+}
+
+static void test_system_errors(void) {
+    lk_loop *loop = begin("system errors (LK_ESYS, lk_last_errno)");
+    /* epoll refuses a regular file (EPERM): not a memory failure. */
+    char path[] = "/tmp/lk_esys_XXXXXX";
+    int file = mkstemp(path);
+    CHECK(file >= 0);
+    unlink(path);
+    lk_watch *watch = NULL;
+    CHECK_EQ(lk_watch_fd(loop, file, LK_READABLE, noop_io, NULL, &watch), LK_ESYS);
+    CHECK_EQ(lk_last_errno(), EPERM);
+    CHECK(watch == NULL);
+    /* A closed fd: EBADF. */
+    close(file);
+    CHECK_EQ(lk_watch_fd(loop, file, LK_READABLE, noop_io, NULL, &watch), LK_ESYS);
+    CHECK_EQ(lk_last_errno(), EBADF);
+    /* Other codes leave it unchanged; other threads have their own. */
+    CHECK_EQ(lk_loop_enqueue(loop, NULL, NULL), LK_EINVAL);
+    CHECK_EQ(lk_last_errno(), EBADF);
+    int other = -1;
+    pthread_t thread;
+    pthread_create(&thread, NULL, last_errno_on_thread, &other);
+    pthread_join(thread, NULL);
+    CHECK_EQ(other, 0);
+    CHECK_EQ(lk_loop_run_once(loop, 0), 0); /* nothing was kept */
+    CHECK_EQ(lk_loop_destroy(loop), LK_OK);
 }
 
 /* ---- Bad input: LK_EINVAL, nothing kept, no callback ----------------------------------------------- */
@@ -168,6 +216,146 @@ static void test_invalid_arguments(void) {
     CHECK_EQ(lk_watch_fd(NULL, 0, LK_READABLE, noop_io, NULL, &watch), LK_EINVAL);
     CHECK(watch == NULL);
     CHECK_EQ(lk_loop_run_once(loop, 0), 0); /* nothing was kept */
+    CHECK_EQ(lk_loop_destroy(loop), LK_OK);
+}
+
+/* ---- lk_loop_event_base: libevent's own events and bufferevents on a LoopKit loop ----------------- */
+
+typedef struct {
+    trace_t *trace;
+    lk_loop *loop;
+    mark_t after;
+    char received[16];
+} bev_test_t;
+
+static void host_event_fired(evutil_socket_t fd, short what, void *ctx) {
+    (void)fd;
+    (void)what;
+    bev_test_t *t = ctx;
+    trace_add(t->trace, "event");
+    lk_loop_enqueue(t->loop, mark, &t->after); /* next iteration, as from any LoopKit callback */
+}
+
+static void bev_readable(struct bufferevent *bev, void *ctx) {
+    bev_test_t *t = ctx;
+    size_t n = bufferevent_read(bev, t->received, sizeof t->received - 1);
+    t->received[n] = 0;
+    trace_add(t->trace, "read");
+    lk_loop_enqueue(t->loop, mark, &t->after);
+}
+
+static void test_event_base(void) {
+    lk_loop *loop = begin("lk_loop_event_base");
+    CHECK(lk_loop_event_base(NULL) == NULL);
+    struct event_base *base = lk_loop_event_base(loop);
+    CHECK(base != NULL);
+    CHECK(lk_loop_event_base(loop) == base);
+    trace_t trace;
+    trace_init(&trace, loop);
+    bev_test_t t = {&trace, loop, {&trace, "after"}, {0}};
+
+    /* A host event runs in phase 2; work it queues runs in that iteration's phase 3, exactly as work queued
+     * by LoopKit's own I/O callbacks (the drain takes the queue as it is when phase 3 begins). */
+    struct event *ev = event_new(base, -1, 0, host_event_fired, &t);
+    event_active(ev, EV_TIMEOUT, 0);
+    CHECK_EQ(lk_loop_run_once(loop, 0), 1); /* the job it queued; host callbacks are not counted */
+    CHECK_EQ(lk_loop_run_once(loop, 0), 0);
+    event_free(ev);
+
+    /* A bufferevent pair on the loop's base: bytes written on one end are read on the other. */
+    struct bufferevent *pair[2];
+    CHECK_EQ(bufferevent_pair_new(base, 0, pair), 0);
+    bufferevent_setcb(pair[1], bev_readable, NULL, NULL, &t);
+    bufferevent_enable(pair[1], EV_READ);
+    bufferevent_write(pair[0], "ping", 4);
+    for (int i = 0; i < 10 && strstr(trace.text, "read") == NULL; i++) lk_loop_run_once(loop, 0);
+    CHECK(strcmp(t.received, "ping") == 0);
+    lk_loop_run_once(loop, 0);
+    bufferevent_free(pair[0]);
+    bufferevent_free(pair[1]);
+
+    /* The iteration numbers: "after" in the same iteration as what queued it, in its phase 3. */
+    unsigned long long event_it = 0, after_it = 0, read_it = 0, after2_it = 0;
+    CHECK_EQ(sscanf(trace.text, "%llu:event %llu:after %llu:read %llu:after", &event_it, &after_it, &read_it,
+                    &after2_it), 4);
+    CHECK_EQ(after_it, event_it);
+    CHECK_EQ(after2_it, read_it);
+    if (failed) fprintf(stderr, "trace: %s\n", trace.text);
+    CHECK_EQ(lk_loop_destroy(loop), LK_OK);
+}
+
+/* The host's base is the one an attached loop reports. */
+static void test_event_base_attached(void) {
+    begin_test("lk_loop_event_base (attached)");
+    struct event_base *base = event_base_new();
+    lk_loop *loop = NULL;
+    CHECK_EQ(lk_loop_attach(base, &loop), LK_OK);
+    CHECK(lk_loop_event_base(loop) == base);
+    CHECK_EQ(lk_loop_destroy(loop), LK_OK);
+    event_base_free(base);
+}
+
+/* ---- Signals --------------------------------------------------------------------------------------- */
+
+typedef struct {
+    int count;
+    int signum;
+    void *ctx_seen;
+} signal_seen_t;
+
+static void signal_arrived(void *ctx, int signum) {
+    signal_seen_t *seen = ctx;
+    seen->count++;
+    seen->signum = signum;
+    seen->ctx_seen = ctx;
+}
+
+static void *watch_signal_on_thread(void *arg) {
+    lk_loop *loop = arg;
+    return (void *)(intptr_t)lk_signal_watch(loop, SIGUSR1, signal_arrived, NULL, NULL);
+}
+
+static void test_signals(void) {
+    lk_loop *loop = begin("lk_signal_watch / lk_signal_cancel");
+    signal_seen_t seen = {0, 0, NULL};
+    lk_signal *sig = NULL;
+    CHECK_EQ(lk_signal_watch(NULL, SIGUSR1, signal_arrived, &seen, &sig), LK_EINVAL);
+    CHECK_EQ(lk_signal_watch(loop, SIGUSR1, NULL, &seen, &sig), LK_EINVAL);
+    CHECK_EQ(lk_signal_watch(loop, 0, signal_arrived, &seen, &sig), LK_EINVAL);
+    CHECK_EQ(lk_signal_watch(loop, 65, signal_arrived, &seen, &sig), LK_EINVAL);
+    CHECK_EQ(lk_signal_cancel(NULL), LK_EINVAL);
+    CHECK(sig == NULL);
+    pthread_t thread;
+    void *status = NULL;
+    pthread_create(&thread, NULL, watch_signal_on_thread, loop);
+    pthread_join(thread, &status);
+    CHECK_EQ((int)(intptr_t)status, LK_ETHREAD);
+
+    CHECK_EQ(lk_signal_watch(loop, SIGUSR1, signal_arrived, &seen, &sig), LK_OK);
+    CHECK(sig != NULL);
+    raise(SIGUSR1);
+    for (int i = 0; i < 10 && seen.count == 0; i++) lk_loop_run_once(loop, 0);
+    CHECK_EQ(seen.count, 1);
+    CHECK_EQ(seen.signum, SIGUSR1);
+    CHECK(seen.ctx_seen == &seen);
+    raise(SIGUSR1);
+    for (int i = 0; i < 10 && seen.count == 1; i++) lk_loop_run_once(loop, 0);
+    CHECK_EQ(seen.count, 2);
+    CHECK_EQ(lk_signal_cancel(sig), LK_OK);
+    /* After cancel the callback is never called: block the signal so the default action cannot kill us. */
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    raise(SIGUSR1);
+    lk_loop_run_once(loop, 0);
+    CHECK_EQ(seen.count, 2);
+    struct timespec zero = {0, 0};
+    sigtimedwait(&set, NULL, &zero); /* consume the pending one */
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+    lk_loop_shutdown(loop);
+    CHECK_EQ(lk_signal_watch(loop, SIGUSR1, signal_arrived, &seen, &sig), LK_ECLOSED);
     CHECK_EQ(lk_loop_destroy(loop), LK_OK);
 }
 
@@ -750,6 +938,10 @@ int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     test_library();
     test_invalid_arguments();
+    test_system_errors();
+    test_event_base();
+    test_event_base_attached();
+    test_signals();
     test_wrong_thread();
     test_r1_fifo();
     test_r2_r3_next_iteration();

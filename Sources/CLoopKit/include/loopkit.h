@@ -41,12 +41,18 @@ typedef struct lk_loop lk_loop;
 typedef struct lk_timer lk_timer;
 typedef struct lk_watch lk_watch;
 typedef struct lk_job lk_job;
+typedef struct lk_signal lk_signal;
 
-/* libevent's base, for lk_loop_attach. */
+/* libevent's base, for lk_loop_attach and lk_loop_event_base. */
 struct event_base;
 
-/* A unit of work: called with the ctx pointer given when it was registered. */
-typedef void (*lk_fn)(void *ctx);
+/* Callback types. Each is called on the loop's thread with the ctx pointer given when it was registered. */
+typedef void (*lk_fn)(void *ctx);                                   /* a unit of work, a timer */
+typedef void (*lk_watch_fn)(void *ctx, int fd, int events);         /* fd ready: events is LK_READABLE|LK_WRITABLE */
+typedef void (*lk_signal_fn)(void *ctx, int signum);                /* a signal arrived */
+typedef void (*lk_each_fn)(void *ctx, size_t index);                /* lk_process: one item */
+typedef void (*lk_update_fn)(void *ctx, size_t done, size_t total); /* lk_process: progress */
+typedef void (*lk_complete_fn)(void *ctx, int status);              /* lk_process: LK_OK or LK_ECANCELED */
 
 /* Status codes. */
 enum {
@@ -54,9 +60,10 @@ enum {
     LK_EINVAL = -1,    /* invalid argument: NULL handle or callback, value out of range */
     LK_ECLOSED = -2,   /* the loop has shut down and refuses new work */
     LK_EBUSY = -3,     /* the loop is running a callback: no re-entrant run, no destroy from inside */
-    LK_ENOMEM = -4,    /* out of memory, or libevent could not allocate */
+    LK_ENOMEM = -4,    /* out of memory: an allocation (in LoopKit or libevent) failed */
     LK_ECANCELED = -5, /* the work was cancelled before it ran */
-    LK_ETHREAD = -6    /* called from a thread other than the loop's */
+    LK_ETHREAD = -6,   /* called from a thread other than the loop's */
+    LK_ESYS = -7       /* a system or libevent call failed: lk_last_errno() tells its errno */
 };
 
 /* Readiness flags for lk_watch_fd. */
@@ -72,8 +79,13 @@ LK_EXTERN int lk_init(void);
 /* A static, human-readable description of a status code (never NULL). [any thread] */
 LK_EXTERN const char *lk_strerror(int status);
 
-/* The library version as "MAJOR.MINOR.PATCH" (static storage). [any thread] */
+/* The library version as "MAJOR.MINOR.PATCH", built from the LK_VERSION_* macros of the header the
+ * library was compiled with (static storage). [any thread] */
 LK_EXTERN const char *lk_version(void);
+
+/* The errno of the system or libevent call behind the last LK_ESYS that a LoopKit function returned on
+ * the calling thread (0 if none has). Other status codes leave it unchanged. [any thread] */
+LK_EXTERN int lk_last_errno(void);
 
 /* ---- Loops -------------------------------------------------------------------------------------- */
 
@@ -118,6 +130,17 @@ LK_EXTERN uint64_t lk_loop_iteration(const lk_loop *loop);
 /* 1 on the loop's thread, else 0 (also 0 for NULL). [any thread] */
 LK_EXTERN int lk_loop_is_current(const lk_loop *loop);
 
+/* The libevent event_base the loop runs on: its own, or the host's for an attached loop (NULL for NULL).
+ * A host can put libevent's own events, bufferevents, evconnlistener and evhttp on it: their callbacks
+ * run in phase 2 of the loop's iterations, like LoopKit's own I/O callbacks, and work they queue with
+ * lk_loop_enqueue keeps every rule of the queue (FIFO; it runs in the drain of phase 3, which takes the
+ * queue as it is when the phase begins; work queued by that drain waits for the next iteration). Events
+ * they activate from inside phase 2 run in the same libevent pass (a libevent rule). Use the base on the loop's
+ * thread only; never free it, and never run event_base_loop/event_base_dispatch on an owned loop's base
+ * (drive it with lk_loop_run or lk_loop_run_once). The pointer stays valid until lk_loop_destroy.
+ * [any thread] to read the pointer. */
+LK_EXTERN struct event_base *lk_loop_event_base(const lk_loop *loop);
+
 /* ---- Work --------------------------------------------------------------------------------------- */
 
 /* Queues fn(ctx) for the next iteration. FIFO; each producer thread's order is kept; a cross-thread call
@@ -154,20 +177,33 @@ LK_EXTERN int lk_timer_cancel(lk_timer *timer);
  * LK_WRITABLE), level-triggered, until cancelled. The loop does not own fd. out may be NULL; otherwise
  * release *out with lk_watch_cancel.
  * Errors: LK_EINVAL (NULL loop or fn, fd < 0, no or unknown events), LK_ETHREAD, LK_ECLOSED,
- * LK_ENOMEM (libevent refused the fd). */
-LK_EXTERN int lk_watch_fd(lk_loop *loop, int fd, int events,
-                          void (*fn)(void *ctx, int fd, int events), void *ctx, lk_watch **out);
+ * LK_ESYS (the kernel refused the fd, e.g. EPERM for a regular file or EBADF: see lk_last_errno). */
+LK_EXTERN int lk_watch_fd(lk_loop *loop, int fd, int events, lk_watch_fn fn, void *ctx, lk_watch **out);
 
 /* Stops the watch and releases the handle, which is invalid afterwards. From another thread the watch
  * stops in the loop's next iteration. [any thread] Errors: LK_EINVAL (NULL). */
 LK_EXTERN int lk_watch_cancel(lk_watch *watch);
+
+/* ---- Signals ------------------------------------------------------------------------------------- */
+
+/* Calls fn(ctx, signum) on the loop each time signum arrives, until cancelled; LoopKit installs the
+ * handler (through libevent) and the callback runs in phase 2 like any I/O callback, never inside the
+ * signal handler. Several arrivals between two polls may be reported once. Only one loop of a process
+ * should watch signals at a time (a libevent rule). out may be NULL; otherwise release *out with
+ * lk_signal_cancel.
+ * Errors: LK_EINVAL (NULL loop or fn, signum not in 1..64), LK_ETHREAD, LK_ECLOSED, LK_ESYS. */
+LK_EXTERN int lk_signal_watch(lk_loop *loop, int signum, lk_signal_fn fn, void *ctx, lk_signal **out);
+
+/* Stops watching the signal and releases the handle, which is invalid afterwards. From another thread
+ * the watch stops in the loop's next iteration. [any thread] Errors: LK_EINVAL (NULL). */
+LK_EXTERN int lk_signal_cancel(lk_signal *signal);
 
 /* ---- Array processing ----------------------------------------------------------------------------- */
 
 /* Calls each(ctx, i) for i = 0 ..< count on the loop without freezing it: between iterations the loop
  * polls I/O and runs timers and other work. budget_ns is the time each iteration may spend on items (the
  * chunk size adapts to the measured cost per item); budget_ns == 0 is per-item mode, which keeps the
- * seed's order exactly: update(0) runs before lk_process returns, then one item per iteration followed by
+ * original ArrayProcessor order exactly: update(0) runs before lk_process returns, then one item per iteration followed by
  * its update, then complete. update(ctx, done, total) runs once before lk_process returns and once per
  * iteration that processed items; update may be NULL. complete(ctx, status) runs exactly once, on the
  * loop, never before lk_process returns: status is LK_OK or LK_ECANCELED (cancelled, or the loop shut
@@ -175,9 +211,7 @@ LK_EXTERN int lk_watch_cancel(lk_watch *watch);
  * LoopKit releases it then. When lk_process returns an error, no callback is ever called.
  * Errors: LK_EINVAL (NULL loop or each), LK_ETHREAD, LK_ECLOSED. */
 LK_EXTERN int lk_process(lk_loop *loop, size_t count, uint64_t budget_ns,
-                         void (*each)(void *ctx, size_t index),
-                         void (*update)(void *ctx, size_t done, size_t total),
-                         void (*complete)(void *ctx, int status),
+                         lk_each_fn each, lk_update_fn update, lk_complete_fn complete,
                          void *ctx, lk_job **out);
 
 /* Cancels a job: no item starts after the job notices; complete reports LK_ECANCELED on the loop, at the

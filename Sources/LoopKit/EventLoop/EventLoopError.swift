@@ -14,8 +14,8 @@ public enum EventLoopError: Error, Equatable, Sendable, CustomStringConvertible 
     case attached
     /// An argument is out of range.
     case invalidArgument(String)
-    /// A libevent call failed; the associated value names it.
-    case libevent(String)
+    /// A libevent call failed; the associated values name it and give the `errno` it left (0 if none).
+    case libevent(String, errno: Int32)
     /// A system call failed with the given `errno`-style status.
     case system(String, Int32)
 
@@ -33,10 +33,10 @@ public enum EventLoopError: Error, Equatable, Sendable, CustomStringConvertible 
             "the loop is attached to a host's event_base; drive it with the host's event_base_loop, not run or runOnce"
         case .invalidArgument(let message):
             "invalid argument: \(message)"
-        case .libevent(let call):
-            "libevent call \(call) failed"
+        case .libevent(let call, let code):
+            code == 0 ? "libevent call \(call) failed" : "libevent call \(call) failed (errno \(code))"
         case .system(let call, let status):
-            "\(call) failed with status \(status)"
+            "\(call) failed with errno \(status)"
         }
     }
 }

@@ -48,8 +48,8 @@ final class LibEventBase: @unchecked Sendable {
 
     /// Creates a base of LoopKit's own. The corresponding libevent call is `event_base_new`.
     init() throws(EventLoopError) {
-        guard LibEvent.threadingEnabled else { throw .libevent("evthread_use_pthreads") }
-        guard let base = event_base_new() else { throw .libevent("event_base_new") }
+        guard LibEvent.threadingEnabled else { throw .libevent("evthread_use_pthreads", errno: errno) }
+        guard let base = event_base_new() else { throw .libevent("event_base_new", errno: errno) }
         raw = base
         isOwned = true
     }
@@ -80,7 +80,7 @@ final class LibEventBase: @unchecked Sendable {
     func poll(_ mode: PollMode) throws(EventLoopError) {
         var flags = EVLOOP_ONCE | EVLOOP_NO_EXIT_ON_EMPTY
         if mode == .nonBlocking { flags |= EVLOOP_NONBLOCK }
-        if event_base_loop(raw, flags) < 0 { throw .libevent("event_base_loop") }
+        if event_base_loop(raw, flags) < 0 { throw .libevent("event_base_loop", errno: errno) }
     }
 
     /// The name of the kernel mechanism the base uses (`epoll`, `poll`, …).
@@ -102,7 +102,7 @@ final class LibEventHandle: @unchecked Sendable {
         context: UnsafeMutableRawPointer, callback: LibEventCallback
     ) throws(EventLoopError) {
         guard let event = event_new(base.raw, fd, flags.rawValue, callback, context) else {
-            throw .libevent("event_new")
+            throw .libevent("event_new", errno: errno)
         }
         raw = event
     }
@@ -111,7 +111,7 @@ final class LibEventHandle: @unchecked Sendable {
 
     /// Adds the event with no timeout. The corresponding libevent call is `event_add`.
     func add() throws(EventLoopError) {
-        if event_add(raw, nil) != 0 { throw .libevent("event_add") }
+        if event_add(raw, nil) != 0 { throw .libevent("event_add", errno: errno) }
     }
 
     /// Adds the event with a timeout of `nanoseconds` (0: ready in the next poll, after I/O is polled).
