@@ -42,7 +42,7 @@ public final class LoopGroup: Sendable {
                     while loop.isAcceptingWork {
                         do { try loop.run() } catch { break }
                     }
-                    if loop.lifecycle == .closing { loop.finishShutdown() }
+                    loop.reachCheckpoint(.runEnded)
                 }
             } catch {
                 Self.stop(loops, spawned)
