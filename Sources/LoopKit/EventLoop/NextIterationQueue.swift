@@ -6,8 +6,9 @@ import Synchronization
 /// The queue has two ends:
 /// - the **outbox**, which only the loop thread touches, without a lock: what the loop thread queues,
 ///   plus a spare buffer so a steady-state drain never allocates;
-/// - the **inbox**, under a lock: what other threads queue, whether the queue still accepts work, and
-///   whether the loop has already been told about new work.
+/// - the **inbox**, under a `YieldingLock` (which never sleeps in the kernel nor hands itself over, so
+///   producers on an oversubscribed machine do not convoy behind it): what other threads queue, whether
+///   the queue still accepts work, and whether the loop has already been told about new work.
 ///
 /// The protocol, in the order things happen:
 /// 1. ``pushFromAnotherThread(_:)`` appends to the inbox and returns true for the first job since the
@@ -50,7 +51,7 @@ final class NextIterationQueue: Sendable {
         var drainRequested = false
     }
 
-    private let inbox = Lock(Inbox())
+    private let inbox = YieldingLock(Inbox())
     /// A lock-free copy of "the inbox holds jobs", set under the lock.
     private let inboxHasJobs = Atomic<Bool>(false)
     /// A lock-free copy of the inbox's `isOpen`, set under the lock.
