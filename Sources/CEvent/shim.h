@@ -1,7 +1,8 @@
 #ifndef LOOPKIT_CEVENT_SHIM_H
 #define LOOPKIT_CEVENT_SHIM_H
 
-/* The only window LoopKit has onto libevent 2.1. Swift code outside Sources/LoopKit/Internal never
+/* The only window LoopKit has onto libevent 2.1 (and the two Linux fds its events wait on, which
+ * Glibc's Swift module does not export). Swift code outside Sources/LoopKit/Internal never
  * imports this module.
  *
  * The system headers come first, on purpose: libevent's event-config.h defines _GNU_SOURCE before it
@@ -12,6 +13,8 @@
 #include <sys/select.h>
 #include <stdio.h>
 #include <stdint.h>
+#include <sys/eventfd.h>  /* the loop's wake-up fd */
+#include <sys/timerfd.h>  /* the loop's precise timer */
 
 #include <event2/event.h>
 #include <event2/thread.h>

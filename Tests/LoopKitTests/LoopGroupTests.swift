@@ -1,3 +1,4 @@
+import Foundation
 import LoopKit
 import Synchronization
 import Testing
@@ -40,5 +41,17 @@ struct LoopGroupTests {
         #expect(throws: EventLoopError.invalidArgument("a LoopGroup needs at least one thread, got 0")) {
             try LoopGroup(threads: 0)
         }
+    }
+
+    @Test("the group's threads carry its name, cut to Linux's 15 bytes with the index kept")
+    func threadsAreNamed() throws {
+        let group = try LoopGroup(threads: 2, name: "thread-name-test-group")
+        defer { group.shutdown() }
+        let names = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").map { task in
+            try String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)
+                .trimmingCharacters(in: .newlines)
+        }
+        #expect(names.contains("thread-name-t-0"))
+        #expect(names.contains("thread-name-t-1"))
     }
 }

@@ -83,4 +83,47 @@ struct TimerTests {
         try loop.run()
         #expect(firedAt.load(ordering: .relaxed) - start >= 20_000_000)
     }
+
+    @Test("on the system clock a 1 ms repeating timer keeps its rate (at least 5 ticks in 10.5 ms)")
+    func repeatingTimerKeepsItsRateInRealTime() throws {
+        // Issue 11 saw 3 ticks in 10.5 ms. A loose bound on real time (about 10 expected), not an ordering test.
+        let loop = try EventLoop()
+        let ticks = Atomic<Int>(0)
+        let timer = try loop.schedule(after: .milliseconds(1), repeating: .milliseconds(1)) {
+            ticks.add(1, ordering: .relaxed)
+        }
+        try loop.schedule(after: .microseconds(10_500)) { loop.stop() }
+        try loop.run()
+        timer.cancel()
+        #expect(ticks.load(ordering: .relaxed) >= 5)
+    }
+
+    @Test("a repeating timer's late tick fires late instead of being dropped")
+    func lateTickFiresLate() throws {
+        let driver = try LoopDriver()
+        let trace = OrderTrace(driver.loop)
+        try driver.loop.schedule(after: .milliseconds(10), repeating: .milliseconds(10)) {
+            trace.record("tick@\(driver.clock.nanoseconds() / 1_000_000)")
+        }
+        // The loop wakes 5 ms late for the first tick: the second is still due at 20, on the period's grid.
+        driver.clock.advance(to: driver.clock.nanoseconds() + 15_000_000)
+        try driver.step()
+        try driver.advance(by: .milliseconds(5))
+        #expect(trace.labels == ["tick@15", "tick@20"])
+    }
+
+    @Test("a repeating timer that is late by a period or more fires the overdue tick once, then keeps to its grid")
+    func overdueTicksAreCoalesced() throws {
+        let driver = try LoopDriver()
+        let trace = OrderTrace(driver.loop)
+        try driver.loop.schedule(after: .milliseconds(10), repeating: .milliseconds(10)) {
+            trace.record("tick@\(driver.clock.nanoseconds() / 1_000_000)")
+        }
+        // The loop stalls until 45 ms: the tick due at 10 fires, then one overdue tick (for 40), then 50.
+        driver.clock.advance(to: driver.clock.nanoseconds() + 45_000_000)
+        try driver.step()
+        try driver.step()
+        try driver.advance(by: .milliseconds(5))
+        #expect(trace.labels == ["tick@45", "tick@45", "tick@50"])
+    }
 }

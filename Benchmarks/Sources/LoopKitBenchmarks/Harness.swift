@@ -50,7 +50,7 @@ struct Options: Sendable {
               --quick      fewer operations per run (a smoke run)
               --json       one JSON object per row instead of the table
               --runs N     timed runs per figure after one warm-up (default 5); the median is reported
-              --only NAME  run only scenarios whose key contains NAME (enqueue, chain, cross, invoke, timers, process, progress, diff, steps, memory)
+              --only NAME  run only scenarios whose key contains NAME (enqueue, chain, cross, invoke, timers, lateness, pingpong, oversub, process, progress, diff, steps, memory)
               --no-peers   measure LoopKit alone (for profiling it)
             """)
         exit(problem == nil ? 0 : 2)
@@ -218,6 +218,11 @@ enum Goal: Sendable {
     /// LoopKit at most this many nanoseconds per operation, and at least `ratio` times faster than the
     /// named peer (when the peer was measured).
     case atMostNanosecondsAndTimesFaster(Double, peer: String, ratio: Double)
+    /// LoopKit at least `ratio` times faster than the named peer.
+    case timesFaster(peer: String, ratio: Double)
+    /// LoopKit at most `times` its own `reference` figure (measured in the same run), and no slower than
+    /// the named peer.
+    case withinTimesOf(reference: String, times: Double, andNoSlowerThan: String)
     /// An extra figure with no goal of its own.
     case none
 
@@ -228,6 +233,8 @@ enum Goal: Sendable {
         case .growthAtMostKiB(let kib): "≈ 0 (≤ \(format(kib, unit: .kibibytes)) KiB)"
         case .atMostNanosecondsAndTimesFaster(let ns, _, let ratio):
             "≤ \(format(ns, unit: .nanoseconds)) ns, ≥ \(format(ratio, unit: .nanoseconds))x peer"
+        case .timesFaster(_, let ratio): "≥ \(format(ratio, unit: .nanoseconds))x peer"
+        case .withinTimesOf(_, let times, _): "≤ \(format(times, unit: .nanoseconds))x quiet, ≤ peer"
         case .none: "—"
         }
     }
@@ -254,6 +261,11 @@ struct Row: Sendable {
         case .atMostNanosecondsAndTimesFaster(let ns, let name, let ratio):
             loopKit.median <= ns
                 && (peers.first { $0.name == name }.map { $0.figure.median >= ratio * loopKit.median } ?? true)
+        case .timesFaster(let name, let ratio):
+            peers.first { $0.name == name }.map { $0.figure.median >= ratio * loopKit.median }
+        case .withinTimesOf(let reference, let times, let name):
+            (peers.first { $0.name == reference }.map { loopKit.median <= times * $0.figure.median } ?? true)
+                && (peers.first { $0.name == name }.map { loopKit.median <= $0.figure.median } ?? true)
         case .none: nil
         }
     }

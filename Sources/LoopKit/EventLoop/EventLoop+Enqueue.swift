@@ -22,7 +22,7 @@ extension EventLoop {
     /// Safe from any thread.
     public func invoke(_ work: @escaping @Sendable () -> Void) throws(EventLoopError) {
         if owner.isCurrent {
-            guard acceptingWork.load(ordering: .acquiring) else { throw .shutDown }
+            guard queue.isAccepting else { throw .shutDown }
             work()
         } else {
             try append(Job(work))
@@ -43,7 +43,7 @@ extension EventLoop {
     /// Safe from any thread. Do not call it from another loop's thread while that loop must stay responsive.
     public func invokeAndWait<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) throws -> Value {
         if owner.isCurrent {
-            guard acceptingWork.load(ordering: .acquiring) else { throw EventLoopError.shutDown }
+            guard queue.isAccepting else { throw EventLoopError.shutDown }
             return try work()
         }
         let rendezvous = Rendezvous<Result<Value, any Error>>()
@@ -52,31 +52,14 @@ extension EventLoop {
         return try rendezvous.wait().get()
     }
 
-    /// Appends a job to the queue and wakes the loop if it needs waking.
-    ///
-    /// On the loop's thread the job goes to a lock-free local queue. Jobs other threads queued before
-    /// it (in happens-before order) are moved ahead of it first, so R1 holds across threads.
+    /// Appends a job to the next-iteration queue and wakes the loop if the queue says it needs waking.
     @inline(__always)
     func append(_ job: __owned Job) throws(EventLoopError) {
         if owner.isCurrent {
-            guard acceptingWork.load(ordering: .relaxed) else { throw .shutDown }
-            if remotePending.load(ordering: .acquiring) { takeRemoteJobsEarly() }
-            state.value.local.append(job)
-            if isAttached, !state.value.tickArmed {
-                state.value.tickArmed = true
-                requestDrain(fromLoopThread: true)
-            }
-            return
+            if try queue.pushOnLoopThread(job), isAttached { requestDrain(fromLoopThread: true) }
+        } else if try queue.pushFromAnotherThread(job) {
+            requestDrain(fromLoopThread: false)
         }
-        let wake = try queue.withLock { (queue) throws(EventLoopError) -> Bool in
-            guard queue.lifecycle == .open else { throw .shutDown }
-            queue.jobs.append(job)
-            remotePending.store(true, ordering: .releasing)
-            guard !queue.wakePending else { return false }
-            queue.wakePending = true
-            return true
-        }
-        if wake { requestDrain(fromLoopThread: false) }
     }
 
     /// Appends a job whose waiter must hear about it if the loop is freed before the job runs.
@@ -94,16 +77,7 @@ extension EventLoop {
         }
     }
 
-    /// Moves the cross-thread queue behind the local one. Loop thread only.
-    private func takeRemoteJobsEarly() {
-        queue.withLock { queue in
-            state.value.local.append(contentsOf: &queue.jobs)
-            remotePending.store(false, ordering: .relaxed)
-        }
-        state.value.tookRemoteEarly = true
-    }
-
-    /// Makes the loop poll again soon: cross-thread, write to its wake-up pipe (waking a waiting poll,
+    /// Makes the loop poll again soon: cross-thread, write to its wake-up eventfd (waking a waiting poll,
     /// outside every lock); on the loop thread of an attached loop, add the tick with a zero timeout so it
     /// runs after the host's next poll (not in the pass that is running, which would starve the host's
     /// I/O: R4).

@@ -54,7 +54,7 @@ extension EventLoop {
     /// Safe from any thread or task.
     public func perform<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) async throws -> Value {
         if isCurrent {
-            guard acceptingWork.load(ordering: .acquiring) else { throw EventLoopError.shutDown }
+            guard queue.isAccepting else { throw EventLoopError.shutDown }
             return try work()
         }
         return try await withCheckedThrowingContinuation { continuation in

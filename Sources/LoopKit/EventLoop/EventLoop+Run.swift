@@ -13,13 +13,13 @@ extension EventLoop {
     public func run() throws(EventLoopError) {
         try checkDrivable("run()")
         runActive.store(true, ordering: .sequentiallyConsistent)
-        while !stopRequested.load(ordering: .relaxed), acceptingWork.load(ordering: .relaxed) {
+        while !stopRequested.load(ordering: .relaxed), queue.isAccepting {
             try runIteration(mayBlock: true)
         }
         stopRequested.store(false, ordering: .relaxed)
         runActive.store(false, ordering: .sequentiallyConsistent)
-        // A shutdown from another thread while we ran left the final drain to us.
-        if lifecycle == .closing { finishShutdown() }
+        // A shutdown from another thread between the last checkpoint and the loop's test is finished here.
+        reachCheckpoint(.runEnded)
     }
 
     /// Runs exactly one iteration.
@@ -34,10 +34,6 @@ extension EventLoop {
     @discardableResult
     public func runOnce(blocking: Bool = true) throws(EventLoopError) -> Int {
         try checkDrivable("runOnce(blocking:)")
-        if lifecycle == .closing {
-            finishShutdown()
-            return 0
-        }
         return try runIteration(mayBlock: blocking)
     }
 
@@ -54,14 +50,13 @@ extension EventLoop {
     /// Call on the loop's thread.
     package var isInIteration: Bool { state.value.inIteration }
 
-    /// The loop's lifecycle. Safe from any thread.
-    var lifecycle: Lifecycle { queue.withLock { $0.lifecycle } }
-
+    /// Refuses to drive the loop from the wrong place; finishes a pending shutdown first (then the caller
+    /// is refused with ``EventLoopError/shutDown``, as after any shutdown).
     private func checkDrivable(_ operation: String) throws(EventLoopError) {
         guard !isAttached else { throw .attached }
         guard owner.isCurrent else { throw .wrongThread(operation: operation) }
         guard !state.value.inIteration else { throw .reentrantRun }
-        guard lifecycle != .closed else { throw .shutDown }
+        guard reachCheckpoint(.driveRequested) == .proceed else { throw .shutDown }
     }
 
     /// One iteration of an owned loop: the three phases, in order (R9).
@@ -75,60 +70,38 @@ extension EventLoop {
             // Phase 1: poll. Wait only when nothing is queued and no timer is due, and then no longer
             // than until the next timer's deadline. Ready I/O callbacks (phase 2, first half) run inside.
             let idle = mayBlock && !hasQueuedWork && !hasDueTimer
-            if idle {
-                state.value.armedTimerDeadline = nil  // the timer event may have fired since it was set
-                armTimerEvent()
-            }
+            if idle { armTimerEvent() }
             try events.base.poll(idle ? .blocking : .nonBlocking)
             // Phase 2, second half: due timers, in (deadline, scheduling order).
             fireDueTimers()
             // Phase 3: the snapshot of the queue taken now.
             drainQueue()
         }
-        if !acceptingWork.load(ordering: .relaxed), !runActive.load(ordering: .relaxed), lifecycle == .closing {
-            finishShutdown()
-        }
-        return state.value.callbacksRun
+        let callbacks = state.value.callbacksRun
+        reachCheckpoint(.iterationEnded)
+        return callbacks
     }
 
     /// Whether any job is queued. On the loop's thread this covers every job; on any other thread, the
     /// jobs other threads queued that the loop has not taken yet.
     package var hasQueuedWork: Bool {
-        if owner.isCurrent, !state.value.local.isEmpty { return true }
-        return remotePending.load(ordering: .acquiring)
+        owner.isCurrent ? queue.hasJobs : queue.hasJobsFromOtherThreads
     }
 
     /// Phase 3: runs exactly the jobs queued before it began, in order (R1–R3).
     func drainQueue() {
-        var batch = JobBuffer(capacity: 0)
-        state.value.takeLocal(into: &batch)
-        state.value.tickArmed = false
-        if remotePending.load(ordering: .acquiring) || state.value.tookRemoteEarly {
-            state.value.tookRemoteEarly = false
-            queue.withLock { queue in
-                batch.append(contentsOf: &queue.jobs)
-                remotePending.store(false, ordering: .relaxed)
-                queue.wakePending = false
-            }
-        }
+        var batch = queue.takeSnapshot()
         if !batch.isEmpty {
             let ran = batch.runFront(limit: drainLimit ?? .max)
             state.value.callbacksRun += ran
-            if !batch.isEmpty {
-                // A drain limit left work: it goes back to the front, ahead of anything queued since (R1).
-                batch.append(contentsOf: &state.value.local)
-                swap(&batch, &state.value.local)
-                if isAttached {
-                    state.value.tickArmed = true
-                    requestDrain(fromLoopThread: true)
-                }
-            }
+            // A drain limit left work: it goes back to the front, ahead of anything queued since (R1).
+            if !batch.isEmpty, queue.putBack(&batch), isAttached { requestDrain(fromLoopThread: true) }
         }
-        state.value.spare = batch
+        queue.recycle(batch)
     }
 
-    /// The tick or the timer event fired. For an owned loop they only end a waiting poll; for an
-    /// attached loop, whose phase 1 is the host's poll, they run phases 2 and 3 as one iteration.
+    /// The tick, the timer or the wake-up event fired. For an owned loop they only end a waiting poll; for
+    /// an attached loop, whose phase 1 is the host's poll, they run phases 2 and 3 as one iteration.
     func internalEventFired() {
         guard isAttached, !state.value.inIteration else { return }
         state.value.inIteration = true
@@ -138,11 +111,6 @@ extension EventLoop {
             drainQueue()
         }
         state.value.inIteration = false
-        if lifecycle == .closing {
-            finishShutdown()
-        } else {
-            state.value.armedTimerDeadline = nil  // the timer event may be what fired
-            armTimerEvent()
-        }
+        if reachCheckpoint(.iterationEnded) != .finish { armTimerEvent() }
     }
 }

@@ -3,7 +3,9 @@ extension EventLoop {
     ///
     /// Timers fire in phase 2 of an iteration, in (deadline, scheduling order), never before their
     /// deadline; a timer scheduled with zero delay in iteration N fires no earlier than N + 1 (R8). A
-    /// repeating timer that falls behind skips the ticks it missed rather than firing in a burst.
+    /// repeating timer keeps its period's grid: a late tick fires late and the next is still due one period
+    /// after the late one's deadline. A timer that falls a whole period or more behind fires one overdue tick
+    /// in the next iteration and drops the ticks before it rather than firing in a burst.
     ///
     /// - Parameters:
     ///   - delay: Time from now until the first firing; negative counts as zero.
@@ -30,12 +32,12 @@ extension EventLoop {
         let timer = ScheduledTimer(interval: period, body: body)
         let deadline = clock.nanoseconds() &+ delay.clampedNanoseconds
         if owner.isCurrent {
-            guard lifecycle == .open else { throw .shutDown }
+            guard queue.isAccepting else { throw .shutDown }
             insert(timer, deadline: deadline)
         } else {
             // Weak: a queued job must not keep its own loop alive (the loop's teardown cancels it).
             try appendCancellable({ [weak self] in
-                if let self, self.lifecycle == .open { self.insert(timer, deadline: deadline) } else { timer.markCancelled() }
+                if let self, self.queue.isAccepting { self.insert(timer, deadline: deadline) } else { timer.markCancelled() }
             }, onCancel: { timer.markCancelled() })
         }
         return timer
@@ -76,7 +78,10 @@ extension EventLoop {
             guard !timer.isCancelled else { continue }
             if let interval = timer.interval {
                 var next = entry.deadline &+ interval
-                if next <= now { next = now &+ interval }
+                if next <= now {
+                    // A period or more behind: keep one overdue tick (the last one due), drop the ones before.
+                    next = entry.deadline &+ (now - entry.deadline) / interval &* interval
+                }
                 let sequence = state.value.nextTimerSequence
                 state.value.nextTimerSequence = sequence &+ 1
                 state.value.timers.insert(TimerEntry(deadline: next, sequence: sequence, timer: timer))
@@ -88,20 +93,19 @@ extension EventLoop {
         }
     }
 
-    /// Sets libevent's timer event for the earliest deadline, so a waiting poll wakes for it (a clock
-    /// that does not advance by itself needs no wake-up). Loop thread only.
+    /// Sets the loop's timer event (a timerfd) for the earliest deadline, so a waiting poll wakes for it (a
+    /// clock that does not advance by itself needs no wake-up). Loop thread only.
     func armTimerEvent() {
         guard clock.advancesByItself, let deadline = nextTimerDeadline else {
             if state.value.armedTimerDeadline != nil {
-                events.timer.remove()
+                events.disarmTimer()
                 state.value.armedTimerDeadline = nil
             }
             return
         }
         guard state.value.armedTimerDeadline != deadline else { return }
         let now = clock.nanoseconds()
-        // Rounded up to libevent's microseconds, so the wake-up is never before the deadline.
-        events.timer.add(timeoutNanoseconds: deadline > now ? (deadline - now) &+ 999 : 0)
+        events.armTimer(inNanoseconds: deadline > now ? deadline - now : 0)
         state.value.armedTimerDeadline = deadline
     }
 }

@@ -26,12 +26,10 @@ public final class EventLoop: Sendable {
     let drainLimit: Int?
     /// libevent's base and the loop's two internal events.
     let events: LoopEvents
-    /// The queue other threads write to, the lifecycle, and the wake-up flag, under one lock.
-    let queue = Lock(RemoteQueue())
-    /// Set (under the lock) when another thread has queued work that the loop has not taken yet.
-    let remotePending = Atomic<Bool>(false)
-    /// False from the moment ``shutdown()`` is called: a lock-free copy of `lifecycle == .open`.
-    let acceptingWork = Atomic<Bool>(true)
+    /// The next-iteration queue (R1–R3, R7; it refuses work once closed, R10).
+    let queue: NextIterationQueue
+    /// Where the loop is in its life (R10); every shutdown path goes through its transitions.
+    let lifecycle = Lock(LoopLifecycle())
     /// What to tell waiters whose work is still queued when the loop is freed (R6, R10).
     let cancellations = Lock(Cancellations())
     /// State only the loop thread touches: timers, watches, the spare drain buffer.
@@ -85,12 +83,24 @@ public final class EventLoop: Sendable {
         isAttached = attached
         self.drainLimit = drainLimit
         events = LoopEvents(base: base)
+        queue = NextIterationQueue(owner: owner)
         state = LoopConfined(LoopState(), owner: owner)
-        try events.install(context: Unmanaged.passUnretained(self).toOpaque()) { fd, _, context in
-            if fd >= 0 { LoopEvents.drainWakeUps(fd) }  // the wake-up pipe; the tick and timer have no fd
-            let loop = Unmanaged<EventLoop>.fromOpaque(context!).takeUnretainedValue()
-            loop.internalEventFired()
-        }
+        try events.install(
+            context: Unmanaged.passUnretained(self).toOpaque(),
+            tick: { _, _, context in
+                Unmanaged<EventLoop>.fromOpaque(context!).takeUnretainedValue().internalEventFired()
+            },
+            timer: { fd, _, context in
+                LoopEvents.acknowledgeTimer(fd)
+                let loop = Unmanaged<EventLoop>.fromOpaque(context!).takeUnretainedValue()
+                loop.state.value.armedTimerDeadline = nil  // a fired timerfd is disarmed
+                loop.internalEventFired()
+            },
+            wakeUp: { fd, _, context in
+                let loop = Unmanaged<EventLoop>.fromOpaque(context!).takeUnretainedValue()
+                LoopEvents.acknowledgeWakeUp(fd, edgeTriggered: loop.events.wakeUpIsEdgeTriggered)
+                loop.internalEventFired()
+            })
     }
 
     /// Enables libevent's thread support, once per process.
@@ -110,6 +120,7 @@ public final class EventLoop: Sendable {
         // release timers and watches, then free the events before the base.
         let orphans = cancellations.withLock { $0.takeAll() }
         for cancel in orphans { cancel() }
+        queue.releaseOutboxForTeardown()
         state.valueForTeardown.releaseAll()
         events.uninstall()
     }
@@ -132,7 +143,7 @@ public final class EventLoop: Sendable {
     public var iteration: UInt64 { iterationCounter.load(ordering: .relaxed) }
 
     /// Whether the loop still accepts work (it has not begun to shut down). Safe from any thread.
-    public var isAcceptingWork: Bool { acceptingWork.load(ordering: .acquiring) }
+    public var isAcceptingWork: Bool { queue.isAccepting }
 
     /// Whether ``run()`` is running. Safe from any thread.
     public var isRunning: Bool { runActive.load(ordering: .sequentiallyConsistent) }
@@ -155,26 +166,6 @@ public final class EventLoop: Sendable {
     public var eventBase: OpaquePointer { events.base.raw }
 }
 
-/// Where a loop is in its life. Changes only forward: open → closing → closed.
-enum Lifecycle: Sendable {
-    /// Accepting work.
-    case open
-    /// ``EventLoop/shutdown()`` was called: new work is refused; the loop thread still has to run what
-    /// was queued and cancel timers and watches.
-    case closing
-    /// Shut down: the queue is empty, timers and watches are cancelled.
-    case closed
-}
-
-/// The lock-protected part of a loop: the queue other threads append to.
-struct RemoteQueue: ~Copyable {
-    /// Work other threads queued since the last drain, in enqueue order (R1).
-    var jobs = JobBuffer(capacity: 64)
-    var lifecycle: Lifecycle = .open
-    /// A wake-up (or, attached, a drain) is already on its way; more enqueues need no other (R7).
-    var wakePending = false
-}
-
 /// Waiters to notify if the loop is freed before their work runs.
 struct Cancellations {
     private var next: UInt64 = 0
@@ -194,16 +185,8 @@ struct Cancellations {
     }
 }
 
-/// The loop-thread-only part of a loop.
+/// The loop-thread-only part of a loop (its queue's loop-thread half lives in ``NextIterationQueue``).
 struct LoopState: ~Copyable {
-    /// Work the loop thread queued for the next drain, in order; no lock needed.
-    var local = JobBuffer()
-    /// The buffer the next drain swaps in, so enqueue never reallocates in steady state.
-    var spare = JobBuffer()
-    /// A loop-thread enqueue took cross-thread jobs early; the next drain must clear the wake flag.
-    var tookRemoteEarly = false
-    /// Attached mode: the tick is armed for a drain.
-    var tickArmed = false
     var timers = Heap<TimerEntry>()
     var nextTimerSequence: UInt64 = 0
     /// The deadline the internal libevent timer is set for, if any.
@@ -214,15 +197,7 @@ struct LoopState: ~Copyable {
     /// Callbacks run in the current iteration, for ``EventLoop/runOnce(blocking:)``.
     var callbacksRun = 0
 
-    /// Takes the local queue for a drain: `batch` (an empty buffer) receives the jobs, the local queue
-    /// continues in the spare buffer.
-    mutating func takeLocal(into batch: inout JobBuffer) {
-        swap(&local, &batch)
-        swap(&local, &spare)
-    }
-
     mutating func releaseAll() {
-        local.removeAll()
         while let entry = timers.popMin() { entry.timer.markCancelled() }
         let all = watches.values
         watches = [:]

@@ -129,7 +129,7 @@ extension EventLoop {
         fd: Int32, flags: LibEventFlags, operation: String, _ handler: @escaping (IOEvents) -> Void
     ) throws(EventLoopError) -> Watch {
         guard owner.isCurrent else { throw .wrongThread(operation: operation) }
-        guard lifecycle == .open else { throw .shutDown }
+        guard queue.isAccepting else { throw .shutDown }
         let watch = Watch(loop: self)
         try watch.start(fd: fd, flags: flags, handler: handler)
         return watch

@@ -30,6 +30,7 @@ struct LibEventFlags: OptionSet {
     static let write = LibEventFlags(rawValue: Int16(EV_WRITE))
     static let signal = LibEventFlags(rawValue: Int16(EV_SIGNAL))
     static let persist = LibEventFlags(rawValue: Int16(EV_PERSIST))
+    static let edgeTriggered = LibEventFlags(rawValue: Int16(EV_ET))
 }
 
 /// The C signature libevent calls back with.
@@ -128,71 +129,114 @@ final class LibEventHandle: @unchecked Sendable {
 }
 
 /// The internal events every loop registers: the *tick* (in attached mode, the drain of LoopKit's queue,
-/// armed from the loop thread), the *timer* (set to the earliest LoopKit timer's deadline) and the *wake-up*
-/// (a pipe other threads write to).
+/// armed from the loop thread), the *timer* (a `timerfd` set to the earliest LoopKit timer's deadline) and
+/// the *wake-up* (an `eventfd` other threads write to).
 ///
-/// Other threads never call into libevent: they write one byte to the wake-up pipe, outside every lock.
-/// (`event_active` from another thread writes libevent's own notification fd while holding the base's
-/// lock, so the woken loop often blocked on that lock straight out of its poll.)
+/// **Wake-ups.** Other threads never call into libevent: they add 1 to the loop's eventfd, outside every
+/// lock, and only when the queue says the loop has not been told yet (R7). (`event_active` from another
+/// thread writes libevent's own notification fd while holding the base's lock, so the woken loop often
+/// blocked on that lock straight out of its poll; a pipe's write wakes its reader as a "sync" wake-up,
+/// which asks the scheduler to run the reader on the writer's CPU once the writer sleeps.) On a backend
+/// with edge-triggered events (epoll) the eventfd is registered `EV_ET` and never read: each write is an
+/// edge that ends one poll, so a wake-up costs the writer one `write` and the loop nothing beyond its
+/// `epoll_wait`. (The counter would need 2^64 wake-ups to fill.) On a level-triggered backend (a host's
+/// `poll` base) the callback reads it.
+///
+/// **Timers.** libevent measures its own timeouts on `CLOCK_MONOTONIC_COARSE` (a 1–4 ms tick) unless a
+/// base is created with `EVENT_BASE_FLAG_PRECISE_TIMER`, and epoll waits in whole milliseconds: a 1 ms
+/// timer woke up to 4 ms late and a repeating one lost two ticks in three. A timerfd armed with the
+/// nanosecond delay to the deadline ends the poll when the deadline passes, on any base (the host's too).
 ///
 /// The events are created in `EventLoop.init`, before the loop is visible to any other thread, and never
 /// reassigned after; afterwards only the loop thread touches them, and other threads only `write` to the
-/// pipe. That write-once rule is what the unchecked conformance stands for.
+/// eventfd. That write-once rule is what the unchecked conformance stands for.
 final class LoopEvents: @unchecked Sendable {
     let base: LibEventBase
     private(set) var tick: LibEventHandle!
-    private(set) var timer: LibEventHandle!
+    private var timer: LibEventHandle?
     private var wakeUp: LibEventHandle?
-    private var wakeUpRead: Int32 = -1
-    private var wakeUpWrite: Int32 = -1
+    private var timerFD: Int32 = -1
+    private var wakeUpFD: Int32 = -1
+    /// Whether the wake-up event is edge-triggered (then its fd is never read).
+    private(set) var wakeUpIsEdgeTriggered = false
 
     init(base: LibEventBase) { self.base = base }
 
-    /// Creates the events with `context` (the loop) as their callback argument. Call once, in init.
-    func install(context: UnsafeMutableRawPointer, callback: LibEventCallback) throws(EventLoopError) {
-        tick = try LibEventHandle(base: base, fd: -1, flags: [], context: context, callback: callback)
-        timer = try LibEventHandle(base: base, fd: -1, flags: [], context: context, callback: callback)
-        var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else { throw .system("pipe", errno) }
-        wakeUpRead = fds[0]
-        wakeUpWrite = fds[1]
-        for fd in fds {
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        }
-        let event = try LibEventHandle(
-            base: base, fd: wakeUpRead, flags: [.read, .persist], context: context, callback: callback)
-        try event.add()
-        wakeUp = event
+    /// Creates the events with `context` (the loop) as their callbacks' argument. Call once, in init.
+    func install(
+        context: UnsafeMutableRawPointer,
+        tick onTick: LibEventCallback, timer onTimer: LibEventCallback, wakeUp onWakeUp: LibEventCallback
+    ) throws(EventLoopError) {
+        tick = try LibEventHandle(base: base, fd: -1, flags: [], context: context, callback: onTick)
+
+        timerFD = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC))
+        guard timerFD >= 0 else { throw .system("timerfd_create", errno) }
+        let timer = try LibEventHandle(
+            base: base, fd: timerFD, flags: [.read, .persist], context: context, callback: onTimer)
+        try timer.add()
+        self.timer = timer
+
+        wakeUpFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        guard wakeUpFD >= 0 else { throw .system("eventfd", errno) }
+        wakeUpIsEdgeTriggered = event_base_get_features(base.raw) & Int32(EV_FEATURE_ET.rawValue) != 0
+        var flags: LibEventFlags = [.read, .persist]
+        if wakeUpIsEdgeTriggered { flags.insert(.edgeTriggered) }
+        let wakeUp = try LibEventHandle(base: base, fd: wakeUpFD, flags: flags, context: context, callback: onWakeUp)
+        try wakeUp.add()
+        self.wakeUp = wakeUp
     }
 
-    /// Empties the wake-up pipe; the shared callback calls it when the ready fd is not -1.
-    ///
-    /// Wake-ups are coalesced to at most one per iteration, so one 64-byte read almost always empties the
-    /// pipe; a full read means there may be more.
-    static func drainWakeUps(_ fd: Int32) {
-        var sink = (UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0))
-        let size = MemoryLayout.size(ofValue: sink)
-        while withUnsafeMutableBytes(of: &sink, { read(fd, $0.baseAddress, size) }) == size {}
+    /// Resets a level-triggered wake-up fd; nothing to do when it is edge-triggered. The wake-up
+    /// callback calls it with the fd libevent reports.
+    static func acknowledgeWakeUp(_ fd: Int32, edgeTriggered: Bool) {
+        guard !edgeTriggered else { return }
+        var count: UInt64 = 0
+        _ = read(fd, &count, 8)
+    }
+
+    /// Resets the timerfd after it fired; the timer callback calls it with the fd libevent reports.
+    static func acknowledgeTimer(_ fd: Int32) {
+        var expirations: UInt64 = 0
+        _ = read(fd, &expirations, 8)
     }
 
     /// Wakes the loop's poll. Safe from any thread; takes no lock.
     func wake() {
-        var byte: UInt8 = 1
-        _ = write(wakeUpWrite, &byte, 1)  // a full pipe already holds a wake-up: nothing is lost
+        var one: UInt64 = 1
+        _ = write(wakeUpFD, &one, 8)  // EAGAIN only when the counter is full, and then a wake-up is pending
     }
 
-    /// Stops listening for wake-ups (the loop has shut down). Loop thread only.
-    func stopWakeUps() { wakeUp?.remove() }
+    /// Makes the timer event fire `nanoseconds` from now (at least 1 ns: zero would disarm it).
+    /// The corresponding Linux call is `timerfd_settime`.
+    func armTimer(inNanoseconds nanoseconds: UInt64) {
+        let delay = max(nanoseconds, 1)
+        var spec = itimerspec()
+        spec.it_value.tv_sec = Int(delay / 1_000_000_000)
+        spec.it_value.tv_nsec = Int(delay % 1_000_000_000)
+        _ = timerfd_settime(timerFD, 0, &spec, nil)
+    }
 
-    /// Frees the events (before the base goes) and closes the pipe. Call once, when the loop is torn down.
+    /// Stops the timer event from firing. The corresponding Linux call is `timerfd_settime`.
+    func disarmTimer() {
+        var spec = itimerspec()
+        _ = timerfd_settime(timerFD, 0, &spec, nil)
+    }
+
+    /// Stops listening for wake-ups and timers (the loop has shut down). Loop thread only.
+    func stopListening() {
+        wakeUp?.remove()
+        timer?.remove()
+        tick.remove()
+    }
+
+    /// Frees the events (before the base goes) and closes their fds. Call once, when the loop is torn down.
     func uninstall() {
         tick = nil
         timer = nil
         wakeUp = nil
-        if wakeUpRead >= 0 { close(wakeUpRead) }
-        if wakeUpWrite >= 0 { close(wakeUpWrite) }
-        wakeUpRead = -1
-        wakeUpWrite = -1
+        if timerFD >= 0 { close(timerFD) }
+        if wakeUpFD >= 0 { close(wakeUpFD) }
+        timerFD = -1
+        wakeUpFD = -1
     }
 }

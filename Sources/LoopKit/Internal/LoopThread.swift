@@ -53,13 +53,18 @@ final class SpawnedThread: Sendable {
     /// Starts a thread running `body`. Fails only when the system is out of threads.
     init(name: String, _ body: @escaping @Sendable () -> Void) throws(EventLoopError) {
         final class Box: Sendable {
+            let name: String
             let body: @Sendable () -> Void
-            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+            init(_ name: String, _ body: @escaping @Sendable () -> Void) {
+                self.name = name
+                self.body = body
+            }
         }
-        let context = Unmanaged.passRetained(Box(body)).toOpaque()
+        let context = Unmanaged.passRetained(Box(name, body)).toOpaque()
         var thread = pthread_t()
         let status = pthread_create(&thread, nil, { raw in
             let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+            SpawnedThread.nameCurrentThread(box.name)
             box.body()
             return nil
         }, context)
@@ -67,8 +72,26 @@ final class SpawnedThread: Sendable {
             Unmanaged<Box>.fromOpaque(context).release()
             throw .system("pthread_create", status)
         }
-        _ = name  // glibc's pthread_setname_np is not visible to Swift; the name is kept for debuggers later
         handle = Lock(thread)
+    }
+
+    /// Names the calling thread for `top -H`, `ps -L` and debuggers: the first 15 bytes of `name` (the
+    /// kernel's limit), cut at a character boundary.
+    ///
+    /// Glibc's `pthread_setname_np` is hidden from Swift (it needs `_GNU_SOURCE`) and `prctl` is variadic,
+    /// so this writes `/proc/thread-self/comm`, which is what `pthread_setname_np` itself does for a thread
+    /// other than the caller.
+    static func nameCurrentThread(_ name: String) {
+        var bytes = 0
+        let prefix = name.prefix { character in
+            bytes += character.utf8.count
+            return bytes <= 15
+        }
+        let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var text = String(prefix)
+        _ = text.withUTF8 { write(fd, $0.baseAddress, $0.count) }
     }
 
     /// Waits for the thread to end. Safe from any thread but this one; a second call returns at once.

@@ -17,7 +17,8 @@ public final class LoopGroup: Sendable {
     ///
     /// - Parameters:
     ///   - threads: How many loops (and threads); at least 1.
-    ///   - name: A prefix for the threads' names, shown by debuggers and `top -H`.
+    ///   - name: A prefix for the threads' names, shown by debuggers and `top -H`: thread *i* is named
+    ///     `name-i`, with `name` cut so the whole fits Linux's 15 bytes.
     /// - Throws: ``EventLoopError/invalidArgument(_:)`` for fewer than one thread; the error of a loop
     ///   that could not be created; ``EventLoopError/system(_:_:)`` when a thread cannot start.
     ///
@@ -30,7 +31,7 @@ public final class LoopGroup: Sendable {
             let handoff = Rendezvous<Result<EventLoop, EventLoopError>>()
             let thread: SpawnedThread
             do throws(EventLoopError) {
-                thread = try SpawnedThread(name: "\(name)-\(index)") {
+                thread = try SpawnedThread(name: Self.threadName(name, index)) {
                     let loop: EventLoop
                     do throws(EventLoopError) {
                         loop = try EventLoop()
@@ -42,7 +43,7 @@ public final class LoopGroup: Sendable {
                     while loop.isAcceptingWork {
                         do { try loop.run() } catch { break }
                     }
-                    if loop.lifecycle == .closing { loop.finishShutdown() }
+                    loop.reachCheckpoint(.runEnded)
                 }
             } catch {
                 Self.stop(loops, spawned)
@@ -58,6 +59,17 @@ public final class LoopGroup: Sendable {
         }
         self.loops = loops
         self.threads = spawned
+    }
+
+    /// `prefix-index`, the prefix cut (at a character boundary) so the name fits in 15 bytes.
+    static func threadName(_ prefix: String, _ index: Int) -> String {
+        let suffix = "-\(index)"
+        var bytes = suffix.utf8.count
+        let kept = prefix.prefix { character in
+            bytes += character.utf8.count
+            return bytes <= 15
+        }
+        return kept + suffix
     }
 
     /// The next loop, round robin. Safe from any thread.
