@@ -8,6 +8,9 @@ public final class ScheduledTimer: Sendable {
     /// The repeat interval in nanoseconds, or nil for a one-shot timer.
     let interval: UInt64?
     let body: @Sendable () -> Void
+    /// Called when the loop, not ``cancel()``, cancels the timer (shutdown, or the loop freed): the
+    /// toolkit's own timers use it so that a run waiting for one is never left hanging.
+    let whenDropped: (@Sendable () -> Void)?
     private let status = Atomic<UInt8>(Status.scheduled)
 
     private enum Status {
@@ -16,9 +19,10 @@ public final class ScheduledTimer: Sendable {
         static let cancelled: UInt8 = 2
     }
 
-    init(interval: UInt64?, body: @escaping @Sendable () -> Void) {
+    init(interval: UInt64?, body: @escaping @Sendable () -> Void, whenDropped: (@Sendable () -> Void)? = nil) {
         self.interval = interval
         self.body = body
+        self.whenDropped = whenDropped
     }
 
     /// Stops the timer: it will not fire again. Cancelling twice, or after a one-shot timer fired, does
@@ -42,7 +46,12 @@ public final class ScheduledTimer: Sendable {
         _ = status.compareExchange(expected: Status.scheduled, desired: Status.fired, ordering: .relaxed)
     }
 
-    func markCancelled() { cancel() }
+    /// The loop cancels the timer (shutdown, or the loop freed); tells ``whenDropped`` if it was pending.
+    func markCancelled() {
+        if status.compareExchange(expected: Status.scheduled, desired: Status.cancelled, ordering: .relaxed).exchanged {
+            whenDropped?()
+        }
+    }
 }
 
 /// A timer's place in the loop's heap: ordered by deadline, then by scheduling order (R8).
