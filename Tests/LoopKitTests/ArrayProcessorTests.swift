@@ -45,7 +45,7 @@ struct ArrayProcessorTests {
         let job = try recordedJob([Int](), on: driver, trace: trace)
         try driver.runUntilIdle()
         #expect(trace.iterations == "U(0) | C(succeeded)")
-        #expect(job.isComplete)
+        #expect(job.isFinished)
     }
 
     @Test("items are processed by index: duplicates are all processed, once each, in order")
@@ -114,7 +114,7 @@ struct ArrayProcessorTests {
         job.cancel()
         try driver.runUntilIdle()
         #expect(trace.iterations == "U(0) | C(cancelled)")
-        #expect(job.isCancelled && job.isComplete)
+        #expect(job.isCancelled && job.isFinished)
         #expect(job.progress.isCancelled)
     }
 
@@ -139,7 +139,7 @@ struct ArrayProcessorTests {
         onAnotherThread { job.cancel() }
         try driver.runUntilIdle()
         #expect(trace.iterations == "U(0) | P(0) | U(1) P(1) | C(cancelled)")
-        #expect(job.isCancelled && job.isComplete)
+        #expect(job.isCancelled && job.isFinished)
     }
 
     @Test("cancel from inside an item: the item finishes, the job completes with cancelled")
@@ -169,7 +169,7 @@ struct ArrayProcessorTests {
         try driver.runUntilIdle()
         #expect(trace.labels.filter { $0.hasPrefix("C(") } == ["C(succeeded)"])
         #expect(!job.isCancelled)
-        #expect(job.isComplete)
+        #expect(job.isFinished)
         #expect(!job.progress.isCancelled)
         #expect(job.progress.isFinished)
     }
@@ -200,7 +200,7 @@ struct ArrayProcessorTests {
                 return nil
             }
             #expect(failure == Failure(item: 3))
-            #expect(job.isComplete && !job.isCancelled)
+            #expect(job.isFinished && !job.isCancelled)
         }
     }
 

@@ -21,7 +21,7 @@ struct BatchStageTests {
                 data = stage.sections
             }
             #expect(data == new)
-            #expect(try stages.apply(to: old) == new)
+            #expect(try stages.reduce(old) { data, stage in try stage.apply(to: data) } == new)
             #expect(stages.count <= 2)
             #expect(stages.allSatisfy { $0.operationCount > 0 })
         }
@@ -48,7 +48,7 @@ struct BatchStageTests {
         new[0].items[0].value = 9
         let stages = SectionedDiff(from: old, to: new).stages()
         #expect(stages.count == 2)
-        #expect(stages[0].itemMoves == [DiffMove(from: ItemPath(section: 0, item: 2), to: ItemPath(section: 0, item: 0))])
+        #expect(stages[0].itemMoves == [DiffPair(from: ItemPath(section: 0, item: 2), to: ItemPath(section: 0, item: 0))])
         #expect(stages[0].itemReloads.isEmpty)
         #expect(stages[0].sections[0].items[0].value == 0)  // old content until the reload
         #expect(stages[1].itemReloads == [ItemPath(section: 0, item: 0)])
@@ -93,7 +93,7 @@ struct BatchStageTests {
     func rejectsReloadOfMovedItem() {
         let after = [DiffRowSection(before[0].model, items: [before[0].items[1], before[0].items[0]]), before[1]]
         let stage = BatchStage(
-            itemMoves: [DiffMove(from: ItemPath(section: 0, item: 0), to: ItemPath(section: 0, item: 1))],
+            itemMoves: [DiffPair(from: ItemPath(section: 0, item: 0), to: ItemPath(section: 0, item: 1))],
             itemReloads: [ItemPath(section: 0, item: 0)], sections: after)
         #expect(throws: DiffError.reloadOfChangedPosition(.itemReload, .item(ItemPath(section: 0, item: 0)))) {
             try stage.validate(from: before)

@@ -49,10 +49,10 @@ final class DiffRecordingTarget: BatchUpdateTarget {
     func setSections(_ sections: [DiffRowSection]) { calls.append("setSections"); pending.sections = sections }
     func deleteSections(_ s: [Int]) { calls.append("deleteSections"); pending.sectionDeletions += s }
     func insertSections(_ s: [Int]) { calls.append("insertSections"); pending.sectionInsertions += s }
-    func moveSection(_ s: Int, toSection t: Int) { calls.append("moveSection"); pending.sectionMoves.append(DiffMove(from: s, to: t)) }
+    func moveSection(_ s: Int, toSection t: Int) { calls.append("moveSection"); pending.sectionMoves.append(DiffPair(from: s, to: t)) }
     func reloadSections(_ s: [Int]) { calls.append("reloadSections"); pending.sectionReloads += s }
     func deleteItems(at p: [ItemPath]) { calls.append("deleteItems"); pending.itemDeletions += p }
     func insertItems(at p: [ItemPath]) { calls.append("insertItems"); pending.itemInsertions += p }
-    func moveItem(at p: ItemPath, to q: ItemPath) { calls.append("moveItem"); pending.itemMoves.append(DiffMove(from: p, to: q)) }
+    func moveItem(at p: ItemPath, to q: ItemPath) { calls.append("moveItem"); pending.itemMoves.append(DiffPair(from: p, to: q)) }
     func reloadItems(at p: [ItemPath]) { calls.append("reloadItems"); pending.itemReloads += p }
 }

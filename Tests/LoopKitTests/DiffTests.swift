@@ -122,7 +122,7 @@ struct DiffTests {
         var new = old
         new.insert(new.remove(at: 90), at: 3)
         let diff = Diff(from: old, to: new)
-        #expect(diff.moves == [DiffMove(from: 90, to: 3)])
+        #expect(diff.moves == [DiffPair(from: 90, to: 3)])
         #expect(diff.changeCount == 1)
         #expect(try diff.apply(to: old) == new)
     }
@@ -140,13 +140,13 @@ struct DiffTests {
         let old = [DiffRow(id: 1, value: 0), DiffRow(id: 2, value: 0), DiffRow(id: 3, value: 0)]
         let updatedOnly = [DiffRow(id: 1, value: 0), DiffRow(id: 2, value: 7), DiffRow(id: 3, value: 0)]
         let diff = Diff(from: old, to: updatedOnly)
-        #expect(diff.updates == [DiffUpdate(from: 1, to: 1)])
+        #expect(diff.updates == [DiffPair(from: 1, to: 1)])
         #expect(diff.moves.isEmpty && diff.deletions.isEmpty && diff.insertions.isEmpty)
 
         let movedAndUpdated = [DiffRow(id: 3, value: 5), DiffRow(id: 1, value: 0), DiffRow(id: 2, value: 0)]
         let both = Diff(from: old, to: movedAndUpdated)
-        #expect(both.moves == [DiffMove(from: 2, to: 0)])
-        #expect(both.updates == [DiffUpdate(from: 2, to: 0)])
+        #expect(both.moves == [DiffPair(from: 2, to: 0)])
+        #expect(both.updates == [DiffPair(from: 2, to: 0)])
         #expect(try both.apply(to: old) == movedAndUpdated)
     }
 

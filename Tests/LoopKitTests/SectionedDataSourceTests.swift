@@ -397,7 +397,7 @@ struct DiffRecordingTargetTests {
         let target = DiffRecordingTarget(old)
         let path = ItemPath(section: 0, item: 0)
         target.perform(BatchStage(
-            itemMoves: [DiffMove(from: path, to: ItemPath(section: 0, item: 1))], itemReloads: [path], sections: moved))
+            itemMoves: [DiffPair(from: path, to: ItemPath(section: 0, item: 1))], itemReloads: [path], sections: moved))
         #expect(target.failures == [.reloadOfChangedPosition(.itemReload, .item(path))])
         #expect(target.displayed == old)
         #expect(target.batches.isEmpty)

@@ -25,7 +25,7 @@ struct WatchTests {
         watch.cancel()
         try driver.step()
         #expect(events.withLock { $0.count } == 2)
-        #expect(!watch.isActive)
+        #expect(watch.isFinished)
     }
 
     @Test("a writable watch reports writable")

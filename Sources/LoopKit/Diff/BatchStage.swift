@@ -31,7 +31,7 @@ public struct BatchStage<Model: Diffable, Item: Diffable> {
     /// Sections to move, from old index to new index.
     ///
     /// Safe from any thread.
-    public var sectionMoves: [DiffMove<Int>]
+    public var sectionMoves: [DiffPair<Int>]
     /// Old indices of the sections to reload (model and items).
     ///
     /// Safe from any thread.
@@ -47,7 +47,7 @@ public struct BatchStage<Model: Diffable, Item: Diffable> {
     /// Items to move, from old path to new path.
     ///
     /// Safe from any thread.
-    public var itemMoves: [DiffMove<ItemPath>]
+    public var itemMoves: [DiffPair<ItemPath>]
     /// Old paths of the items to reload.
     ///
     /// Safe from any thread.
@@ -66,10 +66,10 @@ public struct BatchStage<Model: Diffable, Item: Diffable> {
     ///
     /// Safe from any thread.
     public init(
-        sectionDeletions: [Int] = [], sectionInsertions: [Int] = [], sectionMoves: [DiffMove<Int>] = [],
+        sectionDeletions: [Int] = [], sectionInsertions: [Int] = [], sectionMoves: [DiffPair<Int>] = [],
         sectionReloads: [Int] = [],
         itemDeletions: [ItemPath] = [], itemInsertions: [ItemPath] = [],
-        itemMoves: [DiffMove<ItemPath>] = [], itemReloads: [ItemPath] = [],
+        itemMoves: [DiffPair<ItemPath>] = [], itemReloads: [ItemPath] = [],
         sections: [Section], isReload: Bool = false
     ) {
         self.sectionDeletions = sectionDeletions
@@ -135,24 +135,6 @@ public struct BatchStage<Model: Diffable, Item: Diffable> {
         if let section = result.indices.first(where: { result[$0] != sections[$0] }) {
             throw .dataMismatch(section: section)
         }
-    }
-}
-
-extension Array {
-    /// Performs these stages in order on `old` and returns the sections after the last one.
-    ///
-    /// For the stages of a ``SectionedDiff``, the result equals the diff's new sections.
-    ///
-    /// Safe from any thread: a pure function of its inputs.
-    ///
-    /// - Parameter old: The sections before the first stage.
-    /// - Returns: The sections after the last stage (`old` when there are no stages).
-    /// - Throws: ``DiffError`` from the first stage that doesn't apply.
-    public func apply<Model, Item>(to old: [DiffSection<Model, Item>]) throws(DiffError) -> [DiffSection<Model, Item>]
-    where Element == BatchStage<Model, Item> {
-        var data = old
-        for stage in self { data = try stage.apply(to: data) }
-        return data
     }
 }
 

@@ -37,18 +37,18 @@ extension SectionedDiff {
 struct _SectionedChanges {
     var sectionDeletions: [Int] = []
     var sectionInsertions: [Int] = []
-    var sectionMoves: [DiffMove<Int>] = []
+    var sectionMoves: [DiffPair<Int>] = []
     /// Old indices of sections replaced whole (model and items) by the `after` section.
     var sectionReloads: [Int] = []
     /// Sections whose model is replaced by the `after` model.
-    var sectionUpdates: [DiffUpdate<Int>] = []
+    var sectionUpdates: [DiffPair<Int>] = []
     var itemDeletions: [ItemPath] = []
     var itemInsertions: [ItemPath] = []
-    var itemMoves: [DiffMove<ItemPath>] = []
+    var itemMoves: [DiffPair<ItemPath>] = []
     /// Old paths of items replaced by the `after` item where they land; they must not move or leave.
     var itemReloads: [ItemPath] = []
     /// Items replaced by the `after` item at `to`, which must be where the other changes put `from`.
-    var itemUpdates: [DiffUpdate<ItemPath>] = []
+    var itemUpdates: [DiffPair<ItemPath>] = []
 
     private static var deleted: UInt8 { 1 }
     private static var moved: UInt8 { 2 }

@@ -36,8 +36,11 @@ public final class ScheduledTimer: Sendable {
     /// Whether ``cancel()`` stopped the timer (or its loop shut down) before it was done. Safe from any thread.
     public var isCancelled: Bool { status.load(ordering: .relaxed) == Status.cancelled }
 
-    /// Whether a one-shot timer has fired. Safe from any thread.
-    public var hasFired: Bool { status.load(ordering: .relaxed) == Status.fired }
+    /// Whether the timer has finished: a one-shot timer fired, or the timer was cancelled (by
+    /// ``cancel()`` or its loop's shutdown; ``isCancelled`` tells which). It will not fire again.
+    ///
+    /// Safe from any thread.
+    public var isFinished: Bool { status.load(ordering: .relaxed) != Status.scheduled }
 
     /// Whether the timer repeats. Safe from any thread.
     public var isRepeating: Bool { interval != nil }
