@@ -6,7 +6,9 @@
 /// - deletions, move sources and reloads are positions in the data *before* the stage; insertions and
 ///   move destinations are positions in the data *after* it;
 /// - no position is used twice (in the old data or in the new data);
-/// - no item change touches a section that the stage deletes, inserts or reloads;
+/// - no item change touches a section that the stage deletes, inserts, moves or reloads (moving a
+///   section and changing its items in one batch is what makes `UICollectionView` mis-animate or throw,
+///   which is why ``SectionedDiff/stages()`` moves such sections in a stage of their own);
 /// - a reloaded item or section is not also deleted or moved (an item can't be moved and reloaded in
 ///   one batch, which is why ``SectionedDiff/stages()`` reloads updated items in a later stage);
 /// - the unchanged elements, in order, exactly fill the positions the changes leave open.
@@ -116,6 +118,7 @@ public struct BatchStage<Model: Diffable, Item: Diffable> {
         changes.itemInsertions = itemInsertions
         changes.itemMoves = itemMoves
         changes.itemReloads = itemReloads
+        changes.allowsItemChangesInMovedSections = false
         return try changes.apply(to: before, taking: sections)
     }
 
