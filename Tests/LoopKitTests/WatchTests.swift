@@ -69,4 +69,14 @@ struct WatchTests {
         #expect(caught.load(ordering: .relaxed) == 1)
         watch.cancel()
     }
+
+    @Test("isFinished off the loop's thread stops the process, in release builds too")
+    func isFinishedOffTheLoopThreadTraps() async {
+        await #expect(processExitsWith: .failure) {
+            let loop = try! EventLoop()
+            let pipe = TestPipe()
+            let watch = try! loop.watch(pipe.readEnd, for: .readable) { _ in }
+            onAnotherThread { _ = watch.isFinished }
+        }
+    }
 }
