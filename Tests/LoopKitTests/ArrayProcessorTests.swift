@@ -303,7 +303,7 @@ struct ArrayProcessorTests {
         try driver.runUntilIdle()
         let chunks = spans.withLock { $0.sorted { $0.key < $1.key }.map { $0.value.last - $0.value.first } }
         #expect(chunks.count > 20)
-        // From the second chunk on, the chunk takes the budget less the 1 ms of other work (± a stride).
+        // From the second chunk on, a chunk takes the budget less the 1 ms of other work (± a stride).
         #expect(chunks.dropFirst().dropLast().allSatisfy { $0 >= 2_900_000 && $0 <= 3_000_000 + 500_000 })
         #expect(chunks.dropFirst().allSatisfy { $0 + 1_000_000 <= 4_000_000 + 500_000 })  // the whole iteration
     }

@@ -87,9 +87,10 @@ final class ProcessingRun {
             } else {
                 let start = loop.clock.nanoseconds()
                 if lastStepEnd > 0, start > lastStepEnd {
-                    // Smoothed, quick to rise and slow to fall, so one quiet iteration doesn't undo it.
-                    let rest = start - lastStepEnd
-                    restOfIteration = rest > restOfIteration ? rest : (restOfIteration * 3 + rest) / 4
+                    // Smoothed, each sample capped at half the budget, so that one long pause (the
+                    // thread waiting for a core) costs later chunks little.
+                    let rest = min(start - lastStepEnd, budget / 2)
+                    restOfIteration = restOfIteration == 0 ? rest : (restOfIteration * 3 + rest) / 4
                 }
                 try runChunk(from: start)
                 report()
