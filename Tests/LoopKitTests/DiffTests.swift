@@ -230,3 +230,18 @@ struct DiffTests {
         #expect(try diff.apply(to: []) == [])
     }
 }
+
+extension DiffTests {
+    @Test("Moves and updates are one pair type, in flat and sectioned diffs")
+    func movesAndUpdatesShareOnePairType() {
+        let diff = Diff(from: [1, 2, 3], to: [3, 1, 2])
+        let moves: [DiffPair<Int>] = diff.moves
+        let updates: [DiffPair<Int>] = diff.updates
+        #expect(moves == [DiffPair(from: 2, to: 0)])
+        #expect(updates.isEmpty)
+        let sectioned = SectionedDiff<DiffHeader, DiffRow>(from: [], to: [])
+        let itemMoves: [DiffPair<ItemPath>] = sectioned.itemMoves
+        let itemUpdates: [DiffPair<ItemPath>] = sectioned.itemUpdates
+        #expect(itemMoves.isEmpty && itemUpdates.isEmpty)
+    }
+}
