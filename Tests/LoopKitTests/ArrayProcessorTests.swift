@@ -45,7 +45,7 @@ struct ArrayProcessorTests {
         let job = try recordedJob([Int](), on: driver, trace: trace)
         try driver.runUntilIdle()
         #expect(trace.iterations == "U(0) | C(succeeded)")
-        #expect(job.isComplete)
+        #expect(job.isFinished)
     }
 
     @Test("items are processed by index: duplicates are all processed, once each, in order")
@@ -114,7 +114,7 @@ struct ArrayProcessorTests {
         job.cancel()
         try driver.runUntilIdle()
         #expect(trace.iterations == "U(0) | C(cancelled)")
-        #expect(job.isCancelled && job.isComplete)
+        #expect(job.isCancelled && job.isFinished)
         #expect(job.progress.isCancelled)
     }
 
@@ -139,7 +139,7 @@ struct ArrayProcessorTests {
         onAnotherThread { job.cancel() }
         try driver.runUntilIdle()
         #expect(trace.iterations == "U(0) | P(0) | U(1) P(1) | C(cancelled)")
-        #expect(job.isCancelled && job.isComplete)
+        #expect(job.isCancelled && job.isFinished)
     }
 
     @Test("cancel from inside an item: the item finishes, the job completes with cancelled")
@@ -169,7 +169,7 @@ struct ArrayProcessorTests {
         try driver.runUntilIdle()
         #expect(trace.labels.filter { $0.hasPrefix("C(") } == ["C(succeeded)"])
         #expect(!job.isCancelled)
-        #expect(job.isComplete)
+        #expect(job.isFinished)
         #expect(!job.progress.isCancelled)
         #expect(job.progress.isFinished)
     }
@@ -200,7 +200,7 @@ struct ArrayProcessorTests {
                 return nil
             }
             #expect(failure == Failure(item: 3))
-            #expect(job.isComplete && !job.isCancelled)
+            #expect(job.isFinished && !job.isCancelled)
         }
     }
 
@@ -262,8 +262,50 @@ struct ArrayProcessorTests {
             iterations += 1
         }
         let reads = clock.reads - readsBefore
-        #expect(iterations == 10)
+        #expect(iterations == 11)  // 10 full chunks, then the completion (the last chunk used the budget)
         #expect(reads <= 4_000 / 10)  // the loop's own reads included
+    }
+
+    @Test("budget: the completion runs in the next iteration when the last chunk used more than half the budget")
+    func completionWaitsWhenTheLastChunkUsedTheBudget() throws {
+        for (cost, sameIteration) in [(Duration.microseconds(10), false), (Duration.nanoseconds(10), true)] {
+            let driver = try LoopDriver()
+            let clock = driver.clock, loop = driver.loop
+            let lastItemIteration = Lock<UInt64>(0)
+            let completionIteration = Lock<UInt64>(0)
+            try loop.process(0..<800, budget: .time(.milliseconds(4)), each: { _ in
+                clock.advance(by: cost)
+                lastItemIteration.withLock { $0 = loop.iteration }
+            }, completion: { _ in completionIteration.withLock { $0 = loop.iteration } })
+            try driver.runUntilIdle()
+            let last = lastItemIteration.withLock { $0 }, completed = completionIteration.withLock { $0 }
+            #expect(completed == (sameIteration ? last : last + 1), "cost \(cost)")
+        }
+    }
+
+    @Test("budget: each chunk leaves room for the rest of the iteration, so the iteration keeps to the budget")
+    func chunkLeavesRoomForTheRestOfTheIteration() throws {
+        let driver = try LoopDriver()
+        let clock = driver.clock, loop = driver.loop
+        let busy = Lock(true)
+        // Other work in every iteration: 1 ms of (virtual) time, like a progress bar being drawn.
+        @Sendable func other() {
+            clock.advance(by: .milliseconds(1))
+            if busy.withLock({ $0 }) { try? loop.enqueue(other) }
+        }
+        try loop.enqueue(other)
+        let spans = Lock<[UInt64: (first: UInt64, last: UInt64)]>([:])
+        try loop.process(0..<20_000, budget: .time(.milliseconds(4)), each: { _ in
+            let before = clock.nanoseconds()
+            clock.advance(by: .microseconds(10))
+            spans.withLock { spans in spans[loop.iteration] = (spans[loop.iteration]?.first ?? before, clock.nanoseconds()) }
+        }, completion: { _ in busy.withLock { $0 = false } })
+        try driver.runUntilIdle()
+        let chunks = spans.withLock { $0.sorted { $0.key < $1.key }.map { $0.value.last - $0.value.first } }
+        #expect(chunks.count > 20)
+        // From the second chunk on, a chunk takes the budget less the 1 ms of other work (± a stride).
+        #expect(chunks.dropFirst().dropLast().allSatisfy { $0 >= 2_900_000 && $0 <= 3_000_000 + 500_000 })
+        #expect(chunks.dropFirst().allSatisfy { $0 + 1_000_000 <= 4_000_000 + 500_000 })  // the whole iteration
     }
 
     @Test("eachChunk receives consecutive slices between clock reads; per-item mode gives one item each")

@@ -1,5 +1,23 @@
 import LoopKit
+import PropertyBased
 import Testing
+
+/// Random old and new sections from a seed: section and item deletions, insertions, moves (also across
+/// sections), updates and repeated identifiers.
+let randomSectionedEdit = Gen.uint64().map { seed -> (old: [DiffRowSection], new: [DiffRowSection]) in
+    var rng = DiffTestRNG(seed: seed)
+    return diffRandomSections(&rng)
+}
+
+/// Whether some item deletion, insertion or move of `diff` touches a section the diff moves: exactly
+/// when ``SectionedDiff/stages()`` needs its one extra stage. Computed here from the diff's lists.
+func itemChangesTouchMovedSections(_ diff: SectionedDiff<DiffHeader, DiffRow>) -> Bool {
+    let movedOld = Set(diff.sections.moves.map(\.from))
+    let movedNew = Set(diff.sections.moves.map(\.to))
+    return diff.itemDeletions.contains { movedOld.contains($0.section) }
+        || diff.itemInsertions.contains { movedNew.contains($0.section) }
+        || diff.itemMoves.contains { movedOld.contains($0.from.section) || movedNew.contains($0.to.section) }
+}
 
 @Suite("BatchStage")
 struct BatchStageTests {
@@ -21,10 +39,92 @@ struct BatchStageTests {
                 data = stage.sections
             }
             #expect(data == new)
-            #expect(try stages.apply(to: old) == new)
-            #expect(stages.count <= 2)
+            #expect(try stages.reduce(old) { data, stage in try stage.apply(to: data) } == new)
+            #expect(stages.count <= 3)
             #expect(stages.allSatisfy { $0.operationCount > 0 })
         }
+    }
+
+    @Test("Property: a table that rejects item changes in moved sections accepts every stage and ends at new")
+    func stagesNeverChangeItemsInAMovedSection() async {
+        await propertyCheck(count: 3_000, input: randomSectionedEdit) { edit in
+            let stages = SectionedDiff(from: edit.old, to: edit.new).stages()
+            let table = DiffRecordingTarget(edit.old)
+            table.commit(stages)
+            #expect(table.failures.isEmpty, "old: \(edit.old) new: \(edit.new) failures: \(table.failures)")
+            #expect(table.displayed == edit.new)
+            for stage in stages {
+                #expect(DiffRecordingTarget.itemChangeInMovedSection(stage) == nil)
+            }
+        }
+    }
+
+    @Test("Property: the extra stage appears exactly when a moved section has item changes (fewest stages)")
+    func extraStageOnlyWhenNeeded() async {
+        await propertyCheck(count: 3_000, input: randomSectionedEdit) { edit in
+            Self.checkExtraStage(edit.old, edit.new)
+        }
+    }
+
+    static func checkExtraStage(_ old: [DiffRowSection], _ new: [DiffRowSection]) {
+        let edit = (old: old, new: new)
+        let diff = SectionedDiff(from: edit.old, to: edit.new)
+        let stages = diff.stages()
+        let hasReloadStage = !(diff.sections.updates.isEmpty && diff.itemUpdates.isEmpty)
+        let hasStructure = !(diff.sections.deletions.isEmpty && diff.sections.insertions.isEmpty
+            && diff.sections.moves.isEmpty && diff.itemDeletions.isEmpty && diff.itemInsertions.isEmpty
+            && diff.itemMoves.isEmpty)
+        let needsSplit = itemChangesTouchMovedSections(diff)
+        let structure = Array(stages.prefix(stages.count - (hasReloadStage ? 1 : 0)))
+        #expect(structure.count == (needsSplit ? 2 : hasStructure ? 1 : 0), "old: \(edit.old) new: \(edit.new)")
+        if needsSplit {
+            // Sections first (no item changes), then items (no section changes).
+            #expect(structure[0].itemDeletions.isEmpty && structure[0].itemInsertions.isEmpty && structure[0].itemMoves.isEmpty)
+            #expect(structure[1].sectionMoves.isEmpty && structure[1].sectionDeletions.isEmpty && structure[1].sectionInsertions.isEmpty)
+        }
+    }
+
+    @Test("Property: duplicates and cross-section moves, dense: stages stay valid for a rejecting table")
+    func denseDuplicatesAndCrossSectionMoves() async {
+        let dense = Gen.uint64().map { seed -> (old: [DiffRowSection], new: [DiffRowSection]) in
+            var rng = DiffTestRNG(seed: seed)
+            return diffRandomSections(&rng, maxSections: 5, maxItems: 6, duplicatePercent: 30)
+        }
+        await propertyCheck(count: 2_000, input: dense) { edit in
+            let table = DiffRecordingTarget(edit.old)
+            table.commit(SectionedDiff(from: edit.old, to: edit.new).stages())
+            #expect(table.failures.isEmpty, "old: \(edit.old) new: \(edit.new) failures: \(table.failures)")
+            #expect(table.displayed == edit.new)
+        }
+    }
+
+    @Test("A moved section that gains, loses and moves items: sections move first, items change after")
+    func movedSectionWithItemChangesSplits() throws {
+        let old = [section(1, [1, 2, 3]), section(2, [4, 5])]
+        let new = [section(2, [5, 4, 3]), section(1, [1, 9])]  // section 2 moves up and gets item 3
+        let diff = SectionedDiff(from: old, to: new)
+        let stages = diff.stages()
+        #expect(stages.count == 2)
+        #expect(stages[0].sectionMoves.count == 1)
+        #expect(stages[0].itemMoves.isEmpty && stages[0].itemDeletions.isEmpty && stages[0].itemInsertions.isEmpty)
+        #expect(stages[0].sections == [old[1], old[0]])
+        #expect(stages[1].sectionMoves.isEmpty)
+        #expect(stages[1].itemDeletions == [ItemPath(section: 1, item: 1)])  // item 2, old section 0 now at 1
+        #expect(stages[1].sections == new)
+        let table = DiffRecordingTarget(old)
+        table.commit(stages)
+        #expect(table.failures.isEmpty)
+        #expect(table.displayed == new)
+    }
+
+    @Test("A moved section without item changes moves in the one structure stage")
+    func movedSectionWithoutItemChangesDoesNotSplit() {
+        let old = [section(1, [1, 2]), section(2, [3]), section(3, [4])]
+        let new = [section(3, [4]), section(1, [2]), section(2, [3])]  // 3 moves up; 1 loses item 1
+        let stages = SectionedDiff(from: old, to: new).stages()
+        #expect(stages.count == 1)
+        #expect(stages[0].sectionMoves.count == 1 && stages[0].itemDeletions.count == 1)
+        #expect(DiffRecordingTarget.itemChangeInMovedSection(stages[0]) == nil)
     }
 
     @Test("Stages of a reload are one valid reload stage")
@@ -48,7 +148,7 @@ struct BatchStageTests {
         new[0].items[0].value = 9
         let stages = SectionedDiff(from: old, to: new).stages()
         #expect(stages.count == 2)
-        #expect(stages[0].itemMoves == [DiffMove(from: ItemPath(section: 0, item: 2), to: ItemPath(section: 0, item: 0))])
+        #expect(stages[0].itemMoves == [DiffPair(from: ItemPath(section: 0, item: 2), to: ItemPath(section: 0, item: 0))])
         #expect(stages[0].itemReloads.isEmpty)
         #expect(stages[0].sections[0].items[0].value == 0)  // old content until the reload
         #expect(stages[1].itemReloads == [ItemPath(section: 0, item: 0)])
@@ -93,7 +193,7 @@ struct BatchStageTests {
     func rejectsReloadOfMovedItem() {
         let after = [DiffRowSection(before[0].model, items: [before[0].items[1], before[0].items[0]]), before[1]]
         let stage = BatchStage(
-            itemMoves: [DiffMove(from: ItemPath(section: 0, item: 0), to: ItemPath(section: 0, item: 1))],
+            itemMoves: [DiffPair(from: ItemPath(section: 0, item: 0), to: ItemPath(section: 0, item: 1))],
             itemReloads: [ItemPath(section: 0, item: 0)], sections: after)
         #expect(throws: DiffError.reloadOfChangedPosition(.itemReload, .item(ItemPath(section: 0, item: 0)))) {
             try stage.validate(from: before)
@@ -117,6 +217,29 @@ struct BatchStageTests {
         #expect(throws: DiffError.itemInChangedSection(.itemDeletion, .item(ItemPath(section: 1, item: 0)))) {
             try stage.validate(from: before)
         }
+    }
+
+    @Test("Validator: an item change in a section the same batch moves is rejected")
+    func rejectsItemChangeInMovedSection() throws {
+        // Section 1 moves to the top and loses its item: the deletion is in the moved section.
+        let losing = BatchStage(
+            sectionMoves: [DiffPair(from: 1, to: 0)], itemDeletions: [ItemPath(section: 1, item: 0)],
+            sections: [DiffRowSection(before[1].model, items: []), before[0]])
+        #expect(throws: DiffError.itemInChangedSection(.itemDeletion, .item(ItemPath(section: 1, item: 0)))) {
+            try losing.validate(from: before)
+        }
+        #expect(DiffRecordingTarget.itemChangeInMovedSection(losing) != nil)
+        // Section 1 moves to the top and gains an item: the insertion is in the moved section.
+        let gaining = BatchStage(
+            sectionMoves: [DiffPair(from: 1, to: 0)], itemInsertions: [ItemPath(section: 0, item: 1)],
+            sections: [DiffRowSection(before[1].model, items: before[1].items + [DiffRow(id: 8, value: 0)]), before[0]])
+        #expect(throws: DiffError.itemInChangedSection(.itemInsertion, .item(ItemPath(section: 0, item: 1)))) {
+            try gaining.validate(from: before)
+        }
+        #expect(DiffRecordingTarget.itemChangeInMovedSection(gaining) != nil)
+        // The whole diff may do both at once: SectionedDiff.apply(to:) accepts it.
+        let new = [DiffRowSection(before[1].model, items: before[1].items + [DiffRow(id: 8, value: 0)]), before[0]]
+        #expect(try SectionedDiff(from: before, to: new).apply(to: before) == new)
     }
 
     @Test("Validator: an item insertion into an inserted section is rejected")
@@ -165,8 +288,10 @@ struct BatchStageTests {
         table.commit(SectionedDiff(from: old, to: new).stages())
         #expect(table.failures.isEmpty)
         #expect(table.displayed == new)
+        // Section 2 moves up and receives item 2: the section moves in a batch of its own.
         #expect(table.calls == [
-            "begin", "setSections", "insertSections", "moveSection", "moveItem", "moveItem", "end",
+            "begin", "setSections", "insertSections", "moveSection", "end",
+            "begin", "setSections", "moveItem", "moveItem", "end",
             "begin", "setSections", "reloadItems", "end",
         ])
     }

@@ -122,7 +122,7 @@ struct DiffTests {
         var new = old
         new.insert(new.remove(at: 90), at: 3)
         let diff = Diff(from: old, to: new)
-        #expect(diff.moves == [DiffMove(from: 90, to: 3)])
+        #expect(diff.moves == [DiffPair(from: 90, to: 3)])
         #expect(diff.changeCount == 1)
         #expect(try diff.apply(to: old) == new)
     }
@@ -140,13 +140,13 @@ struct DiffTests {
         let old = [DiffRow(id: 1, value: 0), DiffRow(id: 2, value: 0), DiffRow(id: 3, value: 0)]
         let updatedOnly = [DiffRow(id: 1, value: 0), DiffRow(id: 2, value: 7), DiffRow(id: 3, value: 0)]
         let diff = Diff(from: old, to: updatedOnly)
-        #expect(diff.updates == [DiffUpdate(from: 1, to: 1)])
+        #expect(diff.updates == [DiffPair(from: 1, to: 1)])
         #expect(diff.moves.isEmpty && diff.deletions.isEmpty && diff.insertions.isEmpty)
 
         let movedAndUpdated = [DiffRow(id: 3, value: 5), DiffRow(id: 1, value: 0), DiffRow(id: 2, value: 0)]
         let both = Diff(from: old, to: movedAndUpdated)
-        #expect(both.moves == [DiffMove(from: 2, to: 0)])
-        #expect(both.updates == [DiffUpdate(from: 2, to: 0)])
+        #expect(both.moves == [DiffPair(from: 2, to: 0)])
+        #expect(both.updates == [DiffPair(from: 2, to: 0)])
         #expect(try both.apply(to: old) == movedAndUpdated)
     }
 
@@ -228,5 +228,20 @@ struct DiffTests {
         let diff = Diff<Int>(from: [], to: [])
         #expect(diff.isEmpty)
         #expect(try diff.apply(to: []) == [])
+    }
+}
+
+extension DiffTests {
+    @Test("Moves and updates are one pair type, in flat and sectioned diffs")
+    func movesAndUpdatesShareOnePairType() {
+        let diff = Diff(from: [1, 2, 3], to: [3, 1, 2])
+        let moves: [DiffPair<Int>] = diff.moves
+        let updates: [DiffPair<Int>] = diff.updates
+        #expect(moves == [DiffPair(from: 2, to: 0)])
+        #expect(updates.isEmpty)
+        let sectioned = SectionedDiff<DiffHeader, DiffRow>(from: [], to: [])
+        let itemMoves: [DiffPair<ItemPath>] = sectioned.itemMoves
+        let itemUpdates: [DiffPair<ItemPath>] = sectioned.itemUpdates
+        #expect(itemMoves.isEmpty && itemUpdates.isEmpty)
     }
 }

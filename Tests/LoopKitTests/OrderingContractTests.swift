@@ -225,7 +225,7 @@ struct OrderingContractTests {
         loop.shutdown()
         #expect(trace.labels == ["A", "B"])
         #expect(timer.isCancelled)
-        #expect(!watch.isActive)
+        #expect(watch.isFinished)
         #expect(throws: EventLoopError.shutDown) { try loop.enqueue { trace.record("late") } }
         #expect(throws: EventLoopError.shutDown) { try loop.schedule(after: .zero) {} }
         #expect(throws: EventLoopError.shutDown) { try loop.runOnce() }

@@ -1,19 +1,6 @@
 @testable import LoopKit
 import Synchronization
 
-/// A manual time source for estimates.
-final class TestClock: Sendable {
-    private let nanoseconds = Atomic<UInt64>(0)
-
-    var source: @Sendable () -> UInt64 { { [self] in nanoseconds.load(ordering: .relaxed) } }
-
-    func advance(by duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        nanoseconds.wrappingAdd(UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000),
-                                ordering: .relaxed)
-    }
-}
-
 /// Records deliveries with the loop iteration each arrived in.
 final class DeliveryRecorder: Sendable {
     private let entries = Lock<[(iteration: UInt64, snapshot: ProgressSnapshot)]>([])

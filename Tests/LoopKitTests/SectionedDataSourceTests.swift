@@ -341,6 +341,55 @@ struct SectionedDataSourceTests {
         #expect(newestSeen.first?.sections == expected)
     }
 
+    @Test("A worker that refuses to diff a stale submit again is reported through onDiagnostic, and the streams finish")
+    func refusedRediffIsReported() async throws {
+        let (stream, diagnostics, source): (AsyncStream<DiffRowSource.Changes>, [String], DiffRowSource) = try {
+            let driver = try LoopDriver()
+            let workers = try LoopGroup(threads: 1)
+            let old = [section(1, [1, 2])]
+            let source = try DiffRowSource(old, on: driver.loop, diffingOn: workers)
+            let stream = source.changes(bufferingPolicy: .unbounded)
+            let target = DiffRecordingTarget(old)
+            let log = try DiffDeliveryLog(source)
+            var diagnostics: [String] = []
+            try source.onDiagnostic { diagnostics.append($0) }
+            try source.submit([section(1, [1, 2, 3])])
+            try run(driver.loop) { log.changes.count == 1 }
+            try source.submit([section(1, [3, 2])])
+            try run(driver.loop) { log.changes.count == 2 }
+            workers.shutdown()
+            try source.commit(log.changes[0], to: target)  // makes delivery 2 stale: it needs a re-diff
+            return (stream, diagnostics, source)
+        }()
+        #expect(diagnostics.count == 1)
+        #expect(diagnostics.first?.contains("refused") == true)
+        var generations: [UInt64] = []
+        for await changes in stream { generations.append(changes.generation) }  // finishes: no hang
+        #expect(generations == [1, 2])
+        withExtendedLifetime(source) {}
+    }
+
+    @Test("A delivery refused because the loop has shut down finishes the streams instead of leaving them waiting")
+    func loopShutDownFinishesStreams() async throws {
+        // The group is returned too: releasing it joins the worker, which waits on the gate.
+        let (stream, source, workerGate, workers): (AsyncStream<DiffRowSource.Changes>, DiffRowSource, DispatchSemaphore, LoopGroup) = try {
+            let driver = try LoopDriver()
+            let workers = try LoopGroup(threads: 1)
+            let source = try DiffRowSource([section(1, [1])], on: driver.loop, diffingOn: workers)
+            let stream = source.changes(bufferingPolicy: .unbounded)
+            let gate = try self.gate(workers.loops[0])
+            try source.submit([section(1, [1, 2])])
+            driver.loop.shutdown()
+            return (stream, source, gate, workers)
+        }()
+        workerGate.signal()  // the worker diffs now; the loop refuses the delivery
+        var count = 0
+        for await _ in stream { count += 1 }
+        #expect(count == 0)
+        withExtendedLifetime(source) {}
+        workers.shutdown()
+    }
+
     @Test("A worker group holding only the data source's loop is refused")
     func workerMustBeAnotherLoop() throws {
         let group = try LoopGroup(threads: 1)
@@ -397,7 +446,7 @@ struct DiffRecordingTargetTests {
         let target = DiffRecordingTarget(old)
         let path = ItemPath(section: 0, item: 0)
         target.perform(BatchStage(
-            itemMoves: [DiffMove(from: path, to: ItemPath(section: 0, item: 1))], itemReloads: [path], sections: moved))
+            itemMoves: [DiffPair(from: path, to: ItemPath(section: 0, item: 1))], itemReloads: [path], sections: moved))
         #expect(target.failures == [.reloadOfChangedPosition(.itemReload, .item(path))])
         #expect(target.displayed == old)
         #expect(target.batches.isEmpty)

@@ -61,7 +61,7 @@ struct SectionedDiffTests {
         let old = [section(1, [1, 2, 3]), section(2, [4, 5])]
         let new = [section(1, [1, 3]), section(2, [4, 2, 5])]
         let diff = SectionedDiff(from: old, to: new)
-        #expect(diff.itemMoves == [DiffMove(from: ItemPath(section: 0, item: 1), to: ItemPath(section: 1, item: 1))])
+        #expect(diff.itemMoves == [DiffPair(from: ItemPath(section: 0, item: 1), to: ItemPath(section: 1, item: 1))])
         #expect(diff.itemDeletions.isEmpty && diff.itemInsertions.isEmpty && diff.itemUpdates.isEmpty)
         #expect(diff.sections.isEmpty)
         #expect(try diff.apply(to: old) == new)
@@ -72,7 +72,7 @@ struct SectionedDiffTests {
         let old = [section(1, [1, 2]), section(2, [3]), section(3, [4, 5])]
         let new = [section(3, [4, 5]), section(1, [1, 2]), section(2, [3])]
         let diff = SectionedDiff(from: old, to: new)
-        #expect(diff.sections.moves == [DiffMove(from: 2, to: 0)])
+        #expect(diff.sections.moves == [DiffPair(from: 2, to: 0)])
         #expect(diff.changeCount == 1)
         #expect(try diff.apply(to: old) == new)
     }
@@ -104,7 +104,7 @@ struct SectionedDiffTests {
         let old = [section(1, title: 0, [1]), section(2, [2])]
         let new = [section(1, title: 9, [1]), section(2, [2])]
         let diff = SectionedDiff(from: old, to: new)
-        #expect(diff.sections.updates == [DiffUpdate(from: 0, to: 0)])
+        #expect(diff.sections.updates == [DiffPair(from: 0, to: 0)])
         #expect(diff.changeCount == 1)
         #expect(try diff.apply(to: old) == new)
     }
@@ -115,9 +115,9 @@ struct SectionedDiffTests {
         var new = [section(1, [3, 1, 2])]
         new[0].items[0].value = 4
         let diff = SectionedDiff(from: old, to: new)
-        let path = DiffMove(from: ItemPath(section: 0, item: 2), to: ItemPath(section: 0, item: 0))
+        let path = DiffPair(from: ItemPath(section: 0, item: 2), to: ItemPath(section: 0, item: 0))
         #expect(diff.itemMoves == [path])
-        #expect(diff.itemUpdates == [DiffUpdate(from: path.from, to: path.to)])
+        #expect(diff.itemUpdates == [DiffPair(from: path.from, to: path.to)])
         #expect(try diff.apply(to: old) == new)
     }
 

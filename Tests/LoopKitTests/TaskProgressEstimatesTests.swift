@@ -1,10 +1,11 @@
 @testable import LoopKit
 import Testing
+import LoopKitTesting
 
 @Suite struct TaskProgressEstimatesTests {
     @Test func throughputIsUnitsPerSecondBetweenSamples() {
-        let clock = TestClock()
-        let progress = TaskProgress.discrete(totalUnitCount: 1_000, clock: clock.source)
+        let clock = VirtualClock()
+        let progress = TaskProgress.discrete(totalUnitCount: 1_000, clock: clock)
         #expect(progress.throughput == nil)  // the first read is the baseline
         progress.increment(by: 100)
         clock.advance(by: .seconds(1))
@@ -13,8 +14,8 @@ import Testing
     }
 
     @Test func throughputIsAnExponentialMovingAverage() {
-        let clock = TestClock()
-        let progress = TaskProgress.discrete(totalUnitCount: 1_000, clock: clock.source)
+        let clock = VirtualClock()
+        let progress = TaskProgress.discrete(totalUnitCount: 1_000, clock: clock)
         _ = progress.snapshot()
         progress.increment(by: 100)
         clock.advance(by: .seconds(1))
@@ -28,8 +29,8 @@ import Testing
     }
 
     @Test func samplesCloserThanAHundredMillisecondsAreSkipped() {
-        let clock = TestClock()
-        let progress = TaskProgress.discrete(totalUnitCount: 1_000, clock: clock.source)
+        let clock = VirtualClock()
+        let progress = TaskProgress.discrete(totalUnitCount: 1_000, clock: clock)
         _ = progress.snapshot()
         progress.increment(by: 10)
         clock.advance(by: .milliseconds(50))
@@ -39,8 +40,8 @@ import Testing
     }
 
     @Test func childrenPartialWorkCountsInThroughput() {
-        let clock = TestClock()
-        let parent = TaskProgress.discrete(totalUnitCount: 10, clock: clock.source)
+        let clock = VirtualClock()
+        let parent = TaskProgress.discrete(totalUnitCount: 10, clock: clock)
         let child = TaskProgress.discrete(totalUnitCount: 100)
         parent.addChild(child, withPendingUnitCount: 10)
         _ = parent.snapshot()
@@ -51,8 +52,8 @@ import Testing
     }
 
     @Test func noEstimateWhileIndeterminateAndZeroWhenFinished() {
-        let clock = TestClock()
-        let progress = TaskProgress.discrete(totalUnitCount: -1, clock: clock.source)
+        let clock = VirtualClock()
+        let progress = TaskProgress.discrete(totalUnitCount: -1, clock: clock)
         _ = progress.snapshot()
         clock.advance(by: .seconds(1))
         #expect(progress.estimatedTimeRemaining == nil)

@@ -25,7 +25,7 @@ struct WatchTests {
         watch.cancel()
         try driver.step()
         #expect(events.withLock { $0.count } == 2)
-        #expect(!watch.isActive)
+        #expect(watch.isFinished)
     }
 
     @Test("a writable watch reports writable")
@@ -68,5 +68,15 @@ struct WatchTests {
         try loop.run()
         #expect(caught.load(ordering: .relaxed) == 1)
         watch.cancel()
+    }
+
+    @Test("isFinished off the loop's thread stops the process, in release builds too")
+    func isFinishedOffTheLoopThreadTraps() async {
+        await #expect(processExitsWith: .failure) {
+            let loop = try! EventLoop()
+            let pipe = TestPipe()
+            let watch = try! loop.watch(pipe.readEnd, for: .readable) { _ in }
+            onAnotherThread { _ = watch.isFinished }
+        }
     }
 }

@@ -28,6 +28,10 @@ public struct ResponsivenessPart: TourPart {
         var lastDrain: UInt64 = 0
         var lastDrainIteration: UInt64 = 0
         var longestIteration: UInt64 = 0
+        /// The loop thread's CPU time at the last drain, and the most CPU time one iteration used: the
+        /// longest iteration minus this is time the thread waited for a core, not LoopKit's overshoot.
+        var lastDrainCPU: UInt64 = 0
+        var longestIterationOnCPU: UInt64 = 0
         var probing = true
         var spinnerFrames = 0
         var lastFrame: UInt64 = 0
@@ -53,16 +57,22 @@ public struct ResponsivenessPart: TourPart {
         // between two of its runs is one whole iteration, the ArrayProcessor's chunk included.
         @Sendable func probe() {
             let t = now()
+            let cpu = threadCPUTime()
             let iteration = loop.iteration
             let keepGoing = measured.withValue { m in
-                if iteration == m.lastDrainIteration + 1 { m.longestIteration = max(m.longestIteration, t - m.lastDrain) }
+                if iteration == m.lastDrainIteration + 1 {
+                    m.longestIteration = max(m.longestIteration, t - m.lastDrain)
+                    m.longestIterationOnCPU = max(m.longestIterationOnCPU, cpu - m.lastDrainCPU)
+                }
                 m.lastDrain = t
+                m.lastDrainCPU = cpu
                 m.lastDrainIteration = iteration
                 return m.probing
             }
             if keepGoing { try? loop.enqueue(probe) }
         }
         measured.value.lastDrain = now()
+        measured.value.lastDrainCPU = threadCPUTime()
         measured.value.lastDrainIteration = loop.iteration
         try loop.enqueue(probe)
 
@@ -91,10 +101,12 @@ public struct ResponsivenessPart: TourPart {
         report(context, label: budget.isPerItem ? "per-item mode" : "budget mode (\(budget))", main.figures)
         out.line("  longest loop iteration: \(out.bold(formatNanoseconds(m.longestIteration)))"
                  + (budget.isPerItem ? "" : " (budget \(formatNanoseconds(budget.nanoseconds)))")
+                 + ", longest on the CPU \(formatNanoseconds(m.longestIterationOnCPU))"
                  + " · spinner: \(m.spinnerFrames) frames every 80 ms, "
                  + "longest gap \(formatNanoseconds(m.longestFrameGap)) · \(checksumNote)",
                  part: id, event: "result",
-                 fields: [("longestIterationNs", .number(m.longestIteration)), ("spinnerFrames", .number(m.spinnerFrames)),
+                 fields: [("longestIterationNs", .number(m.longestIteration)),
+                          ("longestIterationOnCPUNs", .number(m.longestIterationOnCPU)), ("spinnerFrames", .number(m.spinnerFrames)),
                           ("longestSpinnerGapNs", .number(m.longestFrameGap))])
         guard main.figures.outcome.isSuccess, !context.isCancelled else {
             return .cancelled

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 import LoopKit
 import Synchronization
 
@@ -104,6 +109,14 @@ struct DemoError: Error, CustomStringConvertible {
 
 /// Monotonic nanoseconds.
 func now() -> UInt64 { SystemLoopClock().nanoseconds() }
+
+/// The CPU time the calling thread has used, in nanoseconds: with ``now()``, it tells time spent working
+/// from time spent waiting for a core (another process running).
+func threadCPUTime() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+}
 
 /// A counter that closures on any thread can share.
 final class Counter: Sendable {

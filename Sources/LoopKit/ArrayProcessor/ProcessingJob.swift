@@ -46,10 +46,11 @@ public final class ProcessingJob: Sendable {
         return state == ProcessingControl.cancelRequested || state == ProcessingControl.completedCancelled
     }
 
-    /// Whether the job has completed: its completion handler has been called (or is running).
+    /// Whether the job has finished (succeeded, failed or cancelled): its completion handler has been
+    /// called (or is running).
     ///
     /// Safe from any thread.
-    public var isComplete: Bool { control.state >= ProcessingControl.completedSucceeded }
+    public var isFinished: Bool { control.state >= ProcessingControl.completedSucceeded }
 }
 
 /// The lock-free state of a job: running → cancel requested → completed (one of three ways).

@@ -4,6 +4,8 @@
 //     start: U(0) |  step: P(0) |  step: U(1) P(1) | … |  step: U(n-1) P(n-1) |  step: U(n) C
 // Budget mode:
 //     start: U(0) |  step: P(0…a) U(a) |  step: P(a…b) U(b) | … |  step: P(…n) U(n) C
+// (or `… | step: P(…n) U(n) | step: C` when the last chunk used more than half the budget, so that the
+// completion does not push that iteration over it).
 // Each step queues the next with the loop's next-iteration queue, so I/O, timers and other work run
 // between two steps (R4).
 
@@ -27,6 +29,11 @@ final class ProcessingRun {
     var stride = 1
     /// The last measured cost of one item, in nanoseconds; 0 until measured.
     var nanosecondsPerItem = 0.0
+    /// When the previous step ended, on the loop's clock; 0 before the first chunk.
+    var lastStepEnd: UInt64 = 0
+    /// The rest of an iteration (poll, timers, I/O, other queued work, progress deliveries), as measured
+    /// between two steps: the chunk leaves room for it, so the whole iteration stays near the budget.
+    var restOfIteration: UInt64 = 0
 
     init(loop: EventLoop, job: ProcessingJob, total: Int, budget: UInt64,
          runItems: @escaping (inout Int, Int) throws -> Void,
@@ -78,9 +85,19 @@ final class ProcessingRun {
                 if next > 0 { report() }
                 try runItems(&next, next + 1)
             } else {
-                try runChunk()
+                let start = loop.clock.nanoseconds()
+                if lastStepEnd > 0, start > lastStepEnd {
+                    // Smoothed, each sample capped at half the budget, so that one long pause (the
+                    // thread waiting for a core) costs later chunks little.
+                    let rest = min(start - lastStepEnd, budget / 2)
+                    restOfIteration = restOfIteration == 0 ? rest : (restOfIteration * 3 + rest) / 4
+                }
+                try runChunk(from: start)
                 report()
-                if next == total {
+                let end = loop.clock.nanoseconds()
+                lastStepEnd = end
+                // The completion runs in this iteration only if the chunk left half the budget for it.
+                if next == total, end &- start <= budget / 2 {
                     finish(.succeeded)
                     return
                 }
@@ -94,10 +111,12 @@ final class ProcessingRun {
 
     /// Budget mode: items until the budget is spent, reading the clock once per `stride` items and
     /// sizing each stride from the measured cost so that it takes at most a small share of the budget.
-    private func runChunk() throws {
+    ///
+    /// The chunk's share is the budget less the rest of the iteration as last measured (at most half the
+    /// budget), so that the iteration as a whole, not only its chunk, keeps to the budget.
+    private func runChunk(from start: UInt64) throws {
         let clock = loop.clock
-        let start = clock.nanoseconds()
-        let deadline = start &+ budget
+        let deadline = start &+ (budget - min(restOfIteration, budget / 2))
         let window = max(1, budget / Self.checkDivisor)
         var lastRead = start
         var stride = max(1, min(self.stride, total - next))

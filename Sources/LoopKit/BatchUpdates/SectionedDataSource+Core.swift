@@ -21,6 +21,8 @@ extension SectionedDataSource {
             var isCommitting = false
             /// Receives each delivery.
             var handler: ((Changes) -> Void)?
+            /// Receives what went wrong without a caller to throw to (the worker refusing a re-diff).
+            var diagnostic: ((String) -> Void)?
         }
 
         /// The model's last committed revision and sections: what the worker diffs against.
@@ -65,8 +67,13 @@ extension SectionedDataSource {
                 let changes = Changes(
                     generation: generation, baseRevision: base.revision, diff: diff, stages: diff.stages(),
                     source: ObjectIdentifier(self))
-                // A loop that has shut down has nobody to deliver to.
-                try? loop.enqueue { [self] in deliver(changes) }
+                do {
+                    try loop.enqueue { [self] in deliver(changes) }
+                } catch {
+                    // The loop has shut down: nothing can be delivered any more, so the streams end
+                    // (their consumers' loops finish) rather than wait forever.
+                    close()
+                }
             }
         }
 
@@ -78,7 +85,7 @@ extension SectionedDataSource {
             else { return }  // a newer submit (or its commit) supersedes these changes: drop them
             guard changes.baseRevision == state.value.revision else {
                 // The model was committed to while the worker diffed: diff the same submit again.
-                try? requestDiff(generation: changes.generation, to: changes.sections)
+                rediff(generation: changes.generation, to: changes.sections)
                 return
             }
             state.value.lastDelivered = (changes.generation, changes.sections)
@@ -95,7 +102,20 @@ extension SectionedDataSource {
                 pending.generation == latestGeneration.load(ordering: .acquiring)
             else { return }
             state.value.lastDelivered = nil
-            try? requestDiff(generation: pending.generation, to: pending.sections)
+            rediff(generation: pending.generation, to: pending.sections)
+        }
+
+        /// Diffs a submit again; a worker that refuses (shut down) ends deliveries, and says so through
+        /// the diagnostic handler and by finishing the streams. Loop thread only.
+        private func rediff(generation: UInt64, to sections: [Section]) {
+            do {
+                try requestDiff(generation: generation, to: sections)
+            } catch {
+                close()
+                state.value.diagnostic?(
+                    "SectionedDataSource: submit \(generation) needed a new diff, but the diff worker refused it "
+                        + "(\(error)); no further changes will be delivered")
+            }
         }
 
         /// Adds a stream; it finishes at once when the data source is already released. Any thread.

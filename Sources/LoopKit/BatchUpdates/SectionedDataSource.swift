@@ -132,11 +132,27 @@ where Model.DiffID: Sendable, Item.DiffID: Sendable {
         core.state.value.handler = handler
     }
 
+    /// Sets the handler told about failures that have no caller to throw to: the diff worker refusing to
+    /// diff a submit again after a commit made its changes stale (the worker loop has shut down). After
+    /// such a failure nothing more is delivered and every ``changes(bufferingPolicy:)`` stream finishes.
+    ///
+    /// Replaces the previous handler; nil removes it. The handler runs on the loop thread.
+    ///
+    /// - Parameter handler: Receives a sentence describing the failure.
+    /// - Throws: ``BatchUpdateError/wrongThread(operation:)`` off the loop thread.
+    ///
+    /// Call on the loop thread.
+    public func onDiagnostic(_ handler: ((String) -> Void)?) throws(BatchUpdateError) {
+        guard loop.isCurrent else { throw .wrongThread(operation: "onDiagnostic(_:)") }
+        core.state.value.diagnostic = handler
+    }
+
     /// A stream of the deliveries made from now on, in submit order.
     ///
     /// By default it keeps only the newest undelivered ``Changes``: each delivery is a diff from the
     /// model, so a slow consumer should commit the newest and may skip the others. The stream finishes
-    /// when the data source is released.
+    /// when the data source is released, when its loop has shut down (nothing can be delivered any more),
+    /// or when its diff worker refuses work (see ``onDiagnostic(_:)``).
     ///
     /// - Parameter bufferingPolicy: What the stream keeps while its consumer is busy.
     /// - Returns: A stream of ``Changes``.

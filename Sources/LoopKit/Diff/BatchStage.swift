@@ -6,7 +6,9 @@
 /// - deletions, move sources and reloads are positions in the data *before* the stage; insertions and
 ///   move destinations are positions in the data *after* it;
 /// - no position is used twice (in the old data or in the new data);
-/// - no item change touches a section that the stage deletes, inserts or reloads;
+/// - no item change touches a section that the stage deletes, inserts, moves or reloads (moving a
+///   section and changing its items in one batch is what makes `UICollectionView` mis-animate or throw,
+///   which is why ``SectionedDiff/stages()`` moves such sections in a stage of their own);
 /// - a reloaded item or section is not also deleted or moved (an item can't be moved and reloaded in
 ///   one batch, which is why ``SectionedDiff/stages()`` reloads updated items in a later stage);
 /// - the unchanged elements, in order, exactly fill the positions the changes leave open.
@@ -31,7 +33,7 @@ public struct BatchStage<Model: Diffable, Item: Diffable> {
     /// Sections to move, from old index to new index.
     ///
     /// Safe from any thread.
-    public var sectionMoves: [DiffMove<Int>]
+    public var sectionMoves: [DiffPair<Int>]
     /// Old indices of the sections to reload (model and items).
     ///
     /// Safe from any thread.
@@ -47,7 +49,7 @@ public struct BatchStage<Model: Diffable, Item: Diffable> {
     /// Items to move, from old path to new path.
     ///
     /// Safe from any thread.
-    public var itemMoves: [DiffMove<ItemPath>]
+    public var itemMoves: [DiffPair<ItemPath>]
     /// Old paths of the items to reload.
     ///
     /// Safe from any thread.
@@ -66,10 +68,10 @@ public struct BatchStage<Model: Diffable, Item: Diffable> {
     ///
     /// Safe from any thread.
     public init(
-        sectionDeletions: [Int] = [], sectionInsertions: [Int] = [], sectionMoves: [DiffMove<Int>] = [],
+        sectionDeletions: [Int] = [], sectionInsertions: [Int] = [], sectionMoves: [DiffPair<Int>] = [],
         sectionReloads: [Int] = [],
         itemDeletions: [ItemPath] = [], itemInsertions: [ItemPath] = [],
-        itemMoves: [DiffMove<ItemPath>] = [], itemReloads: [ItemPath] = [],
+        itemMoves: [DiffPair<ItemPath>] = [], itemReloads: [ItemPath] = [],
         sections: [Section], isReload: Bool = false
     ) {
         self.sectionDeletions = sectionDeletions
@@ -116,6 +118,7 @@ public struct BatchStage<Model: Diffable, Item: Diffable> {
         changes.itemInsertions = itemInsertions
         changes.itemMoves = itemMoves
         changes.itemReloads = itemReloads
+        changes.allowsItemChangesInMovedSections = false
         return try changes.apply(to: before, taking: sections)
     }
 
@@ -135,24 +138,6 @@ public struct BatchStage<Model: Diffable, Item: Diffable> {
         if let section = result.indices.first(where: { result[$0] != sections[$0] }) {
             throw .dataMismatch(section: section)
         }
-    }
-}
-
-extension Array {
-    /// Performs these stages in order on `old` and returns the sections after the last one.
-    ///
-    /// For the stages of a ``SectionedDiff``, the result equals the diff's new sections.
-    ///
-    /// Safe from any thread: a pure function of its inputs.
-    ///
-    /// - Parameter old: The sections before the first stage.
-    /// - Returns: The sections after the last stage (`old` when there are no stages).
-    /// - Throws: ``DiffError`` from the first stage that doesn't apply.
-    public func apply<Model, Item>(to old: [DiffSection<Model, Item>]) throws(DiffError) -> [DiffSection<Model, Item>]
-    where Element == BatchStage<Model, Item> {
-        var data = old
-        for stage in self { data = try stage.apply(to: data) }
-        return data
     }
 }
 

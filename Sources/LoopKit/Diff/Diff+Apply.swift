@@ -69,15 +69,3 @@ extension Diff {
         return result.compactMap { $0 }
     }
 }
-
-extension Array where Element: Diffable {
-    /// Returns this array with `diff` applied; the counterpart of the standard library's
-    /// `applying(_:)` for ``Diff``.
-    ///
-    /// Safe from any thread: a pure function of its inputs.
-    ///
-    /// - Throws: ``DiffError`` as ``Diff/apply(to:)`` does.
-    public func applying(_ diff: Diff<Element>) throws(DiffError) -> [Element] {
-        try diff.apply(to: self)
-    }
-}

@@ -64,17 +64,17 @@ extension Diff {
         }
 
         var deletions: [Int] = [], deletedElements: [Element] = []
-        var moves: [DiffMove<Int>] = [], movedElements: [Element] = []
-        var updates: [DiffUpdate<Int>] = [], replacedElements: [Element] = [], updatedElements: [Element] = []
+        var moves: [DiffPair<Int>] = [], movedElements: [Element] = []
+        var updates: [DiffPair<Int>] = [], replacedElements: [Element] = [], updatedElements: [Element] = []
         var movedTo = Set<Int>()
         for case let .remove(offset, element, associated) in difference.removals {
             guard offset >= 0, offset < oldCount else { throw .outOfRange(.deletion, .index(offset)) }
             if let to = associated, let newValue = insertedAt[to], newValue.diffID == element.diffID {
-                moves.append(DiffMove(from: offset, to: to))
+                moves.append(DiffPair(from: offset, to: to))
                 movedElements.append(element)
                 movedTo.insert(to)
                 if newValue != element {
-                    updates.append(DiffUpdate(from: offset, to: to))
+                    updates.append(DiffPair(from: offset, to: to))
                     replacedElements.append(element)
                     updatedElements.append(newValue)
                 }

@@ -18,7 +18,7 @@
 ///
 /// ```swift
 /// let diff = Diff(from: ["a", "b", "c"], to: ["c", "a", "b", "d"])
-/// diff.moves        // [DiffMove(from: 2, to: 0)]
+/// diff.moves        // [DiffPair(from: 2, to: 0)]
 /// diff.insertions   // [3]
 /// try diff.apply(to: ["a", "b", "c"])  // ["c", "a", "b", "d"]
 /// ```
@@ -47,12 +47,12 @@ public struct Diff<Element: Diffable> {
     /// Elements that moved, from their old offset to their new one, ordered by new offset.
     ///
     /// Safe from any thread.
-    public let moves: [DiffMove<Int>]
+    public let moves: [DiffPair<Int>]
     /// Elements with the same identity and changed content, ordered by new offset. An element can be
     /// both moved and updated.
     ///
     /// Safe from any thread.
-    public let updates: [DiffUpdate<Int>]
+    public let updates: [DiffPair<Int>]
     /// Identifiers that occur more than once, each listed once: first those repeated in the old data,
     /// in order of their first occurrence there, then those repeated only in the new data, in order of
     /// their second occurrence there. Empty when every identifier is unique.
@@ -79,7 +79,7 @@ public struct Diff<Element: Diffable> {
     @inlinable
     init(
         oldCount: Int, newCount: Int,
-        deletions: [Int], insertions: [Int], moves: [DiffMove<Int>], updates: [DiffUpdate<Int>],
+        deletions: [Int], insertions: [Int], moves: [DiffPair<Int>], updates: [DiffPair<Int>],
         duplicates: [Element.DiffID], isReload: Bool,
         deletedElements: [Element], insertedElements: [Element], movedElements: [Element],
         replacedElements: [Element], updatedElements: [Element]
@@ -141,20 +141,20 @@ public struct Diff<Element: Diffable> {
         }
 
         let staying = _longestIncreasingRun(pairing.oldIndexOfNew)
-        var moves: [DiffMove<Int>] = []
+        var moves: [DiffPair<Int>] = []
         var movedElements: [Element] = []
-        var updates: [DiffUpdate<Int>] = []
+        var updates: [DiffPair<Int>] = []
         var replacedElements: [Element] = []
         var updatedElements: [Element] = []
         for j in 0..<new.count {
             let i = pairing.oldIndexOfNew[j]
             if i < 0 { continue }
             if !staying[j] {
-                moves.append(DiffMove(from: i, to: j))
+                moves.append(DiffPair(from: i, to: j))
                 movedElements.append(old[i])
             }
             if old[i] != new[j] {
-                updates.append(DiffUpdate(from: i, to: j))
+                updates.append(DiffPair(from: i, to: j))
                 replacedElements.append(old[i])
                 updatedElements.append(new[j])
             }

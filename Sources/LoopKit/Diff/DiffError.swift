@@ -76,7 +76,8 @@ public enum DiffError: Error, Hashable, Sendable, CustomStringConvertible {
     case outOfRange(Operation, Position)
     /// Two changes use the same position in the same data (old or new) within one batch.
     case positionUsedTwice(Operation, Position)
-    /// An item change targets a section that the same batch deletes, inserts or reloads.
+    /// An item change targets a section that the same batch deletes, inserts, moves or reloads (a batch
+    /// stage's rule; a whole ``SectionedDiff`` may move a section and change its items).
     case itemInChangedSection(Operation, Position)
     /// A reload targets an item or section that the same batch deletes or moves.
     case reloadOfChangedPosition(Operation, Position)
@@ -100,7 +101,7 @@ public enum DiffError: Error, Hashable, Sendable, CustomStringConvertible {
         case .positionUsedTwice(let op, let position):
             "\(op.withArticle) uses \(position), which another change in the same batch already uses."
         case .itemInChangedSection(let op, let position):
-            "\(op.withArticle) targets \(position) in a section that the same batch deletes, inserts or reloads."
+            "\(op.withArticle) targets \(position) in a section that the same batch deletes, inserts, moves or reloads."
         case .reloadOfChangedPosition(let op, let position):
             "\(op.withArticle) targets \(position), which the same batch deletes or moves."
         case .inconsistentCount(let section, let expected, let actual):

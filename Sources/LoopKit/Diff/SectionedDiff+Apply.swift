@@ -37,18 +37,21 @@ extension SectionedDiff {
 struct _SectionedChanges {
     var sectionDeletions: [Int] = []
     var sectionInsertions: [Int] = []
-    var sectionMoves: [DiffMove<Int>] = []
+    var sectionMoves: [DiffPair<Int>] = []
     /// Old indices of sections replaced whole (model and items) by the `after` section.
     var sectionReloads: [Int] = []
     /// Sections whose model is replaced by the `after` model.
-    var sectionUpdates: [DiffUpdate<Int>] = []
+    var sectionUpdates: [DiffPair<Int>] = []
     var itemDeletions: [ItemPath] = []
     var itemInsertions: [ItemPath] = []
-    var itemMoves: [DiffMove<ItemPath>] = []
+    var itemMoves: [DiffPair<ItemPath>] = []
     /// Old paths of items replaced by the `after` item where they land; they must not move or leave.
     var itemReloads: [ItemPath] = []
     /// Items replaced by the `after` item at `to`, which must be where the other changes put `from`.
-    var itemUpdates: [DiffUpdate<ItemPath>] = []
+    var itemUpdates: [DiffPair<ItemPath>] = []
+    /// Whether an item change may touch a moved section: yes for a whole diff, no for a batch stage
+    /// (table and collection views mis-animate or crash on it, so stages keep them apart).
+    var allowsItemChangesInMovedSections = true
 
     private static var deleted: UInt8 { 1 }
     private static var moved: UInt8 { 2 }
@@ -132,7 +135,9 @@ struct _SectionedChanges {
             guard s >= 0, s < oldCount, path.item >= 0, path.item < before[s].items.count else {
                 throw .outOfRange(operation, .item(path))
             }
-            guard oldFlags[s] & (Self.deleted | Self.reloaded) == 0 else {
+            guard oldFlags[s] & (Self.deleted | Self.reloaded) == 0,
+                allowsItemChangesInMovedSections || oldFlags[s] & Self.moved == 0
+            else {
                 throw .itemInChangedSection(operation, .item(path))
             }
             if itemFlags[s].isEmpty { itemFlags[s] = [UInt8](repeating: 0, count: before[s].items.count) }
@@ -160,7 +165,9 @@ struct _SectionedChanges {
             guard t >= 0, t < newCount, path.item >= 0, path.item < after[t].items.count else {
                 throw .outOfRange(operation, .item(path))
             }
-            guard sourceOfNew[t] >= 0, !reloadedNew[t] else { throw .itemInChangedSection(operation, .item(path)) }
+            guard sourceOfNew[t] >= 0, !reloadedNew[t],
+                allowsItemChangesInMovedSections || oldFlags[sourceOfNew[t]] & Self.moved == 0
+            else { throw .itemInChangedSection(operation, .item(path)) }
             if slots[t].isEmpty { slots[t] = [Item?](repeating: nil, count: after[t].items.count) }
             guard slots[t][path.item] == nil else { throw .positionUsedTwice(operation, .item(path)) }
             slots[t][path.item] = item()

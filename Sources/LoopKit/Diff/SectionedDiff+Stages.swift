@@ -7,6 +7,12 @@ extension SectionedDiff {
     /// 2. Content: reloads of updated sections and of updated items at their new positions (an item
     ///    can't be moved and reloaded in one batch). Items of a reloaded section are reloaded with it.
     ///
+    /// A batch may not move a section and change items in it (``BatchStage``'s rules; DifferenceKit
+    /// stages its changes apart for the same reason). When a moved section gains, loses or moves items,
+    /// the structure stage splits in two, the one extra stage needed: first the sections (deletions,
+    /// insertions, moves; every surviving section keeps its old items), then every item deletion,
+    /// insertion and move, at the sections' new indices. So there are at most three stages.
+    ///
     /// Empty stages are left out: no changes give no stages. A reload (``isReload``) is one stage that
     /// deletes every section and inserts every new one, marked ``BatchStage/isReload``. Each stage passes
     /// ``BatchStage/validate(from:)`` against the previous stage's sections (``old`` for the first), and
@@ -24,20 +30,36 @@ extension SectionedDiff {
         if isEmpty { return [] }
 
         var stages: [BatchStage<Model, Item>] = []
-        let hasStructure = !(sections.deletions.isEmpty && sections.insertions.isEmpty && sections.moves.isEmpty
-            && itemDeletions.isEmpty && itemInsertions.isEmpty && itemMoves.isEmpty)
-        if hasStructure {
-            // New structure, old content for what the second stage reloads.
+        let hasSectionStructure = !(sections.deletions.isEmpty && sections.insertions.isEmpty
+            && sections.moves.isEmpty)
+        let hasItemStructure = !(itemDeletions.isEmpty && itemInsertions.isEmpty && itemMoves.isEmpty)
+        if hasSectionStructure || hasItemStructure {
+            // New structure, old content for what the last stage reloads.
             var interim = new
             for update in sections.updates { interim[update.to].model = old[update.from].model }
             for update in itemUpdates {
                 interim[update.to.section].items[update.to.item] = old[update.from.section].items[update.from.item]
             }
-            stages.append(BatchStage(
-                sectionDeletions: sections.deletions, sectionInsertions: sections.insertions,
-                sectionMoves: sections.moves,
-                itemDeletions: itemDeletions, itemInsertions: itemInsertions, itemMoves: itemMoves,
-                sections: interim))
+            if hasItemStructure, let newOfOld = movedSectionsWithItemChanges() {
+                // Stage 1: sections only. A surviving section keeps its old model and items.
+                var sectionsOnly = interim
+                for s in old.indices where newOfOld[s] >= 0 { sectionsOnly[newOfOld[s]] = old[s] }
+                stages.append(BatchStage(
+                    sectionDeletions: sections.deletions, sectionInsertions: sections.insertions,
+                    sectionMoves: sections.moves, sections: sectionsOnly))
+                // Stage 2: items, with old paths translated to the sections' new indices.
+                func moved(_ path: ItemPath) -> ItemPath { ItemPath(section: newOfOld[path.section], item: path.item) }
+                stages.append(BatchStage(
+                    itemDeletions: itemDeletions.map(moved), itemInsertions: itemInsertions,
+                    itemMoves: itemMoves.map { DiffPair(from: moved($0.from), to: $0.to) },
+                    sections: interim))
+            } else {
+                stages.append(BatchStage(
+                    sectionDeletions: sections.deletions, sectionInsertions: sections.insertions,
+                    sectionMoves: sections.moves,
+                    itemDeletions: itemDeletions, itemInsertions: itemInsertions, itemMoves: itemMoves,
+                    sections: interim))
+            }
         }
         if !(sections.updates.isEmpty && itemUpdates.isEmpty) {
             var reloadedSection = [Bool](repeating: false, count: new.count)
@@ -48,5 +70,39 @@ extension SectionedDiff {
                 sections: new))
         }
         return stages
+    }
+
+    /// The new index of each old section (-1 when deleted) if some item deletion, insertion or move
+    /// touches a moved section; nil when no item change does, so one structure stage is enough.
+    private func movedSectionsWithItemChanges() -> [Int]? {
+        guard !sections.moves.isEmpty else { return nil }
+        var movedOld = [Bool](repeating: false, count: old.count)
+        var movedNew = [Bool](repeating: false, count: new.count)
+        for move in sections.moves {
+            movedOld[move.from] = true
+            movedNew[move.to] = true
+        }
+        let touches = itemDeletions.contains { movedOld[$0.section] }
+            || itemInsertions.contains { movedNew[$0.section] }
+            || itemMoves.contains { movedOld[$0.from.section] || movedNew[$0.to.section] }
+        guard touches else { return nil }
+        // Where each old section lands: deleted ones nowhere, the rest by the diff's section pairing,
+        // which for a surviving section is its move destination or its place among the unmoved ones.
+        var newOfOld = [Int](repeating: -1, count: old.count)
+        var isDeleted = [Bool](repeating: false, count: old.count)
+        for s in sections.deletions { isDeleted[s] = true }
+        var taken = [Bool](repeating: false, count: new.count)
+        for t in sections.insertions { taken[t] = true }
+        for move in sections.moves {
+            newOfOld[move.from] = move.to
+            taken[move.to] = true
+        }
+        var t = 0
+        for s in old.indices where !isDeleted[s] && !movedOld[s] {
+            while taken[t] { t += 1 }
+            newOfOld[s] = t
+            t += 1
+        }
+        return newOfOld
     }
 }

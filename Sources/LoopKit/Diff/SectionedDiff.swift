@@ -56,12 +56,12 @@ public struct SectionedDiff<Model: Diffable, Item: Diffable> {
     /// Items that moved, within or across surviving sections, ordered by new path.
     ///
     /// Safe from any thread.
-    public let itemMoves: [DiffMove<ItemPath>]
+    public let itemMoves: [DiffPair<ItemPath>]
     /// Items with the same identity and changed content, in surviving sections, ordered by new path.
     /// An item can be both moved and updated.
     ///
     /// Safe from any thread.
-    public let itemUpdates: [DiffUpdate<ItemPath>]
+    public let itemUpdates: [DiffPair<ItemPath>]
     /// Item identifiers that occur more than once in the old or the new sections (counted across all
     /// sections), each listed once, in the order described for ``Diff/duplicates``.
     ///
@@ -119,8 +119,8 @@ public struct SectionedDiff<Model: Diffable, Item: Diffable> {
         }
 
         var insertions: [ItemPath] = []
-        var moves: [DiffMove<ItemPath>] = []
-        var updates: [DiffUpdate<ItemPath>] = []
+        var moves: [DiffPair<ItemPath>] = []
+        var updates: [DiffPair<ItemPath>] = []
         var run: [Int] = []
         for t in new.indices {
             let home = oldSectionOfNew[t]
@@ -142,8 +142,8 @@ public struct SectionedDiff<Model: Diffable, Item: Diffable> {
                 }
                 let s = oldSectionOfItem[i]
                 let from = ItemPath(section: s, item: i - oldStart[s])
-                if !staying[b] { moves.append(DiffMove(from: from, to: to)) }
-                if old[s].items[from.item] != items[b] { updates.append(DiffUpdate(from: from, to: to)) }
+                if !staying[b] { moves.append(DiffPair(from: from, to: to)) }
+                if old[s].items[from.item] != items[b] { updates.append(DiffPair(from: from, to: to)) }
             }
         }
 

@@ -22,6 +22,15 @@ extension EventLoop {
         after delay: Duration, repeating interval: Duration? = nil,
         _ body: @escaping @Sendable () -> Void
     ) throws(EventLoopError) -> ScheduledTimer {
+        try schedule(after: delay, repeating: interval, whenDropped: nil, body)
+    }
+
+    /// ``schedule(after:repeating:_:)`` with a callback for when the loop drops the timer unfired.
+    @discardableResult
+    func schedule(
+        after delay: Duration, repeating interval: Duration? = nil,
+        whenDropped: (@Sendable () -> Void)?, _ body: @escaping @Sendable () -> Void
+    ) throws(EventLoopError) -> ScheduledTimer {
         var period: UInt64?
         if let interval {
             guard interval > .zero else {
@@ -29,7 +38,7 @@ extension EventLoop {
             }
             period = max(1, interval.clampedNanoseconds)
         }
-        let timer = ScheduledTimer(interval: period, body: body)
+        let timer = ScheduledTimer(interval: period, body: body, whenDropped: whenDropped)
         let deadline = clock.nanoseconds() &+ delay.clampedNanoseconds
         if owner.isCurrent {
             guard queue.isAccepting else { throw .shutDown }

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// A monotonic time source for a loop's timers.
 ///
 /// The loop reads its clock once per iteration to find the due timers. ``SystemLoopClock`` is the
@@ -25,11 +19,7 @@ public struct SystemLoopClock: LoopClock {
 
     /// Nanoseconds since an arbitrary fixed point. Safe from any thread.
     @inline(__always)
-    public func nanoseconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-    }
+    public func nanoseconds() -> UInt64 { MonotonicTime.nanoseconds() }
 
     /// Always true: real time passes by itself.
     public var advancesByItself: Bool { true }

@@ -63,12 +63,23 @@ public final class Watch: Sendable {
             loop.state.value.watches[ObjectIdentifier(self)] = nil
             invalidate()
         } else {
-            try? loop.enqueue { [self] in self.cancel() }
+            do {
+                try loop.enqueue { [self] in self.cancel() }
+            } catch {
+                // Refused only once shutdown() was called, and shutdown cancels every watch: the watch
+                // is (or is about to be) cancelled, which is what was asked.
+            }
         }
     }
 
-    /// Whether the watch is registered. Call on the loop's thread.
-    public var isActive: Bool { registration.value != nil }
+    /// Whether the watch has finished: cancelled, or its loop shut down. Its handler is not called again.
+    ///
+    /// Call on the loop's thread (checked in every build: the process stops otherwise).
+    public var isFinished: Bool {
+        guard let loop else { return true }
+        precondition(loop.isCurrent, "LoopKit: Watch.isFinished read off its loop's thread")
+        return registration.value == nil
+    }
 
     /// Removes and frees the libevent event. Loop thread (or loop teardown) only.
     func invalidate() {

@@ -22,26 +22,60 @@ struct ThreadID: Sendable, Equatable {
     @inline(__always) var isCurrent: Bool { pthread_self() == raw }  // pthread_t is an integer on Linux
 }
 
+/// A thread-local slot holding one object per thread: LoopKit's one thread-local mechanism (the current
+/// loop, the current ``TaskProgress`` frames).
+///
+/// The corresponding C calls are `pthread_key_create`, `pthread_getspecific` and `pthread_setspecific`.
+struct ThreadLocal<Object: AnyObject>: @unchecked Sendable {  // a pthread key: an integer, valid on every thread
+    private let key: pthread_key_t
+
+    /// Creates the slot. With `retaining`, ``set(retained:)`` stores a +1 reference that the slot
+    /// releases when its thread exits; without it, the slot stores unretained references.
+    init(retaining: Bool) {
+        var key = pthread_key_t()
+        let status = retaining
+            ? pthread_key_create(&key) { pointer in
+                guard let pointer else { return }
+                Unmanaged<AnyObject>.fromOpaque(pointer).release()
+            }
+            : pthread_key_create(&key, nil)
+        precondition(status == 0, "LoopKit: pthread_key_create failed: \(status)")
+        self.key = key
+    }
+
+    /// The calling thread's object, or nil.
+    @inline(__always)
+    var value: Object? {
+        guard let raw = pthread_getspecific(key) else { return nil }
+        return Unmanaged<Object>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    /// Stores `object` for the calling thread without retaining it (a slot made with `retaining: false`).
+    @inline(__always)
+    func set(unretained object: Object?) {
+        pthread_setspecific(key, object.map { Unmanaged.passUnretained($0).toOpaque() })
+    }
+
+    /// Stores `object` for the calling thread, retained until the thread exits (a slot made with
+    /// `retaining: true`; set it once per thread).
+    func set(retained object: Object) {
+        pthread_setspecific(key, Unmanaged.passRetained(object).toOpaque())
+    }
+}
+
 /// The loop whose iteration is running on the calling thread, for ``EventLoop/current``.
 enum CurrentLoop {
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        pthread_key_create(&key, nil)
-        return key
-    }()
+    private static let slot = ThreadLocal<EventLoop>(retaining: false)
 
     /// The loop running an iteration on this thread, or nil.
-    static var loop: EventLoop? {
-        guard let raw = pthread_getspecific(key) else { return nil }
-        return Unmanaged<EventLoop>.fromOpaque(raw).takeUnretainedValue()
-    }
+    static var loop: EventLoop? { slot.value }
 
     /// Makes `loop` current for the duration of `body`, restoring the previous one after.
     @inline(__always)
     static func with<R, E: Error>(_ loop: EventLoop, _ body: () throws(E) -> R) throws(E) -> R {
-        let previous = pthread_getspecific(key)
-        pthread_setspecific(key, Unmanaged.passUnretained(loop).toOpaque())
-        defer { pthread_setspecific(key, previous) }
+        let previous = slot.value
+        slot.set(unretained: loop)
+        defer { slot.set(unretained: previous) }
         return try body()
     }
 }

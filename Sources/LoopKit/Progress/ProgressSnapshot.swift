@@ -59,7 +59,7 @@ extension TaskProgress {
     public func snapshot() -> ProgressSnapshot {
         let (value, rate, remaining) = state.withLock { s in
             let value = evaluate(&s)
-            s.estimator.sample(units: value.effectiveUnits, at: clock())
+            s.estimator.sample(units: value.effectiveUnits, at: clock.nanoseconds())
             return (value, s.estimator.unitsPerSecond, s.estimator.remaining(after: value))
         }
         let bits = flags.load(ordering: .acquiring)

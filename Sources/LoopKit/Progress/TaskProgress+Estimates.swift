@@ -54,7 +54,7 @@ extension TaskProgress {
     public var throughput: Double? {
         state.withLock { s in
             let value = evaluate(&s)
-            s.estimator.sample(units: value.effectiveUnits, at: clock())
+            s.estimator.sample(units: value.effectiveUnits, at: clock.nanoseconds())
             return s.estimator.unitsPerSecond
         }
     }
@@ -66,7 +66,7 @@ extension TaskProgress {
     public var estimatedTimeRemaining: Duration? {
         state.withLock { s in
             let value = evaluate(&s)
-            s.estimator.sample(units: value.effectiveUnits, at: clock())
+            s.estimator.sample(units: value.effectiveUnits, at: clock.nanoseconds())
             return s.estimator.remaining(after: value)
         }
     }

@@ -41,7 +41,7 @@ public final class TaskProgress: Sendable {
     /// The locked half of the node's state: tree links, cached child fractions, handlers, observers.
     let state: Lock<NodeState>
     /// The time source for throughput estimates, in nanoseconds.
-    let clock: @Sendable () -> UInt64
+    let clock: any LoopClock
 
     /// The noun used by descriptions of this progress, such as "items" or "files".
     ///
@@ -75,12 +75,13 @@ public final class TaskProgress: Sendable {
     /// - Parameters:
     ///   - totalUnitCount: The number of units of work; `-1` (any negative value) for indeterminate.
     ///   - unitName: The noun for the units in ``description``.
-    ///   - clock: The time source for throughput and time-remaining estimates, in nanoseconds from any fixed
-    ///     origin; defaults to the monotonic clock (`clock_gettime(CLOCK_MONOTONIC)`).
+    ///   - clock: The time source for throughput and time-remaining estimates: a loop's clock (``EventLoop``
+    ///     takes the same ``LoopClock``), so a test's virtual clock drives both; defaults to the system's
+    ///     monotonic clock.
     public convenience init(
         totalUnitCount: Int64,
         unitName: ProgressUnitName = .items,
-        clock: @escaping @Sendable () -> UInt64 = TaskProgress.monotonicNanoseconds
+        clock: any LoopClock = SystemLoopClock()
     ) {
         self.init(detachedTotal: totalUnitCount, unitName: unitName, clock: clock)
         if let frame = CurrentFrame.innermost {
@@ -95,17 +96,17 @@ public final class TaskProgress: Sendable {
     /// - Parameters:
     ///   - totalUnitCount: The number of units of work; `-1` (any negative value) for indeterminate.
     ///   - unitName: The noun for the units in ``description``.
-    ///   - clock: The time source for estimates, in nanoseconds; defaults to the monotonic clock.
+    ///   - clock: The time source for estimates (a ``LoopClock``); defaults to the system's monotonic clock.
     /// - Returns: A root progress, until you add it to a parent with ``addChild(_:withPendingUnitCount:)``.
     public static func discrete(
         totalUnitCount: Int64,
         unitName: ProgressUnitName = .items,
-        clock: @escaping @Sendable () -> UInt64 = TaskProgress.monotonicNanoseconds
+        clock: any LoopClock = SystemLoopClock()
     ) -> TaskProgress {
         TaskProgress(detachedTotal: totalUnitCount, unitName: unitName, clock: clock)
     }
 
-    init(detachedTotal: Int64, unitName: ProgressUnitName, clock: @escaping @Sendable () -> UInt64) {
+    init(detachedTotal: Int64, unitName: ProgressUnitName, clock: any LoopClock) {
         self.completed = Atomic(0)
         self.total = Atomic(detachedTotal)
         self.state = Lock(NodeState())

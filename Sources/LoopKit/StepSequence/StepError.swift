@@ -8,6 +8,12 @@ public struct StepError: Error, Sendable, CustomStringConvertible {
         case timedOut(Duration)
         /// The loop the step should run on has shut down.
         case targetShutDown
+        /// The sequence's own loop has shut down (or was freed) before the sequence could go on: the step
+        /// named did not start, or its result could not come back.
+        case loopShutDown
+        /// No loop could be started to run the step: the shared default target's worker group failed to
+        /// start with this error (see ``StepSequence/setDefaultTarget(_:)``).
+        case targetUnavailable(EventLoopError)
     }
 
     /// The step's position in the sequence, from 0.
@@ -30,6 +36,10 @@ public struct StepError: Error, Sendable, CustomStringConvertible {
         case .failed(let error): return "step \(stepIndex) '\(stepName)' failed\(tries): \(error)"
         case .timedOut(let limit): return "step \(stepIndex) '\(stepName)' timed out after \(limit)\(tries)"
         case .targetShutDown: return "step \(stepIndex) '\(stepName)' could not run: its target loop has shut down"
+        case .loopShutDown:
+            return "step \(stepIndex) '\(stepName)' could not go on: the sequence's loop has shut down"
+        case .targetUnavailable(let error):
+            return "step \(stepIndex) '\(stepName)' could not run: no default target could be started (\(error))"
         }
     }
 }

@@ -107,9 +107,21 @@ public struct StepSequence<Output: Sendable>: Sendable {
     ///
     /// - Returns: The run, to cancel it or follow its progress.
     ///
-    /// Safe from any thread. If the loop has shut down, the run ends at once as failed.
+    /// Safe from any thread. Every run ends exactly once, and its handlers (``onError(_:)`` for a failure,
+    /// then ``finally(_:)``) run exactly once. They run on the loop, except when the loop can run nothing
+    /// more: if the loop has shut down, the run ends at once as failed with
+    /// ``StepError/Reason/loopShutDown`` and the handlers run on the calling thread; if the loop shuts
+    /// down mid-run, the run ends as failed on whichever thread finds out (the loop's own during its
+    /// shutdown, or the target's when a step's result can no longer come back).
     @discardableResult
     public func start() -> RunningSequence<Output> {
+        let running = prepare()
+        running.engine.start()
+        return running
+    }
+
+    /// The run, not yet started.
+    private func prepare() -> RunningSequence<Output> {
         var onFinish: (@Sendable (StepOutcome<any Sendable>) -> Void)?
         if let finalHandler {
             onFinish = { (outcome: StepOutcome<any Sendable>) in
@@ -119,18 +131,24 @@ public struct StepSequence<Output: Sendable>: Sendable {
         }
         let engine = StepEngine(loop: loop, target: target, steps: steps.steps, onError: errorHandler,
                                 onFinish: onFinish, onDiagnostic: diagnosticHandler)
-        engine.start()
         return RunningSequence(engine: engine)
     }
 
     /// Runs the sequence and returns the last step's result.
     ///
-    /// - Throws: ``StepError`` when a step fails; `CancellationError` when the sequence (or the awaiting
-    ///   task) is cancelled.
+    /// Every way the run ends resumes the caller exactly once, as ``start()`` describes (a loop that has
+    /// shut down ends it at once). A task cancelled before the call throws `CancellationError` before
+    /// any step starts; cancelling it later cancels the run.
+    ///
+    /// - Returns: The last step's result (`()` for a sequence without steps).
+    /// - Throws: ``StepError`` when a step fails or the loop shuts down; `CancellationError` when the
+    ///   sequence (or the awaiting task) is cancelled.
     ///
     /// Safe from any task.
     public func run() async throws -> Output {
-        let box = Lock<RunningSequence<Output>?>(nil)
+        try Task.checkCancellation()
+        // The run once started, and whether the task was cancelled (possibly before the run existed).
+        let box = Lock<(running: RunningSequence<Output>?, cancelled: Bool)>((nil, false))
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let running = self.finally { outcome in
@@ -140,11 +158,20 @@ public struct StepSequence<Output: Sendable>: Sendable {
                     case .failed(let error): continuation.resume(throwing: error)
                     case .cancelled: continuation.resume(throwing: CancellationError())
                     }
-                }.start()
-                box.withLock { $0 = running }
+                }.prepare()
+                let cancelled = box.withLock { box -> Bool in
+                    box.running = running
+                    return box.cancelled
+                }
+                // Cancelled between the check above and now: the run reports cancelled before any step.
+                if cancelled { running.cancel() }
+                running.engine.start()
             }
         } onCancel: {
-            box.withLock { $0 }?.cancel()
+            box.withLock { box -> RunningSequence<Output>? in
+                box.cancelled = true
+                return box.running
+            }?.cancel()
         }
     }
 }
@@ -224,14 +251,21 @@ enum StepTargets {
         storage.withLock { $0.target = target }
     }
 
-    /// The default target, starting the shared worker group on first use.
-    static var defaultTarget: EventLoop? {
-        storage.withLock { storage in
-            if let target = storage.target { return target }
-            guard let workers = try? LoopGroup(threads: 1, name: "loopkit-steps") else { return nil }
-            storage.workers = workers
-            storage.target = workers.next()
-            return storage.target
+    /// `target`, or the default target (starting the shared worker group on first use); the error that
+    /// kept the worker group from starting, if it did not.
+    static func target(for target: EventLoop?) -> Result<EventLoop, EventLoopError> {
+        if let target { return .success(target) }
+        return storage.withLock { storage -> Result<EventLoop, EventLoopError> in
+            if let target = storage.target { return .success(target) }
+            do throws(EventLoopError) {
+                let workers = try LoopGroup(threads: 1, name: "loopkit-steps")
+                storage.workers = workers
+                let target = workers.next()
+                storage.target = target
+                return .success(target)
+            } catch {
+                return .failure(error)
+            }
         }
     }
 }

@@ -24,7 +24,7 @@ enum DiffBenchmark {
         check((try? Diff(from: oldLarge, to: newLarge).apply(to: oldLarge)) == newLarge, "LoopKit's 1M diff does not apply")
         let oldSections = sections(old, count: 100), newSections = sections(new, count: 100)
         let sectioned = SectionedDiff(from: oldSections, to: newSections)
-        check((try? sectioned.stages().apply(to: oldSections)) == newSections, "LoopKit's sectioned stages do not apply")
+        check((try? sectioned.stages().reduce(oldSections) { data, stage in try stage.apply(to: data) }) == newSections, "LoopKit's sectioned stages do not apply")
 
         // Memory first, before the timed runs grow the heap.
         let memoryRows = [small / 10, small, large / 4, large].map { memoryRow(count: $0) }
