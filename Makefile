@@ -65,10 +65,11 @@ bench: deps
 
 ## docs: the DocC catalogue, with every symbol link and parameter checked (warnings are errors)
 docs: deps
-	rm -rf .build/symbol-graphs .build/docs && mkdir -p .build/symbol-graphs
-	$(SWIFT) build --target LoopKit -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir \
-		-Xswiftc $(CURDIR)/.build/symbol-graphs
-	docc convert Sources/LoopKit/LoopKit.docc --additional-symbol-graph-dir .build/symbol-graphs \
+	@# A build folder of its own: a cached build emits no symbol graph, and this one always has them.
+	rm -rf .build/docs && mkdir -p .build-docs/symbol-graphs
+	$(SWIFT) build --scratch-path .build-docs --target LoopKit -Xswiftc -emit-symbol-graph \
+		-Xswiftc -emit-symbol-graph-dir -Xswiftc $(CURDIR)/.build-docs/symbol-graphs
+	docc convert Sources/LoopKit/LoopKit.docc --additional-symbol-graph-dir .build-docs/symbol-graphs \
 		--fallback-display-name LoopKit --fallback-bundle-identifier org.loopkit.LoopKit \
 		--output-path .build/docs --warnings-as-errors
 	@echo "==> documentation in .build/docs"
@@ -94,6 +95,6 @@ install-check: deps
 	$(MAKE) -C Examples/c-echo clean
 
 clean:
-	rm -rf .build .build-tsan Benchmarks/.build
+	rm -rf .build .build-tsan .build-docs Benchmarks/.build
 	$(MAKE) -C Examples/c-host clean
 	$(MAKE) -C Examples/c-echo clean

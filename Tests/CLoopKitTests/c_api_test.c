@@ -839,7 +839,7 @@ static void test_attach(void) {
     close(fds[1]);
 }
 
-/* ---- lk_process: the seed's order, budget mode, cancellation ------------------------------------------- */
+/* ---- lk_process: the per-item order, budget mode, cancellation ------------------------------------------- */
 
 typedef struct {
     trace_t *trace;

@@ -17,7 +17,7 @@ struct ProcessCommand: ParsableCommand {
     @Option(help: "The time budget per loop iteration, in milliseconds.")
     var budget = 4.0
 
-    @Flag(name: .customLong("per-item"), help: "One item per iteration (the seed's order) instead of a time budget.")
+    @Flag(name: .customLong("per-item"), help: "One item per iteration (the fixed per-item order) instead of a time budget.")
     var perItem = false
 
     @Option(help: "Work per item, in microseconds (calibrated busy work).")

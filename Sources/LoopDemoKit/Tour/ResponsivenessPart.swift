@@ -112,7 +112,7 @@ public struct ResponsivenessPart: TourPart {
             return .cancelled
         }
 
-        // The same work in per-item mode: one item per iteration, the seed's order.
+        // The same work in per-item mode: one item per iteration, in the fixed per-item order.
         if let perItemItems, !budget.isPerItem {
             let perItem = try process(context, work: work, count: perItemItems, budget: .perItem, showBar: false)
             report(context, label: "per-item mode", perItem.figures)

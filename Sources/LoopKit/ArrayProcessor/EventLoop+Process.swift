@@ -1,13 +1,12 @@
 extension EventLoop {
     /// Processes every element of `items` on the loop, a chunk per iteration, keeping the loop responsive.
     ///
-    /// This is seed 000's `processArray:processingBlock:updateUIBlock:completionBlock:`, by index (no
-    /// removal, duplicates are fine). `update(0, count)` runs before the call returns; each later iteration
+    /// Items are visited by index (nothing is removed, duplicates are fine). `update(0, count)` runs before the call returns; each later iteration
     /// runs `each` for the next chunk, then `update(done, count)` once; finally `completion` runs exactly
     /// once with the ``ProcessingOutcome``. Every step is queued on the loop's next-iteration queue, so I/O,
     /// timers and other work run between two chunks (R4). `completion` never runs before this returns.
     ///
-    /// - With ``ProcessingBudget/perItem`` the order is the seed's, one `|` per iteration:
+    /// - With ``ProcessingBudget/perItem`` the order is fixed, one `|` per iteration:
     ///   `U(0) | P(0) | U(1) P(1) | … | U(n-1) P(n-1) | U(n) C`.
     /// - With a time budget (the default, 4 ms) each iteration processes as many items as fit, reading the
     ///   loop's clock once every few items (the stride adapts to the measured cost per item). The budget is

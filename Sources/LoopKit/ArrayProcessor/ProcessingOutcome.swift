@@ -10,13 +10,13 @@ public enum ProcessingOutcome: Sendable, CustomStringConvertible {
     /// An item's `each` closure threw; no later item was processed.
     case failed(any Error)
 
-    /// Whether every item was processed. Safe from any thread (a value).
+    /// Whether every item was processed.
     public var isSuccess: Bool {
         if case .succeeded = self { return true }
         return false
     }
 
-    /// "succeeded", "cancelled" or "failed: <error>". Safe from any thread (a value).
+    /// "succeeded", "cancelled" or "failed: <error>".
     public var description: String {
         switch self {
         case .succeeded: "succeeded"

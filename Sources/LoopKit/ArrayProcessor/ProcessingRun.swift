@@ -1,6 +1,6 @@
 // The loop-thread side of an array-processing job: the index, the closures, the budget arithmetic.
 //
-// Per-item mode, one `|` per iteration (the seed's order):
+// Per-item mode, one `|` per iteration (the per-item order):
 //     start: U(0) |  step: P(0) |  step: U(1) P(1) | … |  step: U(n-1) P(n-1) |  step: U(n) C
 // Budget mode:
 //     start: U(0) |  step: P(0…a) U(a) |  step: P(a…b) U(b) | … |  step: P(…n) U(n) C

@@ -19,8 +19,6 @@ public enum BatchUpdateError: Error, Hashable, Sendable, CustomStringConvertible
     case reentrantCommit
 
     /// The error as a sentence, with what to do instead.
-    ///
-    /// Safe from any thread.
     public var description: String {
         switch self {
         case .wrongThread(let operation):

@@ -5,33 +5,21 @@ extension SectionedDataSource {
     /// pass to any thread (committing is done on the loop thread).
     public struct Changes: Sendable {
         /// The number of the ``submit(_:)`` these changes lead to; the first submit is 1.
-        ///
-        /// Safe from any thread.
         public let generation: UInt64
         /// The model ``revision`` the diff was computed against: the changes apply only while the model
         /// is still at this revision.
-        ///
-        /// Safe from any thread.
         public let baseRevision: UInt64
         /// The diff from the model at ``baseRevision`` to the submitted sections.
-        ///
-        /// Safe from any thread.
         public let diff: SectionedDiff<Model, Item>
         /// The diff's batch stages, in the order a target performs them (computed off the loop).
-        ///
-        /// Safe from any thread.
         public let stages: [BatchStage<Model, Item>]
         /// Identifies the data source that delivered the changes.
         let source: ObjectIdentifier
 
         /// The submitted sections: the model after ``commit(_:to:)``.
-        ///
-        /// Safe from any thread.
         public var sections: [Section] { diff.new }
 
         /// Whether committing changes nothing but the revision.
-        ///
-        /// Safe from any thread.
         public var isEmpty: Bool { diff.isEmpty }
     }
 }

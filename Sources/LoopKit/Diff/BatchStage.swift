@@ -18,55 +18,31 @@
 /// A value: safe to use from any thread (`Sendable` when its type arguments are).
 public struct BatchStage<Model: Diffable, Item: Diffable> {
     /// A section of the data.
-    ///
-    /// Safe from any thread.
     public typealias Section = DiffSection<Model, Item>
 
     /// Old indices of the sections to delete.
-    ///
-    /// Safe from any thread.
     public var sectionDeletions: [Int]
     /// New indices of the sections to insert.
-    ///
-    /// Safe from any thread.
     public var sectionInsertions: [Int]
     /// Sections to move, from old index to new index.
-    ///
-    /// Safe from any thread.
     public var sectionMoves: [DiffPair<Int>]
     /// Old indices of the sections to reload (model and items).
-    ///
-    /// Safe from any thread.
     public var sectionReloads: [Int]
     /// Old paths of the items to delete.
-    ///
-    /// Safe from any thread.
     public var itemDeletions: [ItemPath]
     /// New paths of the items to insert.
-    ///
-    /// Safe from any thread.
     public var itemInsertions: [ItemPath]
     /// Items to move, from old path to new path.
-    ///
-    /// Safe from any thread.
     public var itemMoves: [DiffPair<ItemPath>]
     /// Old paths of the items to reload.
-    ///
-    /// Safe from any thread.
     public var itemReloads: [ItemPath]
     /// The sections the data source holds after this stage: what the UI must show.
-    ///
-    /// Safe from any thread.
     public var sections: [Section]
     /// Whether this stage replaces all data: a UI should reload instead of animating. A reload stage
     /// deletes every old section and inserts every new one, so it is still a valid batch.
-    ///
-    /// Safe from any thread.
     public var isReload: Bool
 
     /// Creates a stage that leads to `sections`.
-    ///
-    /// Safe from any thread.
     public init(
         sectionDeletions: [Int] = [], sectionInsertions: [Int] = [], sectionMoves: [DiffPair<Int>] = [],
         sectionReloads: [Int] = [],
@@ -87,8 +63,6 @@ public struct BatchStage<Model: Diffable, Item: Diffable> {
     }
 
     /// The number of operations in the stage.
-    ///
-    /// Safe from any thread.
     public var operationCount: Int {
         sectionDeletions.count + sectionInsertions.count + sectionMoves.count + sectionReloads.count
             + itemDeletions.count + itemInsertions.count + itemMoves.count + itemReloads.count

@@ -29,42 +29,26 @@
 /// A value: safe to use from any thread (`Sendable` when its type arguments are).
 public struct Diff<Element: Diffable> {
     /// The number of elements in the old data.
-    ///
-    /// Safe from any thread.
     public let oldCount: Int
     /// The number of elements in the new data.
-    ///
-    /// Safe from any thread.
     public let newCount: Int
     /// Offsets in the old data of the elements removed, ascending.
-    ///
-    /// Safe from any thread.
     public let deletions: [Int]
     /// Offsets in the new data of the elements inserted, ascending.
-    ///
-    /// Safe from any thread.
     public let insertions: [Int]
     /// Elements that moved, from their old offset to their new one, ordered by new offset.
-    ///
-    /// Safe from any thread.
     public let moves: [DiffPair<Int>]
     /// Elements with the same identity and changed content, ordered by new offset. An element can be
     /// both moved and updated.
-    ///
-    /// Safe from any thread.
     public let updates: [DiffPair<Int>]
     /// Identifiers that occur more than once, each listed once: first those repeated in the old data,
     /// in order of their first occurrence there, then those repeated only in the new data, in order of
     /// their second occurrence there. Empty when every identifier is unique.
-    ///
-    /// Safe from any thread.
     public let duplicates: [Element.DiffID]
     /// Whether the change count exceeded the reload threshold passed to ``init(from:to:reloadThreshold:)``.
     ///
     /// A reload deletes every old element and inserts every new one (so ``apply(to:)`` still works); a
     /// UI should reload all its data instead of animating.
-    ///
-    /// Safe from any thread.
     public let isReload: Bool
 
     @usableFromInline let deletedElements: [Element]
@@ -187,15 +171,11 @@ public struct Diff<Element: Diffable> {
 
     /// The number of changes: deletions, insertions, moves and updates (an element both moved and
     /// updated counts twice).
-    ///
-    /// Safe from any thread.
     public var changeCount: Int {
         deletions.count + insertions.count + moves.count + updates.count
     }
 
     /// Whether the old and new data are equal, element for element.
-    ///
-    /// Safe from any thread.
     public var isEmpty: Bool { changeCount == 0 }
 }
 

@@ -58,8 +58,6 @@ public enum DiffError: Error, Hashable, Sendable, CustomStringConvertible {
         case item(ItemPath)
 
         /// The position in words, such as "item [1, 2]".
-        ///
-        /// Safe from any thread.
         public var description: String {
             switch self {
             case .index(let i): "index \(i)"
@@ -90,8 +88,6 @@ public enum DiffError: Error, Hashable, Sendable, CustomStringConvertible {
     case dataMismatch(section: Int)
 
     /// The error as a sentence naming the operation and position at fault.
-    ///
-    /// Safe from any thread.
     public var description: String {
         switch self {
         case .countMismatch(let expected, let actual):

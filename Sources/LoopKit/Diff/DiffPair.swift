@@ -8,17 +8,11 @@
 /// A value: safe to use from any thread.
 public struct DiffPair<Position: Hashable & Sendable>: Hashable, Sendable {
     /// The position in the old data.
-    ///
-    /// Safe from any thread.
     public var from: Position
     /// The position in the new data.
-    ///
-    /// Safe from any thread.
     public var to: Position
 
     /// Creates the pair of the element at `from` in the old data and at `to` in the new data.
-    ///
-    /// Safe from any thread.
     @inlinable
     public init(from: Position, to: Position) {
         self.from = from

@@ -6,17 +6,11 @@
 /// A value: safe to use from any thread (`Sendable` when its type arguments are).
 public struct DiffSection<Model, Item> {
     /// The section's identity and content (a title, a header model).
-    ///
-    /// Safe from any thread.
     public var model: Model
     /// The items of the section, in display order.
-    ///
-    /// Safe from any thread.
     public var items: [Item]
 
     /// Creates a section with `model` and `items`.
-    ///
-    /// Safe from any thread.
     @inlinable
     public init(_ model: Model, items: [Item]) {
         self.model = model

@@ -6,17 +6,11 @@
 /// A value: safe to use from any thread.
 public struct ItemPath: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// The index of the section.
-    ///
-    /// Safe from any thread.
     public var section: Int
     /// The index of the item within its section.
-    ///
-    /// Safe from any thread.
     public var item: Int
 
     /// Creates the path of the item at `item` in the section at `section`.
-    ///
-    /// Safe from any thread.
     @inlinable
     public init(section: Int, item: Int) {
         self.section = section
@@ -32,7 +26,5 @@ public struct ItemPath: Hashable, Comparable, Sendable, CustomStringConvertible 
     }
 
     /// The path as `[section, item]`.
-    ///
-    /// Safe from any thread.
     public var description: String { "[\(section), \(item)]" }
 }

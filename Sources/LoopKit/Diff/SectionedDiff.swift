@@ -27,51 +27,31 @@
 /// A value: safe to use from any thread (`Sendable` when its type arguments are).
 public struct SectionedDiff<Model: Diffable, Item: Diffable> {
     /// A section of the data.
-    ///
-    /// Safe from any thread.
     public typealias Section = DiffSection<Model, Item>
 
     /// The sections before the change.
-    ///
-    /// Safe from any thread.
     public let old: [Section]
     /// The sections after the change.
-    ///
-    /// Safe from any thread.
     public let new: [Section]
     /// The changes to the sections themselves: deletions and moves in old section indices, insertions
     /// and move destinations in new ones, updates for models with the same identity and changed content.
     /// Its ``Diff/duplicates`` lists repeated section identifiers.
-    ///
-    /// Safe from any thread.
     public let sections: Diff<Model>
     /// Paths in the old sections of the items removed, ascending. Only in sections that survive.
-    ///
-    /// Safe from any thread.
     public let itemDeletions: [ItemPath]
     /// Paths in the new sections of the items inserted, ascending. Only in sections that existed before.
-    ///
-    /// Safe from any thread.
     public let itemInsertions: [ItemPath]
     /// Items that moved, within or across surviving sections, ordered by new path.
-    ///
-    /// Safe from any thread.
     public let itemMoves: [DiffPair<ItemPath>]
     /// Items with the same identity and changed content, in surviving sections, ordered by new path.
     /// An item can be both moved and updated.
-    ///
-    /// Safe from any thread.
     public let itemUpdates: [DiffPair<ItemPath>]
     /// Item identifiers that occur more than once in the old or the new sections (counted across all
     /// sections), each listed once, in the order described for ``Diff/duplicates``.
-    ///
-    /// Safe from any thread.
     public let itemDuplicates: [Item.DiffID]
     /// Whether the change count exceeded the reload threshold passed to
     /// ``init(from:to:reloadThreshold:)``: every old section is deleted and every new one inserted, and a
     /// UI should reload all its data instead of animating.
-    ///
-    /// Safe from any thread.
     public let isReload: Bool
 
     /// Computes the changes from `old` to `new`.
@@ -185,16 +165,12 @@ public struct SectionedDiff<Model: Diffable, Item: Diffable> {
     }
 
     /// The number of changes: section changes plus item deletions, insertions, moves and updates.
-    ///
-    /// Safe from any thread.
     public var changeCount: Int {
         sections.changeCount + itemDeletions.count + itemInsertions.count + itemMoves.count
             + itemUpdates.count
     }
 
     /// Whether the old and new sections are equal.
-    ///
-    /// Safe from any thread.
     public var isEmpty: Bool { changeCount == 0 }
 }
 

@@ -3,7 +3,7 @@ extension EventLoop {
     ///
     /// Work runs in the order it was queued (R1); work queued during iteration N never runs in N (R2) and
     /// runs in N + 1 (R3). From another thread the call wakes a waiting loop, at most once per iteration
-    /// however many jobs arrive (R7). This is the seed's `queueOnMainThread`.
+    /// however many jobs arrive (R7).
     ///
     /// - Throws: ``EventLoopError/shutDown`` once ``shutdown()`` has been called (R10); `work` is not kept.
     ///
@@ -15,7 +15,7 @@ extension EventLoop {
 
     /// Runs `work` now when called on the loop's thread; from any other thread, queues it (R5).
     ///
-    /// This is the seed's `invokeOnMainThread`: the loop thread does not wait for the next iteration.
+    /// On the loop's thread it does not wait for the next iteration.
     ///
     /// - Throws: ``EventLoopError/shutDown`` once ``shutdown()`` has been called.
     ///

@@ -49,7 +49,7 @@ public final class EventLoop: Sendable {
     ///   - clock: The time source for timers; `LoopKitTesting`'s `VirtualClock` makes time manual.
     ///   - drainLimit: At most this many queued jobs run per iteration; the rest run, in order, in the
     ///     iterations after (rule R3 is relaxed, R1 still holds). Nil (the default) runs the snapshot.
-    /// - Throws: ``EventLoopError/libevent(_:)`` when libevent cannot create a base;
+    /// - Throws: ``EventLoopError/libevent(_:errno:)`` when libevent cannot create a base;
     ///   ``EventLoopError/invalidArgument(_:)`` for a drain limit below 1.
     ///
     /// Call on the thread that will run the loop. The corresponding libevent call is `event_base_new`.

@@ -102,7 +102,7 @@ extension EventLoop {
     /// - Returns: The watch, to cancel it.
     /// - Throws: ``EventLoopError/wrongThread(operation:)`` off the loop's thread;
     ///   ``EventLoopError/invalidArgument(_:)`` for a negative fd or no events;
-    ///   ``EventLoopError/shutDown`` once shut down; ``EventLoopError/libevent(_:)`` when libevent
+    ///   ``EventLoopError/shutDown`` once shut down; ``EventLoopError/libevent(_:errno:)`` when libevent
     ///   refuses the descriptor.
     ///
     /// Call on the loop's thread. The corresponding libevent calls are `event_new` and `event_add`.

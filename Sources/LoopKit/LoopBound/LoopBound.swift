@@ -1,7 +1,6 @@
 /// A value bound to an event loop: any thread reaches it, but only through the loop.
 ///
-/// This is the typed Swift form of seed 001's `[[table invokeOnMainThread] setEditing:YES animated:YES]`
-/// and `[[table queueOnMainThread] insertRows…]`: the value (often not `Sendable`, such as a view model or
+/// The value (often not `Sendable`, such as a view model or
 /// a parser's state) lives on the loop's thread, and other threads send it closures.
 ///
 /// ```swift
@@ -75,7 +74,7 @@ public final class LoopBound<Value>: Sendable {
 
     /// Runs `body` with the value now on the loop's thread; from any other thread, queues it (rule R5).
     ///
-    /// This is the seed's `invokeOnMainThread`: it does not wait for `body` to run.
+    /// Off the loop's thread it does not wait for `body` to run.
     ///
     /// - Parameter body: Reads or changes the value, on the loop thread.
     /// - Throws: ``EventLoopError/shutDown`` once the loop refuses work; `body` is not kept.
@@ -88,7 +87,7 @@ public final class LoopBound<Value>: Sendable {
 
     /// Queues `body` to run with the value in the loop's next iteration, from any thread (R1–R3).
     ///
-    /// This is the seed's `queueOnMainThread`: useful for work that can wait until the loop has handled
+    /// Useful for work that can wait until the loop has handled
     /// what is pending, even when the caller is on the loop thread.
     ///
     /// - Parameter body: Reads or changes the value, on the loop thread.

@@ -2,30 +2,28 @@
 ///
 /// Safe from any thread (a value).
 public struct ProgressSnapshot: Sendable, Hashable, CustomStringConvertible {
-    /// The fraction done, in `0...1`, including children's weighted partial progress. Safe from any thread.
+    /// The fraction done, in `0...1`, including children's weighted partial progress.
     public var fractionCompleted: Double
-    /// The units completed on the node, including finished children's pending units. Safe from any thread.
+    /// The units completed on the node, including finished children's pending units.
     public var completedUnitCount: Int64
-    /// The total unit count; negative when the node's own total is unknown. Safe from any thread (a value).
+    /// The total unit count; negative when the node's own total is unknown.
     public var totalUnitCount: Int64
-    /// Whether the node or an unfinished child with pending units is indeterminate. Safe from any thread (a value).
+    /// Whether the node or an unfinished child with pending units is indeterminate.
     public var isIndeterminate: Bool
-    /// Whether the node's work is done. Safe from any thread (a value).
+    /// Whether the node's work is done.
     public var isFinished: Bool
-    /// Whether the node was cancelled. Safe from any thread (a value).
+    /// Whether the node was cancelled.
     public var isCancelled: Bool
-    /// Whether the node is paused. Safe from any thread (a value).
+    /// Whether the node is paused.
     public var isPaused: Bool
-    /// The smoothed rate in units per second, if known. Safe from any thread (a value).
+    /// The smoothed rate in units per second, if known.
     public var throughput: Double?
-    /// The estimated time left, if known. Safe from any thread (a value).
+    /// The estimated time left, if known.
     public var estimatedTimeRemaining: Duration?
-    /// The noun for the units, used by ``description``. Safe from any thread (a value).
+    /// The noun for the units, used by ``description``.
     public var unitName: ProgressUnitName
 
     /// Creates a snapshot from its parts (mainly for tests and previews).
-    ///
-    /// Safe from any thread.
     public init(
         fractionCompleted: Double, completedUnitCount: Int64, totalUnitCount: Int64,
         isIndeterminate: Bool = false, isFinished: Bool = false, isCancelled: Bool = false,
@@ -47,7 +45,7 @@ public struct ProgressSnapshot: Sendable, Hashable, CustomStringConvertible {
     /// A short human-readable summary, such as "42% — 420 of 1,000 items, about 3 s left".
     ///
     /// The percentage is rounded down (it shows 100% only when finished), counts use "," thousands
-    /// separators, and the estimate reads "about N s", "about N min" or "about H h M min". Safe from any thread.
+    /// separators, and the estimate reads "about N s", "about N min" or "about H h M min".
     public var description: String { ProgressFormatting.describe(self) }
 }
 

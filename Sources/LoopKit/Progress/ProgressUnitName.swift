@@ -2,14 +2,13 @@
 ///
 /// Safe from any thread (a value).
 public struct ProgressUnitName: Sendable, Hashable {
-    /// The noun for one unit, such as "file". Safe from any thread (a value).
+    /// The noun for one unit, such as "file".
     public var singular: String
-    /// The noun for zero or several units, such as "files". Safe from any thread (a value).
+    /// The noun for zero or several units, such as "files".
     public var plural: String
 
     /// Creates a unit name.
     ///
-    /// Safe from any thread.
     /// - Parameters:
     ///   - singular: The noun for one unit.
     ///   - plural: The noun for other counts.
@@ -18,11 +17,11 @@ public struct ProgressUnitName: Sendable, Hashable {
         self.plural = plural
     }
 
-    /// "item" / "items": the default. Safe from any thread (a value).
+    /// "item" / "items": the default.
     public static let items = ProgressUnitName(singular: "item", plural: "items")
-    /// "file" / "files". Safe from any thread (a value).
+    /// "file" / "files".
     public static let files = ProgressUnitName(singular: "file", plural: "files")
-    /// "byte" / "bytes". Safe from any thread (a value).
+    /// "byte" / "bytes".
     public static let bytes = ProgressUnitName(singular: "byte", plural: "bytes")
 
     /// The noun that agrees with `count`.

@@ -2,7 +2,7 @@ import Synchronization
 
 /// A unit-counting progress node in a tree, safe to update from any thread and observable on an event loop.
 ///
-/// `TaskProgress` is LoopKit's counterpart of Foundation's `NSProgress` (seed 002): a node counts
+/// `TaskProgress` is LoopKit's counterpart of Foundation's `NSProgress`: a node counts
 /// ``completedUnitCount`` out of ``totalUnitCount`` and may have children, each weighted by the *pending unit
 /// count* it stands for in its parent. A child joins its parent explicitly with
 /// ``addChild(_:withPendingUnitCount:)`` or implicitly, when it is created while its parent is

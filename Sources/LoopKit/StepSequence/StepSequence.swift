@@ -17,7 +17,7 @@ import Synchronization
 /// Each step runs on its target loop (a ``LoopGroup`` worker by default; see
 /// ``StepSequence/setDefaultTarget(_:)``) and receives the previous step's result; the first receives
 /// `()`. After a step finishes, its result hops to the sequence's loop, which starts the next step, so
-/// a sequence of any length never grows the stack. This is the seed's `BlockSequence`, typed.
+/// a sequence of any length never grows the stack.
 ///
 /// A `StepSequence` is a description; ``start()`` runs it (and may be called again for another run).
 /// Building it is safe from any thread.
@@ -188,7 +188,7 @@ extension StepSequence where Output == Void {
                   diagnosticHandler: nil)
     }
 
-    /// Sets the process-wide default target for steps, like the seed's `setDefaultQueue:`.
+    /// Sets the process-wide default target for steps.
     ///
     /// Until it is set, steps run on a worker loop of a shared one-thread ``LoopGroup`` started on first
     /// use. Safe from any thread.
