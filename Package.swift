@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "LoopKitTesting", targets: ["LoopKitTesting"]),
         // The C ABI (loopkit.h) as a shared library: libLoopKitC.so.
         .library(name: "LoopKitC", type: .dynamic, targets: ["LoopKitC"]),
+        .library(name: "LoopKitHTTP", targets: ["LoopKitHTTP"]),
         .executable(name: "LoopDemo", targets: ["LoopDemo"]),
     ],
     dependencies: [
@@ -16,6 +17,10 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         // LoopDemo only: the demo's command line.
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // LoopKitHTTP only: the ecosystem's currency types, logging and service lifecycle.
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(
@@ -35,6 +40,20 @@ let package = Package(
         .target(name: "LoopKitC", dependencies: ["LoopKit", "CLoopKit"]),
         // The tour's parts and output, as a library so tests can run them; LoopDemo is its command line.
         .target(name: "LoopDemoKit", dependencies: ["LoopKit"]),
+        // The HTTP/1.1 server on the loop; its dependencies stay out of the core LoopKit product.
+        .target(
+            name: "LoopKitHTTP",
+            dependencies: [
+                "LoopKit",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(
+            name: "LoopKitHTTPTests",
+            dependencies: ["LoopKitHTTP", "LoopKit"]
+        ),
         .executableTarget(
             name: "LoopDemo",
             dependencies: ["LoopDemoKit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
