@@ -86,6 +86,7 @@ public struct HTTPRequestParser: Sendable {
             guard bytes[0] == ASCII.cr && bytes[1] == ASCII.lf else { throw .invalidChunkTerminator }
             state = .chunkSize
             let (event, consumed) = try parseChunkSize(UnsafeRawBufferPointer(rebasing: bytes[2...]))
+            if case .body(let range) = event { return (.body((range.lowerBound + 2)..<(range.upperBound + 2)), consumed + 2) }
             return (event, consumed + 2)
         case .trailers(let size):
             return try parseTrailers(bytes, size: size)
