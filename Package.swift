@@ -6,6 +6,8 @@ let package = Package(
     products: [
         .library(name: "LoopKit", targets: ["LoopKit"]),
         .library(name: "LoopKitTesting", targets: ["LoopKitTesting"]),
+        // TCP and Unix-domain listeners and connections on the loop (bufferevent, evconnlistener).
+        .library(name: "LoopKitNet", targets: ["LoopKitNet"]),
         // The C ABI (loopkit.h) as a shared library: libLoopKitC.so.
         .library(name: "LoopKitC", type: .dynamic, targets: ["LoopKitC"]),
         .library(name: "LoopKitHTTP", targets: ["LoopKitHTTP"]),
@@ -35,16 +37,19 @@ let package = Package(
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
-        .target(name: "LoopKitTesting", dependencies: ["LoopKit"]),
+        .target(name: "LoopKitNet", dependencies: ["LoopKit", "CEvent"]),
+        // Depends on LoopKitNet for the in-memory connection pair (a libevent bufferevent pair, no sockets).
+        .target(name: "LoopKitTesting", dependencies: ["LoopKit", "LoopKitNet"]),
         .target(name: "CLoopKit"),
         .target(name: "LoopKitC", dependencies: ["LoopKit", "CLoopKit"]),
         // The tour's parts and output, as a library so tests can run them; LoopDemo is its command line.
-        .target(name: "LoopDemoKit", dependencies: ["LoopKit"]),
+        .target(name: "LoopDemoKit", dependencies: ["LoopKit", "LoopKitNet", "LoopKitHTTP"]),
         // The HTTP/1.1 server on the loop; its dependencies stay out of the core LoopKit product.
         .target(
             name: "LoopKitHTTP",
             dependencies: [
                 "LoopKit",
+                "LoopKitNet",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -52,7 +57,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LoopKitHTTPTests",
-            dependencies: ["LoopKitHTTP", "LoopKit"]
+            dependencies: ["LoopKitHTTP", "LoopKit", "LoopKitNet"]
         ),
         .executableTarget(
             name: "LoopDemo",
@@ -66,6 +71,10 @@ let package = Package(
                 "LoopDemoKit",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
+        ),
+        .testTarget(
+            name: "LoopKitNetTests",
+            dependencies: ["LoopKit", "LoopKitNet", "LoopKitTesting"]
         ),
     ],
     swiftLanguageModes: [.v6]
