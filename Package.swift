@@ -61,7 +61,12 @@ let package = Package(
         ),
         .executableTarget(
             name: "LoopDemo",
-            dependencies: ["LoopDemoKit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "LoopDemoKit", "LoopKitHTTP",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         .testTarget(
             name: "LoopKitTests",

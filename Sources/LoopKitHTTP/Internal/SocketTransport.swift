@@ -78,7 +78,7 @@ final class SocketTransport: HTTPTransport {
         let count = Glibc.read(fd, inbound + inboundEnd, inboundCapacity - inboundEnd)
         if count > 0 {
             inboundEnd += count
-            delegate?.transportReceivedBytes()
+            if let delegate { consumeBufferedInput { delegate.transportReceived($0) } }
         } else if count == 0 {
             close(flushing: true)
         } else if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
@@ -86,7 +86,7 @@ final class SocketTransport: HTTPTransport {
         }
     }
 
-    func withInboundBytes(_ body: (UnsafeRawBufferPointer) -> Int) {
+    func consumeBufferedInput(_ body: (UnsafeRawBufferPointer) -> Int) {
         let consumed = body(UnsafeRawBufferPointer(start: inbound + inboundStart, count: inboundEnd - inboundStart))
         inboundStart += consumed
         if inboundStart == inboundEnd {

@@ -36,10 +36,10 @@ final class HTTPConnection: HTTPTransportDelegate, @unchecked Sendable {
 
     // MARK: Transport events
 
-    func transportReceivedBytes() {
+    func transportReceived(_ bytes: UnsafeRawBufferPointer) -> Int {
         assert(context.loop.isCurrent)
-        guard machine.canParse else { return }
-        transport.withInboundBytes { bytes in receive(bytes) }
+        guard machine.canParse else { return 0 }
+        return receive(bytes)
     }
 
     func transportDrained() {
@@ -235,7 +235,7 @@ final class HTTPConnection: HTTPTransportDelegate, @unchecked Sendable {
             if !isReceiving {
                 flush()
                 transport.resumeReading()
-                transport.withInboundBytes { bytes in receive(bytes) }
+                transport.consumeBufferedInput { bytes in receive(bytes) }
             }
         case .closeAfterFlush:
             flush()

@@ -1,5 +1,6 @@
 import Logging
 import LoopKit
+import LoopKitNet
 
 /// A server's presence on one loop: its listener, its connections, the cached `Date`, the timeout sweep.
 ///
@@ -42,22 +43,28 @@ final class HTTPLoopContext: @unchecked Sendable {
     /// The number of open connections.
     var connectionCount: Int { connections.count }
 
-    /// Binds the listener and starts accepting and sweeping. Call on the loop's thread.
+    /// Starts the timeout sweep. Call on the loop's thread.
+    func start() throws {
+        sweepTimer = try loop.schedule(after: sweepInterval, repeating: sweepInterval) { [self] in sweep() }
+    }
+
+    /// Binds a raw listening socket on this loop (the ``HTTPServer/Engine/sockets`` engine) and accepts.
+    /// Call on the loop's thread.
     /// - Returns: The bound port.
-    func start(port: Int) throws -> Int {
+    func listen(port: Int) throws -> Int {
         let listener = try SocketListener(host: configuration.host, port: port, backlog: configuration.backlog)
         do {
-            try listener.start(on: loop) { [unowned self] fd in self.accept(fd) }
+            try listener.start(on: loop) { [unowned self] fd in self.accept(fd: fd) }
         } catch {
             listener.close()
             throw error
         }
         self.listener = listener
-        sweepTimer = try loop.schedule(after: sweepInterval, repeating: sweepInterval) { [self] in sweep() }
         return listener.port
     }
 
-    private func accept(_ fd: Int32) {
+    /// Serves a socket accepted by ``SocketListener``.
+    private func accept(fd: Int32) {
         let transport = SocketTransport(fd: fd, loop: loop, lowWaterMark: configuration.writeLowWaterMark)
         let connection = HTTPConnection(context: self, transport: transport)
         transport.delegate = connection
@@ -67,6 +74,18 @@ final class HTTPLoopContext: @unchecked Sendable {
         } catch {
             transport.close(flushing: false)
         }
+    }
+
+    /// Serves a connection accepted by LoopKitNet's listener. Call on the loop's thread.
+    func accept(_ tcp: TCPConnection) {
+        guard !isDraining else {
+            tcp.abort()
+            return
+        }
+        let transport = NetTransport(connection: tcp)
+        let connection = HTTPConnection(context: self, transport: transport)
+        connections[ObjectIdentifier(connection)] = connection
+        transport.start(delegate: connection)
     }
 
     func remove(_ connection: HTTPConnection) {

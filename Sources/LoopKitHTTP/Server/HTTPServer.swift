@@ -1,5 +1,6 @@
 import Logging
 import LoopKit
+import LoopKitNet
 import ServiceLifecycle
 import Synchronization
 
@@ -42,6 +43,8 @@ public final class HTTPServer: Service, Sendable {
         public var writeLowWaterMark: Int = 16 * 1024
         /// The listen backlog (default 1024).
         public var backlog: Int32 = 1024
+        /// What carries the bytes (default ``Engine/loopKitNet``).
+        public var engine: Engine = .loopKitNet
 
         /// The largest request body, a shortcut for `limits.maxBodySize` (default 1 MiB).
         public var maxBodySize: Int {
@@ -62,12 +65,20 @@ public final class HTTPServer: Service, Sendable {
         }
     }
 
+    /// What carries a server's bytes.
+    public enum Engine: Sendable, Hashable {
+        /// LoopKitNet: `evconnlistener` and bufferevents, read in place, writes coalesced into one `writev`.
+        case loopKitNet
+        /// Non-blocking sockets watched by the loop directly (`read`/`send` on the fd), kept for comparison.
+        case sockets
+    }
+
     /// Where the server is in its life.
     enum Lifecycle {
         /// Created; ``HTTPServer/start()`` has not run.
         case initial
         /// Accepting on every loop.
-        case running(contexts: [HTTPLoopContext], port: Int)
+        case running(contexts: [HTTPLoopContext], listener: TCPListener?, port: Int)
         /// Graceful shutdown under way: `remaining` loops still have connections.
         case draining(remaining: Int, port: Int)
         /// Every connection and listener is gone.
@@ -100,7 +111,7 @@ public final class HTTPServer: Service, Sendable {
     public var port: Int? {
         state.withLock { state in
             switch state.lifecycle {
-            case .running(_, let port), .draining(_, let port): port
+            case .running(_, _, let port), .draining(_, let port): port
             case .initial, .stopped: nil
             }
         }
@@ -118,25 +129,41 @@ public final class HTTPServer: Service, Sendable {
         if let port { return port }
         var contexts: [HTTPLoopContext] = []
         var port = configuration.port
+        var listener: TCPListener?
         do {
             for loop in group.loops {
                 let (context, bound) = try loop.invokeAndWait { [configuration, router, logger, port] in
                     let context = HTTPLoopContext(loop: loop, configuration: configuration, router: router, logger: logger)
-                    return (context, try context.start(port: port))
+                    try context.start()
+                    let bound = configuration.engine == .sockets ? try context.listen(port: port) : port
+                    return (context, bound)
                 }
                 contexts.append(context)
                 port = bound
             }
+            if configuration.engine == .loopKitNet {
+                var options = ListenerOptions()
+                options.backlog = configuration.backlog
+                options.connection.writeHighWaterMark = configuration.writeHighWaterMark
+                options.connection.writeLowWaterMark = configuration.writeLowWaterMark
+                let byLoop = contexts
+                let bound = try TCPListener.bind(host: configuration.host, port: port, on: group, options: options) { tcp in
+                    for context in byLoop where context.loop === tcp.loop { context.accept(tcp) }
+                }
+                listener = bound
+                port = bound.localAddress.port
+            }
         } catch {
             for context in contexts { try? context.loop.invokeAndWait { context.shutdown(deadline: .zero) {} } }
-            throw error
+            throw HTTPServerError.cannotListen("\(configuration.host):\(configuration.port): \(error)")
         }
         let started = state.withLock { state -> Bool in
             guard case .initial = state.lifecycle else { return false }
-            state.lifecycle = .running(contexts: contexts, port: port)
+            state.lifecycle = .running(contexts: contexts, listener: listener, port: port)
             return true
         }
         guard started else {
+            listener?.close()
             for context in contexts { try? context.loop.invokeAndWait { context.shutdown(deadline: .zero) {} } }
             if let current = self.port { return current }
             throw HTTPServerError.invalidConfiguration("the server has already stopped")
@@ -174,19 +201,20 @@ public final class HTTPServer: Service, Sendable {
 
     /// Begins graceful shutdown without waiting. Safe from any thread; calling again does nothing.
     public func beginShutdown() {
-        let contexts: [HTTPLoopContext]? = state.withLock { state in
+        let running: (contexts: [HTTPLoopContext], listener: TCPListener?)? = state.withLock { state in
             switch state.lifecycle {
             case .initial:
                 state.lifecycle = .stopped
-                return []
-            case .running(let contexts, let port):
+                return ([], nil)
+            case .running(let contexts, let listener, let port):
                 state.lifecycle = .draining(remaining: contexts.count, port: port)
-                return contexts
+                return (contexts, listener)
             case .draining, .stopped:
                 return nil
             }
         }
-        guard let contexts else { return }
+        guard let (contexts, listener) = running else { return }
+        listener?.close()
         if contexts.isEmpty { resumeWaiters() }
         let deadline = configuration.shutdownDeadline
         for context in contexts {

@@ -2,9 +2,10 @@
 ///
 /// Loop-confined: every member is called on the connection's loop thread.
 protocol HTTPTransport: AnyObject {
-    /// Lends the bytes received and not yet consumed; `body` returns how many of them it consumed.
-    func withInboundBytes(_ body: (UnsafeRawBufferPointer) -> Int)
-    /// Queues bytes for sending (copied).
+    /// Lends the bytes received and not yet consumed, outside a read callback (to parse the next
+    /// pipelined request after an async response); `body` returns how many it consumed.
+    func consumeBufferedInput(_ body: (UnsafeRawBufferPointer) -> Int)
+    /// Queues bytes for sending (copied). Inside a read callback they go out when it returns.
     func write(_ bytes: UnsafeRawBufferPointer)
     /// Bytes queued and not yet sent.
     var pendingOutputCount: Int { get }
@@ -18,8 +19,8 @@ protocol HTTPTransport: AnyObject {
 
 /// What a transport tells its connection. Loop-confined.
 protocol HTTPTransportDelegate: AnyObject {
-    /// New bytes arrived: call ``HTTPTransport/withInboundBytes(_:)``.
-    func transportReceivedBytes()
+    /// Bytes arrived: `bytes` are all the unconsumed ones, borrowed for the call; returns how many were consumed.
+    func transportReceived(_ bytes: UnsafeRawBufferPointer) -> Int
     /// The queued output fell to the low-water mark.
     func transportDrained()
     /// The connection is closed (by either side, or an error); called exactly once; the fd is gone.
