@@ -43,6 +43,9 @@ final class HTTPLoopContext: @unchecked Sendable {
     /// The number of open connections.
     var connectionCount: Int { connections.count }
 
+    /// Output queued on every connection and not yet sent.
+    var pendingOutputBytes: Int { connections.values.reduce(0) { $0 + $1.transport.pendingOutputCount } }
+
     /// Starts the timeout sweep. Call on the loop's thread.
     func start() throws {
         sweepTimer = try loop.schedule(after: sweepInterval, repeating: sweepInterval) { [self] in sweep() }

@@ -79,8 +79,9 @@ public final class HTTPServer: Service, Sendable {
         case initial
         /// Accepting on every loop.
         case running(contexts: [HTTPLoopContext], listener: TCPListener?, port: Int)
-        /// Graceful shutdown under way: `remaining` loops still have connections.
-        case draining(remaining: Int, port: Int)
+        /// Graceful shutdown under way: `remaining` loops still have connections. The listener is kept
+        /// until then: LoopKitNet's listener must outlive the connections it accepted.
+        case draining(remaining: Int, port: Int, listener: TCPListener?)
         /// Every connection and listener is gone.
         case stopped
     }
@@ -111,7 +112,7 @@ public final class HTTPServer: Service, Sendable {
     public var port: Int? {
         state.withLock { state in
             switch state.lifecycle {
-            case .running(_, _, let port), .draining(_, let port): port
+            case .running(_, _, let port), .draining(_, let port, _): port
             case .initial, .stopped: nil
             }
         }
@@ -199,6 +200,26 @@ public final class HTTPServer: Service, Sendable {
         await waitUntilStopped()
     }
 
+    /// The open connections on every loop (for tests and diagnostics). Safe from any task.
+    public func openConnectionCount() async throws -> Int {
+        try await sumOverLoops { $0.connectionCount }
+    }
+
+    /// The bytes queued on every connection and not yet sent (for tests and diagnostics). Safe from any task.
+    public func pendingOutputBytes() async throws -> Int {
+        try await sumOverLoops { $0.pendingOutputBytes }
+    }
+
+    private func sumOverLoops(_ value: @escaping @Sendable (HTTPLoopContext) -> Int) async throws -> Int {
+        let contexts: [HTTPLoopContext] = state.withLock { state in
+            if case .running(let contexts, _, _) = state.lifecycle { return contexts }
+            return []
+        }
+        var total = 0
+        for context in contexts { total += try await context.loop.perform { value(context) } }
+        return total
+    }
+
     /// Begins graceful shutdown without waiting. Safe from any thread; calling again does nothing.
     public func beginShutdown() {
         let running: (contexts: [HTTPLoopContext], listener: TCPListener?)? = state.withLock { state in
@@ -207,7 +228,7 @@ public final class HTTPServer: Service, Sendable {
                 state.lifecycle = .stopped
                 return ([], nil)
             case .running(let contexts, let listener, let port):
-                state.lifecycle = .draining(remaining: contexts.count, port: port)
+                state.lifecycle = .draining(remaining: contexts.count, port: port, listener: listener)
                 return (contexts, listener)
             case .draining, .stopped:
                 return nil
@@ -230,9 +251,9 @@ public final class HTTPServer: Service, Sendable {
 
     private func loopFinished() {
         let done = state.withLock { state -> Bool in
-            guard case .draining(let remaining, let port) = state.lifecycle else { return false }
+            guard case .draining(let remaining, let port, let listener) = state.lifecycle else { return false }
             if remaining > 1 {
-                state.lifecycle = .draining(remaining: remaining - 1, port: port)
+                state.lifecycle = .draining(remaining: remaining - 1, port: port, listener: listener)
                 return false
             }
             state.lifecycle = .stopped
