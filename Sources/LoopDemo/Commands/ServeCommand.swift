@@ -30,8 +30,8 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info (an access line per request), notice, warning, error, critical.")
     var logLevel = "info"
 
-    @Option(help: "What carries the bytes: net (LoopKitNet, the default) or sockets (raw fds, for comparison).")
-    var engine = "net"
+    @Option(help: "What carries the bytes: sockets (the default: non-blocking fds watched by the loop) or net (LoopKitNet bufferevents).")
+    var engine = "sockets"
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
