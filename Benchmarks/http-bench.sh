@@ -38,7 +38,7 @@ wrk_row() {
 # responsiveness NAME: p99 of /hello while 4 clients loop on /work?items=1000000 (server already started).
 responsiveness_row() {
     local name=$1 port=$2
-    taskset -c "$CLIENT_CORE" wrk -t1 -c4 -d"$(( ${DURATION%s} + 4 ))s" "http://127.0.0.1:$port/work?items=1000000" > /dev/null &
+    taskset -c "$CLIENT_CORE" wrk -t1 -c4 -d"$(( ${DURATION%s} + 4 ))s" --timeout 60s "http://127.0.0.1:$port/work?items=1000000" > /dev/null &
     local load=$!
     sleep 1
     wrk_row "$name" "http://127.0.0.1:$port/hello"
