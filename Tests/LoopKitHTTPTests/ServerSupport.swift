@@ -151,7 +151,7 @@ extension Substring {
 
 /// A latch an async handler waits on until the test opens it.
 final class Gate: Sendable {
-    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>], arrived: Int)>((false, [], 0))
+    private let state = Lock<(open: Bool, waiters: [CheckedContinuation<Void, Never>], arrived: Int)>((false, [], 0))
 
     func wait() async {
         await withCheckedContinuation { continuation in

@@ -2,7 +2,6 @@ import Logging
 import LoopKit
 import LoopKitNet
 import ServiceLifecycle
-import Synchronization
 
 /// An HTTP/1.1 server whose connections and handlers live on the loops of a ``LoopGroup``.
 ///
@@ -92,7 +91,8 @@ public final class HTTPServer: Service, Sendable {
     public let configuration: Configuration
     private let router: HTTPRouter
     private let logger: Logger
-    private let state = Mutex<(lifecycle: Lifecycle, waiters: [CheckedContinuation<Void, Never>])>((.initial, []))
+    /// LoopKit's `Lock` (a `Mutex` the thread sanitizer can see).
+    private let state = Lock<(lifecycle: Lifecycle, waiters: [CheckedContinuation<Void, Never>])>((.initial, []))
 
     /// Creates a server; it listens once ``start()`` or ``run()`` is called.
     ///
