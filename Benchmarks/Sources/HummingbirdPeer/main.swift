@@ -7,11 +7,8 @@ import NIOPosix
 import Glibc
 #endif
 
-var port = 0
-var arguments = CommandLine.arguments.dropFirst().makeIterator()
-while let argument = arguments.next() {
-    if argument == "--port" { port = Int(arguments.next() ?? "0") ?? 0 }
-}
+let arguments = Array(CommandLine.arguments.dropFirst())
+let port = arguments.firstIndex(of: "--port").flatMap { $0 + 1 < arguments.count ? Int(arguments[$0 + 1]) : nil } ?? 0
 
 let router = Router()
 router.get("hello") { _, _ in "Hello, World!" }
