@@ -12,7 +12,10 @@ SERVER_CORE=${SERVER_CORE:-0}
 CLIENT_CORE=${CLIENT_CORE:-1}
 PORT_BASE=${PORT_BASE:-18400}
 pid=""
-cleanup() { [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; pid=""; return 0; }
+cleanup() {
+    if [ -n "$pid" ]; then kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+    pid=""
+}
 trap cleanup EXIT
 
 # start PORT COMMAND...: starts a pinned server and waits for its "listening on" line.
