@@ -44,7 +44,7 @@ responsiveness_row() {
     taskset -c "$CLIENT_CORE" wrk -t1 -c4 -d"$(( ${DURATION%s} + 4 ))s" --timeout 60s "http://127.0.0.1:$port/work?items=1000000" > /dev/null &
     local load=$!
     sleep 1
-    wrk_row "$name" "http://127.0.0.1:$port/hello"
+    wrk_row "$name" "http://127.0.0.1:$port/hello" --timeout 30s
     wait "$load" || true
 }
 
@@ -58,6 +58,6 @@ start $((PORT_BASE + 4)) "$LOOPDEMO" serve --log-level warning; wrk_row "LoopKit
 start $((PORT_BASE + 5)) "$NIO_PEER"; wrk_row "NIOHTTP1 (1 event loop)" "http://127.0.0.1:$((PORT_BASE + 5))/hello" -H "Connection: close"; cleanup
 start $((PORT_BASE + 6)) "$HB_PEER"; wrk_row "Hummingbird 2 (1 event loop)" "http://127.0.0.1:$((PORT_BASE + 6))/hello" -H "Connection: close"; cleanup
 echo "GET /hello while 4 clients loop on /work?items=1000000 (~1 s of work each)"
-start $((PORT_BASE + 7)) "$LOOPDEMO" serve --log-level warning; responsiveness_row "LoopKitHTTP, loop.process budget 4 ms" $((PORT_BASE + 7)); cleanup
+start $((PORT_BASE + 7)) "$LOOPDEMO" serve --log-level warning; responsiveness_row "LoopKitHTTP, loop.process 1 ms/job" $((PORT_BASE + 7)); cleanup
 start $((PORT_BASE + 8)) "$NIO_PEER" --work inline; responsiveness_row "NIOHTTP1, work inline" $((PORT_BASE + 8)); cleanup
 start $((PORT_BASE + 9)) "$NIO_PEER" --work pool; responsiveness_row "NIOHTTP1, work on NIOThreadPool" $((PORT_BASE + 9)); cleanup

@@ -185,6 +185,12 @@ final class SocketTransport: HTTPTransport {
     }
 }
 
+/// glibc's `accept4` (accept, non-blocking and close-on-exec in one call), which Swift's Glibc module does
+/// not declare (it needs `_GNU_SOURCE`). A plain C function of four word-sized arguments.
+@_silgen_name("accept4")
+private func systemAccept4(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>?,
+                           _ length: UnsafeMutablePointer<socklen_t>?, _ flags: Int32) -> Int32
+
 /// A listening TCP socket on one loop; several loops share a port through `SO_REUSEPORT`.
 ///
 /// Loop-confined once started.
@@ -235,10 +241,8 @@ final class SocketListener {
         let fd = fd
         watch = try loop.watch(fd, for: .readable) { _ in
             for _ in 0..<64 {
-                let client = Glibc.accept(fd, nil, nil)  // accept4 is not visible from Swift's Glibc
+                let client = systemAccept4(fd, nil, nil, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
                 guard client >= 0 else { return }
-                _ = fcntl(client, F_SETFL, O_NONBLOCK)
-                _ = fcntl(client, F_SETFD, FD_CLOEXEC)
                 var one: Int32 = 1
                 setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
                 accept(client)
