@@ -144,3 +144,22 @@ extension TCPConnection {
         perform(machine.failed(.failed(0)))
     }
 }
+
+extension TCPConnection {
+    /// Two connections joined in memory on `loop` (a libevent bufferevent pair): what one writes the
+    /// other reads, with the same watermarks, backpressure and close reasons as sockets (no socket
+    /// options, no timeouts except the idle timeout). Callbacks are deferred to the loop's next pass, so a
+    /// test drives them iteration by iteration. `LoopKitTesting`'s `InMemoryConnectionPair` is the public face.
+    ///
+    /// Call on the loop's thread. The corresponding libevent call is `bufferevent_pair_new`.
+    package static func makeInMemoryPair(on loop: EventLoop, options: ConnectionOptions) throws(NetError) -> (TCPConnection, TCPConnection) {
+        precondition(loop.isCurrent, "makeInMemoryPair(on:options:) called off the loop's thread")
+        let (first, second) = try LibEventBuffers.pair(base: loop.eventBase)
+        var pairOptions = options
+        pairOptions.readTimeout = nil
+        pairOptions.writeTimeout = nil
+        let a = TCPConnection(loop: loop, buffers: first, isSocket: false, connected: true, options: pairOptions)
+        let b = TCPConnection(loop: loop, buffers: second, isSocket: false, connected: true, options: pairOptions)
+        return (a, b)
+    }
+}

@@ -54,6 +54,12 @@ public final class TCPConnection: @unchecked Sendable {
     var releaseDeferred = false
     var aboveHighWater = false
     var readingPausedByUser = false
+    /// Reading was stopped here because the input reached the read high-water mark (libevent stops too,
+    /// but an in-memory pair keeps offering the same bytes unless reading is disabled).
+    var readingSuspendedAtHighWater = false
+    /// The input count the read handler was last lent without consuming anything: it is not lent the
+    /// same bytes again until more arrive.
+    var unconsumedCount = 0
     /// The connection's own reference, held while it is open (libevent's callbacks are unretained).
     var keepAlive: Unmanaged<TCPConnection>?
 
@@ -195,7 +201,7 @@ public final class TCPConnection: @unchecked Sendable {
     public func resumeReading() {
         checkThread()
         readingPausedByUser = false
-        if !machine.inputEnded { buffers?.enable(reading: true) }
+        if !machine.inputEnded, !readingSuspendedAtHighWater { buffers?.enable(reading: true) }
     }
 
     /// Whether the connection has ended. Call on the loop's thread.
@@ -399,6 +405,7 @@ public final class TCPConnection: @unchecked Sendable {
         }
         if let buffers {
             buffers.unroute()
+            if !isSocket { buffers.finishPairOutput() }  // the partner reads end of file
             buffers.disable(reading: true, writing: true)
             if reset, isSocket { NetSocket.resetOnClose(buffers.fd) }
             if inReadDispatch { releaseDeferred = true } else { releaseBuffers() }
@@ -444,19 +451,29 @@ public final class TCPConnection: @unchecked Sendable {
         } else if readHandler != nil {
             dispatchRead()
         }
+        suspendReadingAtHighWater()
     }
 
     func dispatchRead() {
         guard let handler = readHandler, let buffers else { return }
+        let available = buffers.inputCount
+        if available == unconsumedCount { return }  // nothing new since the handler declined these bytes
         inReadDispatch = true
         let consumed = buffers.consumeInput(handler)
         inReadDispatch = false
         if releaseDeferred { releaseBuffers(); return }
+        unconsumedCount = consumed == 0 ? available : 0
         if flushDeferred {
             flushDeferred = false
             flush()
         }
         if consumed > 0 { inputWasConsumed() }
+    }
+
+    func suspendReadingAtHighWater() {
+        guard let buffers, !readingSuspendedAtHighWater, buffers.inputCount >= options.readHighWaterMark else { return }
+        readingSuspendedAtHighWater = true
+        buffers.disable(reading: true)
     }
 
     /// Moves the unread input into a chunk (the one copy on the read path).
@@ -468,6 +485,11 @@ public final class TCPConnection: @unchecked Sendable {
     }
 
     func inputWasConsumed() {
+        unconsumedCount = 0
+        if readingSuspendedAtHighWater, let buffers, buffers.inputCount < options.readHighWaterMark {
+            readingSuspendedAtHighWater = false
+            if !readingPausedByUser, !machine.inputEnded { buffers.enable(reading: true) }
+        }
         guard machine.inputEnded, let buffers, buffers.inputCount == 0 else { return }
         perform(machine.inputDrained(allowsHalfClosure: options.allowsHalfClosure, outputPending: buffers.outputCount > 0))
     }
