@@ -34,6 +34,7 @@ test: test-swift test-c leak-check install-check
 test-swift: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	LOOPKIT_HTTP_ENGINE=net $(SWIFT) test --skip-build --filter LoopKitHTTPTests
 
 ## test-c: the C ABI seen from C (every function, every error code, R1-R11) and the embedding example
 test-c: deps

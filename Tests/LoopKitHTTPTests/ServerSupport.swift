@@ -223,9 +223,13 @@ var quietLogger: Logger {
     return logger
 }
 
+/// The engine the server tests use: the default, or LoopKitNet with `LOOPKIT_HTTP_ENGINE=net`.
+let testEngine: HTTPServer.Engine = getenv("LOOPKIT_HTTP_ENGINE").map { String(cString: $0) } == "net"
+    ? .loopKitNet : HTTPServer.Configuration().engine
+
 /// Runs `body` with a started one-loop server, then shuts it down and the group with it.
 func withServer(
-    engine: HTTPServer.Engine = HTTPServer.Configuration().engine,
+    engine: HTTPServer.Engine = testEngine,
     router: HTTPRouter = testRouter(),
     configure: (inout HTTPServer.Configuration) -> Void = { _ in },
     _ body: (HTTPServer, Int) async throws -> Void
