@@ -11,7 +11,7 @@ C_TEST       := .build/c-tests/c_api_test
 VALGRIND     := valgrind --quiet --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite --error-exitcode=1
 INSTALL_CONFIG ?= release
 
-.PHONY: all deps demo test test-swift test-c leak-check install-check test-sanitize bench docs install clean
+.PHONY: all deps demo test test-swift test-c leak-check install-check test-sanitize bench bench-http wrk docs install clean
 
 all: test
 
@@ -34,6 +34,7 @@ test: test-swift test-c leak-check install-check
 test-swift: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	LOOPKIT_HTTP_ENGINE=net $(SWIFT) test --skip-build --filter LoopKitHTTPTests
 
 ## test-c: the C ABI seen from C (every function, every error code, R1-R11) and the two C examples
 test-c: deps
@@ -59,9 +60,23 @@ leak-check: test-c
 test-sanitize: deps
 	$(SWIFT) test --sanitize=thread -Xswiftc -DLOOPKIT_TSAN --scratch-path .build-tsan
 
-## bench: LoopKit against SwiftNIO, Dispatch and Foundation, same process, ratios printed
+## bench: LoopKit against SwiftNIO, Dispatch and Foundation, same process, ratios printed; then HTTP
 bench: deps
 	cd Benchmarks && $(SWIFT) run -c release LoopKitBenchmarks
+	$(MAKE) bench-http
+
+## wrk: install wrk (Debian's package) when it is missing
+wrk:
+	@if ! command -v wrk >/dev/null 2>&1; then \
+		echo "==> wrk not found: installing it"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk; \
+	fi
+
+## bench-http: LoopKitHTTP vs NIOHTTP1 vs Hummingbird 2 under wrk, each server pinned to core 0, wrk to core 1
+bench-http: deps wrk
+	$(SWIFT) build -c release --product LoopDemo
+	cd Benchmarks && $(SWIFT) build -c release --product NIOHTTPPeer && $(SWIFT) build -c release --product HummingbirdPeer
+	flock /tmp/loopkit-bench.lock Benchmarks/http-bench.sh
 
 ## docs: the DocC catalogue, with every symbol link and parameter checked (warnings are errors)
 docs: deps

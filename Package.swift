@@ -6,8 +6,11 @@ let package = Package(
     products: [
         .library(name: "LoopKit", targets: ["LoopKit"]),
         .library(name: "LoopKitTesting", targets: ["LoopKitTesting"]),
+        // TCP and Unix-domain listeners and connections on the loop (bufferevent, evconnlistener).
+        .library(name: "LoopKitNet", targets: ["LoopKitNet"]),
         // The C ABI (loopkit.h) as a shared library: libLoopKitC.so.
         .library(name: "LoopKitC", type: .dynamic, targets: ["LoopKitC"]),
+        .library(name: "LoopKitHTTP", targets: ["LoopKitHTTP"]),
         .executable(name: "LoopDemo", targets: ["LoopDemo"]),
     ],
     dependencies: [
@@ -16,6 +19,10 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         // LoopDemo only: the demo's command line.
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // LoopKitHTTP only: the ecosystem's currency types, logging and service lifecycle.
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(
@@ -30,14 +37,36 @@ let package = Package(
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
-        .target(name: "LoopKitTesting", dependencies: ["LoopKit"]),
+        .target(name: "LoopKitNet", dependencies: ["LoopKit", "CEvent"]),
+        // Depends on LoopKitNet for the in-memory connection pair (a libevent bufferevent pair, no sockets).
+        .target(name: "LoopKitTesting", dependencies: ["LoopKit", "LoopKitNet"]),
         .target(name: "CLoopKit"),
         .target(name: "LoopKitC", dependencies: ["LoopKit", "CLoopKit"]),
         // The tour's parts and output, as a library so tests can run them; LoopDemo is its command line.
-        .target(name: "LoopDemoKit", dependencies: ["LoopKit"]),
+        .target(name: "LoopDemoKit", dependencies: ["LoopKit", "LoopKitNet", "LoopKitHTTP"]),
+        // The HTTP/1.1 server on the loop; its dependencies stay out of the core LoopKit product.
+        .target(
+            name: "LoopKitHTTP",
+            dependencies: [
+                "LoopKit",
+                "LoopKitNet",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(
+            name: "LoopKitHTTPTests",
+            dependencies: ["LoopKitHTTP", "LoopKit", "LoopKitNet"]
+        ),
         .executableTarget(
             name: "LoopDemo",
-            dependencies: ["LoopDemoKit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "LoopDemoKit", "LoopKitHTTP",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         .testTarget(
             name: "LoopKitTests",
@@ -47,6 +76,10 @@ let package = Package(
                 "LoopDemoKit",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
+        ),
+        .testTarget(
+            name: "LoopKitNetTests",
+            dependencies: ["LoopKit", "LoopKitNet", "LoopKitTesting"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -9,6 +9,8 @@ let package = Package(
     dependencies: [
         .package(name: "LoopKit", path: "../"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // HTTP peers of LoopKitHTTP (Benchmarks/http-bench.sh starts them as pinned subprocesses).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
         .executableTarget(
@@ -18,6 +20,20 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
+        ),
+        // A minimal NIOHTTP1 server: /hello, and /work run inline or on NIOThreadPool.
+        .executableTarget(
+            name: "NIOHTTPPeer",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        // Hummingbird 2 serving /hello.
+        .executableTarget(
+            name: "HummingbirdPeer",
+            dependencies: [.product(name: "Hummingbird", package: "hummingbird")]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -15,8 +15,20 @@
 #include <stdint.h>
 #include <sys/eventfd.h>  /* the loop's wake-up fd */
 #include <sys/timerfd.h>  /* the loop's precise timer */
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <netdb.h>
 
 #include <event2/event.h>
 #include <event2/thread.h>
+/* LoopKitNet's window (only Sources/LoopKitNet/Internal/LibEventNet.swift uses these). */
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+#include <event2/dns.h>
+#include <event2/util.h>
 
 #endif

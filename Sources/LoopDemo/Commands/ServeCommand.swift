@@ -1,0 +1,73 @@
+import ArgumentParser
+import LoopDemoKit
+import LoopKit
+import LoopKitHTTP
+import Logging
+import ServiceLifecycle
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `LoopDemo serve`: the HTTP server with the demo's routes, until SIGINT or SIGTERM.
+struct ServeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve /hello, /echo, /stream?bytes=N and /work?items=N over HTTP/1.1 (SIGINT/SIGTERM stop it gracefully)."
+    )
+
+    @Option(help: "The IPv4 address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "The port; 0 picks a free one.")
+    var port = 0
+
+    @Option(help: "Loops (threads) serving connections.")
+    var threads = 1
+
+    @Option(name: .customLong("max-body"), help: "The largest request body, in bytes.")
+    var maxBody = 1024 * 1024
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info (an access line per request), notice, warning, error, critical.")
+    var logLevel = "info"
+
+    @Option(help: "What carries the bytes: sockets (the default: non-blocking fds watched by the loop) or net (LoopKitNet bufferevents).")
+    var engine = "sockets"
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
+        guard threads >= 1 else { throw ValidationError("--threads must be at least 1") }
+        guard maxBody >= 0 else { throw ValidationError("--max-body must not be negative") }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+        guard engine == "net" || engine == "sockets" else { throw ValidationError("--engine is net or sockets") }
+    }
+
+    func run() throws {
+        // Logs go to standard error: standard output carries only the "listening on" line.
+        LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        var logger = Logger(label: "loopdemo.serve")
+        logger.logLevel = Logger.Level(rawValue: logLevel)!
+        let group = try LoopGroup(threads: threads, name: "serve")
+        var configuration = HTTPServer.Configuration(host: host, port: port)
+        configuration.maxBodySize = maxBody
+        configuration.engine = engine == "net" ? .loopKitNet : .sockets
+        let server = HTTPServer(group: group, configuration: configuration,
+                                router: DemoRoutes.router(work: .calibrated(nanosecondsPerItem: 1_000)), logger: logger)
+        let port = try server.start()
+        print("listening on \(host):\(port)")
+        fflush(nil)  // every output stream: the line must reach a pipe at once
+
+        // The main thread runs a loop of its own until the service group has returned.
+        let main = try EventLoop()
+        let services = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        Task {
+            do {
+                try await services.run()
+            } catch {
+                logger.error("server failed", metadata: ["error": "\(error)"])
+            }
+            main.stop()
+        }
+        try main.run()
+        group.shutdown()
+    }
+}

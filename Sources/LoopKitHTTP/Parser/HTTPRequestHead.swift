@@ -1,0 +1,44 @@
+import HTTPTypes
+
+/// An HTTP/1.x protocol version.
+public struct HTTPVersion: Sendable, Hashable, CustomStringConvertible {
+    /// The major version: 1.
+    public var major: Int
+    /// The minor version: 0 or 1.
+    public var minor: Int
+
+    /// HTTP/1.0.
+    public static let http1_0 = HTTPVersion(major: 1, minor: 0)
+    /// HTTP/1.1.
+    public static let http1_1 = HTTPVersion(major: 1, minor: 1)
+
+    /// `HTTP/major.minor`.
+    public var description: String { "HTTP/\(major).\(minor)" }
+}
+
+/// How the body of a request is delimited (RFC 9112 §6.3).
+public enum HTTPBodyFraming: Sendable, Hashable {
+    /// No body.
+    case none
+    /// Exactly this many bytes (`Content-Length`).
+    case length(Int)
+    /// Chunked transfer coding.
+    case chunked
+}
+
+/// A parsed request head: the ``HTTPRequest`` plus what HTTP/1.1 framing needs.
+public struct HTTPRequestHead: Sendable, Hashable {
+    /// The request: method, path (the request target as sent), authority (the `Host` field) and fields.
+    ///
+    /// The `Host` field is moved into `authority`, as swift-http-types' HTTP/1 conversions do.
+    public var request: HTTPRequest
+    /// The version the client spoke.
+    public var version: HTTPVersion
+    /// Whether the connection stays open after the response (HTTP/1.1 unless `Connection: close`;
+    /// HTTP/1.0 only with `Connection: keep-alive`).
+    public var keepAlive: Bool
+    /// Whether the client sent `Expect: 100-continue` and waits for `100 Continue` before its body.
+    public var expectsContinue: Bool
+    /// How the body is delimited.
+    public var framing: HTTPBodyFraming
+}

@@ -1,0 +1,445 @@
+import HTTPTypes
+
+/// An incremental HTTP/1.1 request parser (RFC 9112) over borrowed bytes.
+///
+/// The caller keeps the bytes it has received in one buffer, calls ``parse(_:)`` with all of them, drops
+/// the `consumed` prefix, and calls again; when the parser answers ``Event/needMoreBytes`` it waits for
+/// more bytes, appends them to what was left, and calls again. The parser copies nothing but what an
+/// ``HTTPRequest`` stores (its strings and `HTTPFields`); bodies come back as ranges of the caller's bytes.
+///
+/// The events of one request are `head`, then zero or more `body`, then `end`; the next request's `head`
+/// follows (pipelining). Any thrown ``HTTPRequestError`` is final: the parser and the connection are done.
+///
+/// How the bytes are split does not change the events (nor the bytes of the bodies).
+///
+/// A value type with no thread of its own: use it from one thread at a time.
+public struct HTTPRequestParser: Sendable {
+    /// What one call of ``parse(_:)`` found.
+    public enum Event: Sendable, Hashable {
+        /// The bytes hold no complete event: call again once more bytes have arrived.
+        case needMoreBytes
+        /// A request head.
+        case head(HTTPRequestHead)
+        /// Body bytes: this range of the buffer passed in (already decoded from chunked framing).
+        case body(Range<Int>)
+        /// The end of the current request's body.
+        case end
+    }
+
+    enum State: Sendable {
+        /// Waiting for a head; `scanned` bytes were already searched for its end.
+        case head(scanned: Int)
+        case fixedBody(remaining: Int)
+        case chunkSize
+        case chunkData(remaining: Int)
+        case chunkDataEnd
+        case trailers(size: Int)
+        /// The body is complete: the next call reports ``Event/end``.
+        case endPending
+    }
+
+    /// The limits this parser enforces.
+    public let limits: HTTPParserLimits
+    var state: State = .head(scanned: 0)
+    /// Decoded body bytes of the current chunked request.
+    var chunkedTotal = 0
+
+    /// Creates a parser waiting for a request head.
+    /// - Parameter limits: The limits to enforce.
+    public init(limits: HTTPParserLimits = HTTPParserLimits()) {
+        self.limits = limits
+    }
+
+    /// Whether the parser is between requests: no part of a request has been consumed.
+    public var isAtRequestBoundary: Bool {
+        if case .head = state { return true }
+        return false
+    }
+
+    /// Parses the next event out of `bytes`.
+    ///
+    /// - Parameter bytes: Every byte received and not yet consumed, in order.
+    /// - Returns: The event and how many bytes of the front of `bytes` it consumed (the caller drops them).
+    ///   A ``Event/body(_:)`` range lies within the consumed bytes.
+    /// - Throws: ``HTTPRequestError`` when the request breaks a rule or a limit.
+    public mutating func parse(_ bytes: UnsafeRawBufferPointer) throws(HTTPRequestError) -> (event: Event, consumed: Int) {
+        switch state {
+        case .head(let scanned):
+            return try parseHead(bytes, scanned: scanned)
+        case .fixedBody(let remaining):
+            guard !bytes.isEmpty else { return (.needMoreBytes, 0) }
+            let taken = min(remaining, bytes.count)
+            state = taken == remaining ? .endPending : .fixedBody(remaining: remaining - taken)
+            return (.body(0..<taken), taken)
+        case .chunkSize:
+            return try parseChunkSize(bytes)
+        case .chunkData(let remaining):
+            guard !bytes.isEmpty else { return (.needMoreBytes, 0) }
+            let taken = min(remaining, bytes.count)
+            state = taken == remaining ? .chunkDataEnd : .chunkData(remaining: remaining - taken)
+            return (.body(0..<taken), taken)
+        case .chunkDataEnd:
+            guard bytes.count >= 2 else {
+                if bytes.count == 1 && bytes[0] != ASCII.cr { throw .invalidChunkTerminator }
+                return (.needMoreBytes, 0)
+            }
+            guard bytes[0] == ASCII.cr && bytes[1] == ASCII.lf else { throw .invalidChunkTerminator }
+            state = .chunkSize
+            let (event, consumed) = try parseChunkSize(UnsafeRawBufferPointer(rebasing: bytes[2...]))
+            if case .body(let range) = event { return (.body((range.lowerBound + 2)..<(range.upperBound + 2)), consumed + 2) }
+            return (event, consumed + 2)
+        case .trailers(let size):
+            return try parseTrailers(bytes, size: size)
+        case .endPending:
+            state = .head(scanned: 0)
+            return (.end, 0)
+        }
+    }
+
+    // MARK: Head
+
+    private mutating func parseHead(_ bytes: UnsafeRawBufferPointer, scanned: Int) throws(HTTPRequestError) -> (event: Event, consumed: Int) {
+        // RFC 9112 §2.2: ignore empty lines before the request line.
+        var start = 0
+        while start + 1 < bytes.count && bytes[start] == ASCII.cr && bytes[start + 1] == ASCII.lf { start += 2 }
+        if start > 0 { return try continueAfterEmptyLines(bytes, skipped: start) }
+        guard let end = try findHeadEnd(bytes, from: scanned) else { return (.needMoreBytes, 0) }
+        let head = try parseHeadLines(UnsafeRawBufferPointer(rebasing: bytes[0...end]))
+        switch head.framing {
+        case .none:
+            state = .endPending
+        case .length(let length):
+            state = length == 0 ? .endPending : .fixedBody(remaining: length)
+        case .chunked:
+            chunkedTotal = 0
+            state = .chunkSize
+        }
+        return (.head(head), end + 1)
+    }
+
+    /// After leading empty lines: parses the rest and counts the skipped bytes as consumed.
+    private mutating func continueAfterEmptyLines(_ bytes: UnsafeRawBufferPointer, skipped: Int) throws(HTTPRequestError) -> (event: Event, consumed: Int) {
+        let (event, consumed) = try parseHead(UnsafeRawBufferPointer(rebasing: bytes[skipped...]), scanned: 0)
+        return (event, consumed + skipped)
+    }
+
+    /// Finds the LF of the CRLFCRLF that ends the head, enforcing the line-ending rule and the size limits.
+    private mutating func findHeadEnd(_ bytes: UnsafeRawBufferPointer, from scanned: Int) throws(HTTPRequestError) -> Int? {
+        let count = bytes.count
+        var index = scanned
+        var sawLineEnd = scanned > 0  // the request line ended within the bytes already scanned
+        while index < count {
+            let byte = bytes[index]
+            if byte == ASCII.lf {
+                guard index > 0 && bytes[index - 1] == ASCII.cr else { throw .invalidLineEnding }
+                if !sawLineEnd {
+                    sawLineEnd = true
+                    if index + 1 > limits.maxRequestLineLength { throw .requestLineTooLong }
+                }
+                if index >= 3 && bytes[index - 2] == ASCII.lf {
+                    if index + 1 > limits.maxHeadSize { throw .headTooLarge }
+                    return index
+                }
+            }
+            index += 1
+        }
+        if !sawLineEnd {
+            if count > limits.maxRequestLineLength { throw .requestLineTooLong }
+        } else if count > limits.maxHeadSize {
+            throw .headTooLarge
+        }
+        // Keep the request line's state simple: rescan from the start while it is incomplete.
+        state = .head(scanned: sawLineEnd ? max(count - 1, 0) : 0)
+        return nil
+    }
+
+    /// Parses a complete head: `bytes` ends with CRLFCRLF.
+    private func parseHeadLines(_ bytes: UnsafeRawBufferPointer) throws(HTTPRequestError) -> HTTPRequestHead {
+        // Request line.
+        var lineEnd = 0
+        while bytes[lineEnd] != ASCII.lf { lineEnd += 1 }
+        let requestLine = UnsafeRawBufferPointer(rebasing: bytes[0..<(lineEnd - 1)])
+        let (method, target, version) = try parseRequestLine(requestLine)
+
+        var fields = HTTPFields()
+        var framing = FramingFields()
+        var fieldCount = 0
+        var position = lineEnd + 1
+        while true {
+            var end = position
+            while bytes[end] != ASCII.lf { end += 1 }
+            if end == position + 1 { break }  // the empty line
+            fieldCount += 1
+            if fieldCount > limits.maxFieldCount { throw .tooManyFields }
+            try parseFieldLine(UnsafeRawBufferPointer(rebasing: bytes[position..<(end - 1)]),
+                               into: &fields, framing: &framing)
+            position = end + 1
+        }
+
+        let isHTTP11 = version.minor >= 1
+        if isHTTP11 && framing.hostCount == 0 { throw .missingHost }
+        if framing.hostCount > 1 { throw .multipleHosts }
+        let bodyFraming: HTTPBodyFraming
+        if framing.hasTransferEncoding {
+            if framing.contentLength != nil { throw .transferEncodingWithContentLength }
+            if !isHTTP11 { throw .transferEncodingInHTTP10 }
+            if !framing.lastCodingIsChunked || framing.chunkedCount != 1 { throw .chunkedNotLast }
+            if framing.otherCodings { throw .unsupportedTransferCoding }
+            bodyFraming = .chunked
+        } else if let length = framing.contentLength {
+            if length > limits.maxBodySize { throw .bodyTooLarge }
+            bodyFraming = length == 0 ? .none : .length(length)
+        } else {
+            bodyFraming = .none
+        }
+        let keepAlive = isHTTP11 ? !framing.connectionClose : (framing.connectionKeepAlive && !framing.connectionClose)
+        var request = HTTPRequest(method: method, scheme: nil, authority: framing.host, path: target)
+        request.headerFields = fields
+        return HTTPRequestHead(request: request, version: version, keepAlive: keepAlive,
+                               expectsContinue: isHTTP11 && framing.expectsContinue, framing: bodyFraming)
+    }
+
+    private func parseRequestLine(_ line: UnsafeRawBufferPointer) throws(HTTPRequestError) -> (HTTPRequest.Method, String, HTTPVersion) {
+        // method
+        var index = 0
+        while index < line.count && line[index] != ASCII.space {
+            guard ASCII.isTokenCharacter(line[index]) else {
+                if line[index] == ASCII.tab || line[index] < 0x20 || line[index] == 0x7F { throw .malformedRequestLine }
+                throw .invalidMethod
+            }
+            index += 1
+        }
+        guard index > 0 else { throw index < line.count ? .invalidMethod : .malformedRequestLine }
+        guard index < line.count else { throw .malformedRequestLine }
+        let method = Self.method(UnsafeRawBufferPointer(rebasing: line[0..<index]))
+        // target
+        let targetStart = index + 1
+        index = targetStart
+        while index < line.count && line[index] != ASCII.space {
+            let byte = line[index]
+            guard byte > 0x20 && byte < 0x7F else { throw .invalidTarget }
+            index += 1
+        }
+        guard index > targetStart else { throw .invalidTarget }
+        guard index < line.count else { throw .malformedRequestLine }
+        let target = String(decoding: UnsafeRawBufferPointer(rebasing: line[targetStart..<index]), as: UTF8.self)
+        // version: exactly HTTP/D.D
+        let versionStart = index + 1
+        let version = UnsafeRawBufferPointer(rebasing: line[versionStart...])
+        guard version.count == 8,
+              version[0] == UInt8(ascii: "H"), version[1] == UInt8(ascii: "T"), version[2] == UInt8(ascii: "T"),
+              version[3] == UInt8(ascii: "P"), version[4] == UInt8(ascii: "/"), ASCII.isDigit(version[5]),
+              version[6] == UInt8(ascii: "."), ASCII.isDigit(version[7])
+        else {
+            if version.contains(ASCII.space) || version.isEmpty { throw .malformedRequestLine }
+            throw .malformedVersion
+        }
+        let major = Int(version[5] &- UInt8(ascii: "0")), minor = Int(version[7] &- UInt8(ascii: "0"))
+        guard major == 1 else { throw .unsupportedVersion(major: major, minor: minor) }
+        // A higher 1.x minor is answered as 1.1 (RFC 9110 §6.2).
+        return (method, target, HTTPVersion(major: 1, minor: min(minor, 1)))
+    }
+
+    /// The fields that decide framing and connection handling, gathered while parsing the head.
+    struct FramingFields {
+        var host: String?
+        var hostCount = 0
+        var contentLength: Int?
+        var hasTransferEncoding = false
+        var lastCodingIsChunked = false
+        var chunkedCount = 0
+        var otherCodings = false
+        var connectionClose = false
+        var connectionKeepAlive = false
+        var expectsContinue = false
+    }
+
+    private func parseFieldLine(_ line: UnsafeRawBufferPointer, into fields: inout HTTPFields,
+                                framing: inout FramingFields) throws(HTTPRequestError) {
+        guard let first = line.first else { throw .invalidLineEnding }
+        if first == ASCII.space || first == ASCII.tab { throw .obsoleteLineFolding }
+        var colon = 0
+        while colon < line.count && line[colon] != ASCII.colon {
+            guard ASCII.isTokenCharacter(line[colon]) else { throw .invalidFieldName }
+            colon += 1
+        }
+        guard colon < line.count else { throw .missingColon }
+        guard colon > 0 else { throw .invalidFieldName }
+        var valueStart = colon + 1, valueEnd = line.count
+        while valueStart < valueEnd && (line[valueStart] == ASCII.space || line[valueStart] == ASCII.tab) { valueStart += 1 }
+        while valueEnd > valueStart && (line[valueEnd - 1] == ASCII.space || line[valueEnd - 1] == ASCII.tab) { valueEnd -= 1 }
+        let value = UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd])
+        for byte in value where byte < 0x20 && byte != ASCII.tab || byte == 0x7F { throw .invalidFieldValue }
+
+        let nameBytes = UnsafeRawBufferPointer(rebasing: line[0..<colon])
+        let known = KnownField.match(nameBytes)
+        switch known {
+        case .host:
+            framing.hostCount += 1
+            framing.host = String(decoding: value, as: UTF8.self)
+            return  // carried as the request's authority
+        case .contentLength:
+            if framing.contentLength != nil { throw .multipleContentLengths }
+            framing.contentLength = try Self.contentLength(value)
+        case .transferEncoding:
+            framing.hasTransferEncoding = true
+            try Self.scanTransferCodings(value, into: &framing)
+        case .connection:
+            Self.scanConnectionOptions(value, into: &framing)
+        case .expect:
+            if ASCII.equalsIgnoringCase(value, "100-continue") { framing.expectsContinue = true }
+        case .other, .common:
+            break
+        }
+        let name: HTTPField.Name
+        if let knownName = known.name {
+            name = knownName
+        } else {
+            guard let parsed = HTTPField.Name(String(decoding: nameBytes, as: UTF8.self)) else { throw .invalidFieldName }
+            name = parsed
+        }
+        fields.append(HTTPField(name: name, lenientValue: value))
+    }
+
+    static func contentLength(_ value: UnsafeRawBufferPointer) throws(HTTPRequestError) -> Int {
+        guard !value.isEmpty else { throw .invalidContentLength }
+        var length = 0
+        for byte in value {
+            if byte == UInt8(ascii: ",") { throw .multipleContentLengths }
+            guard ASCII.isDigit(byte) else { throw .invalidContentLength }
+            let (times10, overflow1) = length.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(Int(byte - UInt8(ascii: "0")))
+            guard !overflow1 && !overflow2 else { throw .invalidContentLength }
+            length = sum
+        }
+        return length
+    }
+
+    /// Reads a `Transfer-Encoding` list: `coding *( OWS "," OWS coding )`, codings with optional parameters.
+    static func scanTransferCodings(_ value: UnsafeRawBufferPointer, into framing: inout FramingFields) throws(HTTPRequestError) {
+        var index = 0
+        var sawCoding = false
+        while index < value.count {
+            while index < value.count && (value[index] == ASCII.space || value[index] == ASCII.tab || value[index] == UInt8(ascii: ",")) { index += 1 }
+            guard index < value.count else { break }
+            let start = index
+            while index < value.count && ASCII.isTokenCharacter(value[index]) { index += 1 }
+            guard index > start else { throw .chunkedNotLast }
+            let coding = UnsafeRawBufferPointer(rebasing: value[start..<index])
+            sawCoding = true
+            if ASCII.equalsIgnoringCase(coding, "chunked") {
+                framing.chunkedCount += 1
+                framing.lastCodingIsChunked = true
+            } else {
+                if framing.chunkedCount > 0 { framing.chunkedCount += 1 }  // chunked was not last
+                framing.lastCodingIsChunked = false
+                framing.otherCodings = true
+            }
+            // skip parameters up to the next comma
+            while index < value.count && value[index] != UInt8(ascii: ",") { index += 1 }
+        }
+        if !sawCoding { framing.lastCodingIsChunked = false }
+    }
+
+    static func scanConnectionOptions(_ value: UnsafeRawBufferPointer, into framing: inout FramingFields) {
+        var index = 0
+        while index < value.count {
+            while index < value.count && (value[index] == ASCII.space || value[index] == ASCII.tab || value[index] == UInt8(ascii: ",")) { index += 1 }
+            let start = index
+            while index < value.count && value[index] != UInt8(ascii: ",") { index += 1 }
+            var end = index
+            while end > start && (value[end - 1] == ASCII.space || value[end - 1] == ASCII.tab) { end -= 1 }
+            let option = UnsafeRawBufferPointer(rebasing: value[start..<end])
+            if ASCII.equalsIgnoringCase(option, "close") { framing.connectionClose = true }
+            else if ASCII.equalsIgnoringCase(option, "keep-alive") { framing.connectionKeepAlive = true }
+        }
+    }
+
+    static func method(_ bytes: UnsafeRawBufferPointer) -> HTTPRequest.Method {
+        switch bytes.count {
+        case 3:
+            if ASCII.equals(bytes, "GET") { return .get }
+            if ASCII.equals(bytes, "PUT") { return .put }
+        case 4:
+            if ASCII.equals(bytes, "POST") { return .post }
+            if ASCII.equals(bytes, "HEAD") { return .head }
+        case 6:
+            if ASCII.equals(bytes, "DELETE") { return .delete }
+        case 5:
+            if ASCII.equals(bytes, "PATCH") { return .patch }
+        case 7:
+            if ASCII.equals(bytes, "OPTIONS") { return .options }
+        default:
+            break
+        }
+        // Token characters only (checked by the caller): always a valid method.
+        return HTTPRequest.Method(String(decoding: bytes, as: UTF8.self))!
+    }
+
+    // MARK: Chunked body
+
+    private mutating func parseChunkSize(_ bytes: UnsafeRawBufferPointer) throws(HTTPRequestError) -> (event: Event, consumed: Int) {
+        let searchEnd = min(bytes.count, limits.maxChunkSizeLineLength)
+        var lf = 0
+        while lf < searchEnd && bytes[lf] != ASCII.lf { lf += 1 }
+        guard lf < searchEnd else {
+            if bytes.count >= limits.maxChunkSizeLineLength { throw .invalidChunkSize }
+            return (.needMoreBytes, 0)
+        }
+        guard lf > 0 && bytes[lf - 1] == ASCII.cr else { throw .invalidLineEnding }
+        let line = UnsafeRawBufferPointer(rebasing: bytes[0..<(lf - 1)])
+        var size = 0
+        var index = 0
+        while index < line.count, let digit = ASCII.hexValue(line[index]) {
+            guard size <= (Int.max >> 4) else { throw .bodyTooLarge }
+            size = size << 4 | digit
+            index += 1
+        }
+        guard index > 0 else { throw .invalidChunkSize }
+        // Optional chunk extensions: BWS ";" …, no control characters.
+        while index < line.count && (line[index] == ASCII.space || line[index] == ASCII.tab) { index += 1 }
+        if index < line.count {
+            guard line[index] == UInt8(ascii: ";") else { throw .invalidChunkSize }
+            for byte in line[index...] where byte < 0x20 && byte != ASCII.tab || byte == 0x7F { throw .invalidChunkSize }
+        }
+        if size == 0 {
+            state = .trailers(size: 0)
+            let (event, consumed) = try parseTrailers(UnsafeRawBufferPointer(rebasing: bytes[(lf + 1)...]), size: 0)
+            return (event, consumed + lf + 1)
+        }
+        guard size <= limits.maxBodySize - chunkedTotal else { throw .bodyTooLarge }
+        chunkedTotal += size
+        state = .chunkData(remaining: size)
+        guard lf + 1 < bytes.count else { return (.needMoreBytes, lf + 1) }
+        let taken = min(size, bytes.count - lf - 1)
+        state = taken == size ? .chunkDataEnd : .chunkData(remaining: size - taken)
+        return (.body((lf + 1)..<(lf + 1 + taken)), lf + 1 + taken)
+    }
+
+    /// Reads (and drops) trailer fields up to the empty line that ends the chunked body.
+    private mutating func parseTrailers(_ bytes: UnsafeRawBufferPointer, size: Int) throws(HTTPRequestError) -> (event: Event, consumed: Int) {
+        var position = 0
+        var size = size
+        while true {
+            var lf = position
+            while lf < bytes.count && bytes[lf] != ASCII.lf { lf += 1 }
+            guard lf < bytes.count else {
+                if size + (bytes.count - position) > limits.maxHeadSize { throw .headTooLarge }
+                state = .trailers(size: size)
+                return (.needMoreBytes, position)
+            }
+            guard lf > position && bytes[lf - 1] == ASCII.cr else { throw .invalidLineEnding }
+            size += lf + 1 - position
+            if size > limits.maxHeadSize { throw .headTooLarge }
+            if lf == position + 1 {
+                state = .head(scanned: 0)
+                return (.end, lf + 1)
+            }
+            var discarded = HTTPFields()
+            var framing = FramingFields()
+            try parseFieldLine(UnsafeRawBufferPointer(rebasing: bytes[position..<(lf - 1)]),
+                               into: &discarded, framing: &framing)
+            position = lf + 1
+        }
+    }
+}

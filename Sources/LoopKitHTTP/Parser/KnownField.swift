@@ -1,0 +1,53 @@
+import HTTPTypes
+
+/// Field names the parser recognises without building strings: the ones that decide framing, and the
+/// ones nearly every client sends (their `HTTPField.Name` is a static, so no allocation).
+enum KnownField {
+    case host, contentLength, transferEncoding, connection, expect
+    case common(HTTPField.Name)
+    case other
+
+    /// The name to store in `HTTPFields`, when it is a known one.
+    var name: HTTPField.Name? {
+        switch self {
+        case .host: nil  // carried as the authority
+        case .contentLength: .contentLength
+        case .transferEncoding: .transferEncoding
+        case .connection: .connection
+        case .expect: .expect
+        case .common(let name): name
+        case .other: nil
+        }
+    }
+
+    /// Matches a field name, case-insensitively.
+    static func match(_ name: UnsafeRawBufferPointer) -> KnownField {
+        switch name.count {
+        case 4:
+            if ASCII.equalsIgnoringCase(name, "host") { return .host }
+        case 6:
+            if ASCII.equalsIgnoringCase(name, "accept") { return .common(.accept) }
+            if ASCII.equalsIgnoringCase(name, "expect") { return .expect }
+            if ASCII.equalsIgnoringCase(name, "cookie") { return .common(.cookie) }
+            if ASCII.equalsIgnoringCase(name, "origin") { return .common(.origin) }
+        case 10:
+            if ASCII.equalsIgnoringCase(name, "user-agent") { return .common(.userAgent) }
+            if ASCII.equalsIgnoringCase(name, "connection") { return .connection }
+        case 12:
+            if ASCII.equalsIgnoringCase(name, "content-type") { return .common(.contentType) }
+        case 13:
+            if ASCII.equalsIgnoringCase(name, "authorization") { return .common(.authorization) }
+            if ASCII.equalsIgnoringCase(name, "cache-control") { return .common(.cacheControl) }
+        case 14:
+            if ASCII.equalsIgnoringCase(name, "content-length") { return .contentLength }
+        case 15:
+            if ASCII.equalsIgnoringCase(name, "accept-encoding") { return .common(.acceptEncoding) }
+            if ASCII.equalsIgnoringCase(name, "accept-language") { return .common(.acceptLanguage) }
+        case 17:
+            if ASCII.equalsIgnoringCase(name, "transfer-encoding") { return .transferEncoding }
+        default:
+            break
+        }
+        return .other
+    }
+}

@@ -1,0 +1,149 @@
+import HTTPTypes
+
+/// Serializes responses into one contiguous, reused buffer, so that a response (or several pipelined
+/// ones) goes out in one write.
+///
+/// The server sets `Date`, `Content-Length` or `Transfer-Encoding: chunked`, and `Connection`; those
+/// fields are dropped from the handler's response. Loop-confined: one per connection.
+struct HTTPResponseEncoder {
+    /// The bytes waiting to be written.
+    var buffer: [UInt8] = []
+
+    init() {
+        buffer.reserveCapacity(4096)
+    }
+
+    /// How the body of a response is framed on the wire.
+    enum BodyFraming: Equatable {
+        /// No body and no `Content-Length` (1xx, 204, 304).
+        case none
+        /// `Content-Length: n`; for `HEAD` the body itself is left out.
+        case length(Int)
+        /// `Transfer-Encoding: chunked`.
+        case chunked
+    }
+
+    /// Appends a status line and fields.
+    ///
+    /// - Parameters:
+    ///   - response: The handler's response.
+    ///   - framing: How the body follows.
+    ///   - keepAlive: Whether the connection stays open; when not, `Connection: close` is written.
+    ///   - http10: The client spoke HTTP/1.0: a kept-alive connection says `Connection: keep-alive`.
+    ///   - date: The cached `Date` field line.
+    mutating func appendHead(_ response: HTTPResponse, framing: BodyFraming, keepAlive: Bool, http10: Bool,
+                             date: [UInt8]) {
+        appendStatusLine(response.status)
+        for field in response.headerFields {
+            switch field.name {
+            case .contentLength, .transferEncoding, .date, .connection: continue
+            default: break
+            }
+            buffer += field.name.rawName.utf8
+            buffer.append(ASCII.colon)
+            buffer.append(ASCII.space)
+            buffer += field.value.utf8
+            buffer.append(ASCII.cr)
+            buffer.append(ASCII.lf)
+        }
+        buffer += date
+        switch framing {
+        case .none:
+            break
+        case .length(let length):
+            buffer += Self.contentLengthPrefix
+            appendDecimal(length)
+            buffer.append(ASCII.cr)
+            buffer.append(ASCII.lf)
+        case .chunked:
+            buffer += Self.chunkedLine
+        }
+        if !keepAlive {
+            buffer += Self.closeLine
+        } else if http10 {
+            buffer += Self.keepAliveLine
+        }
+        buffer.append(ASCII.cr)
+        buffer.append(ASCII.lf)
+    }
+
+    /// Appends an interim `100 Continue`.
+    mutating func appendContinue() {
+        buffer += Self.continueLine
+    }
+
+    /// Appends body bytes as they are.
+    mutating func appendBody(_ bytes: UnsafeRawBufferPointer) {
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// Appends one chunk: size in hex, CRLF, data, CRLF. An empty chunk appends nothing (it would end the body).
+    mutating func appendChunk(_ bytes: UnsafeRawBufferPointer) {
+        guard !bytes.isEmpty else { return }
+        appendHex(bytes.count)
+        buffer.append(ASCII.cr)
+        buffer.append(ASCII.lf)
+        buffer.append(contentsOf: bytes)
+        buffer.append(ASCII.cr)
+        buffer.append(ASCII.lf)
+    }
+
+    /// Appends the last chunk and the empty trailer section.
+    mutating func appendLastChunk() {
+        buffer += Self.lastChunk
+    }
+
+    private mutating func appendStatusLine(_ status: HTTPResponse.Status) {
+        if status.code == 200 && status.reasonPhrase == "OK" {
+            buffer += Self.okLine
+            return
+        }
+        buffer += Self.versionPrefix
+        let code = status.code
+        buffer.append(UInt8(ascii: "0") + UInt8(code / 100 % 10))
+        buffer.append(UInt8(ascii: "0") + UInt8(code / 10 % 10))
+        buffer.append(UInt8(ascii: "0") + UInt8(code % 10))
+        buffer.append(ASCII.space)
+        buffer += status.reasonPhrase.utf8
+        buffer.append(ASCII.cr)
+        buffer.append(ASCII.lf)
+    }
+
+    private mutating func appendDecimal(_ value: Int) {
+        if value < 10 {
+            buffer.append(UInt8(ascii: "0") + UInt8(value))
+            return
+        }
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        var rest = value
+        withUnsafeMutableBytes(of: &digits) { raw in
+            while rest > 0 {
+                raw[count] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+                count += 1
+            }
+            for index in stride(from: count - 1, through: 0, by: -1) { buffer.append(raw[index]) }
+        }
+    }
+
+    private mutating func appendHex(_ value: Int) {
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        var shift = (Int.bitWidth - value.leadingZeroBitCount - 1) / 4 * 4
+        while shift >= 0 {
+            buffer.append(hex[(value >> shift) & 0xF])
+            shift -= 4
+        }
+    }
+
+    static let versionPrefix: [UInt8] = Array("HTTP/1.1 ".utf8)
+    static let okLine: [UInt8] = Array("HTTP/1.1 200 OK\r\n".utf8)
+    static let continueLine: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+    static let contentLengthPrefix: [UInt8] = Array("Content-Length: ".utf8)
+    static let chunkedLine: [UInt8] = Array("Transfer-Encoding: chunked\r\n".utf8)
+    static let closeLine: [UInt8] = Array("Connection: close\r\n".utf8)
+    static let keepAliveLine: [UInt8] = Array("Connection: keep-alive\r\n".utf8)
+    static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
+}

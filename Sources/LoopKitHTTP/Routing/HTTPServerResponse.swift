@@ -1,0 +1,59 @@
+import HTTPTypes
+
+/// A response as a handler returns it: the head and the body.
+public struct HTTPServerResponse: Sendable {
+    /// Status and fields; the server adds `Date`, `Content-Length` (or chunked framing) and `Connection`.
+    public var head: HTTPResponse
+    /// The body.
+    public var body: HTTPResponseBody
+
+    /// A response with this status, fields and body.
+    ///
+    /// - Parameters:
+    ///   - status: The status.
+    ///   - headerFields: The fields.
+    ///   - body: The body (empty by default).
+    public init(status: HTTPResponse.Status, headerFields: HTTPFields = [:], body: HTTPResponseBody = .empty) {
+        head = HTTPResponse(status: status, headerFields: headerFields)
+        self.body = body
+    }
+
+    /// A `text/plain; charset=utf-8` response.
+    ///
+    /// - Parameters:
+    ///   - text: The body.
+    ///   - status: The status (200 by default).
+    public static func text(_ text: String, status: HTTPResponse.Status = .ok) -> HTTPServerResponse {
+        HTTPServerResponse(status: status, headerFields: [.contentType: "text/plain; charset=utf-8"],
+                           body: .bytes(Array(text.utf8)))
+    }
+}
+
+/// The body of a response: bytes known up front, or a stream written with backpressure.
+public struct HTTPResponseBody: Sendable {
+    enum Storage: Sendable {
+        case bytes([UInt8])
+        case stream(@Sendable (HTTPBodyWriter) async throws -> Void)
+    }
+
+    let storage: Storage
+
+    /// No body (`Content-Length: 0`).
+    public static let empty = HTTPResponseBody(storage: .bytes([]))
+
+    /// These bytes, sent with `Content-Length`.
+    /// - Parameter bytes: The body.
+    public static func bytes(_ bytes: [UInt8]) -> HTTPResponseBody { HTTPResponseBody(storage: .bytes(bytes)) }
+
+    /// This text as UTF-8, sent with `Content-Length`.
+    /// - Parameter text: The body.
+    public static func string(_ text: String) -> HTTPResponseBody { HTTPResponseBody(storage: .bytes(Array(text.utf8))) }
+
+    /// A body written by `write`, sent chunked; `write` runs as a task on the connection's loop and each
+    /// ``HTTPBodyWriter/write(_:)`` suspends while the connection's pending output is above its high-water mark.
+    ///
+    /// - Parameter write: Writes the body; returning ends it, throwing aborts the connection.
+    public static func stream(_ write: @escaping @Sendable (HTTPBodyWriter) async throws -> Void) -> HTTPResponseBody {
+        HTTPResponseBody(storage: .stream(write))
+    }
+}

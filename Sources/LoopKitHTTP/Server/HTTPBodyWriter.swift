@@ -1,0 +1,52 @@
+/// Writes a streamed response body, chunk by chunk, with backpressure from the connection.
+///
+/// Handed to the closure of ``HTTPResponseBody/stream(_:)``, which runs as a task on the connection's
+/// loop. Call its methods from that task (on the loop's thread). It is `@unchecked Sendable` because it
+/// is handed to that task; it is used only on the connection's loop.
+public final class HTTPBodyWriter: @unchecked Sendable {
+    private let connection: HTTPConnection
+    private let chunked: Bool
+
+    init(connection: HTTPConnection, chunked: Bool) {
+        self.connection = connection
+        self.chunked = chunked
+    }
+
+    /// Writes `bytes` as one chunk; suspends while the connection's unsent output is above its high-water
+    /// mark (the client reads slower than the handler writes).
+    ///
+    /// - Parameter bytes: The bytes; an empty write does nothing.
+    /// - Throws: ``HTTPServerError/connectionClosed`` once the client has gone.
+    ///
+    /// Call on the connection's loop (from the streaming task).
+    public func write(_ bytes: [UInt8]) async throws {
+        try await write(bytes: bytes)
+    }
+
+    /// Writes the UTF-8 bytes of `text` as one chunk, with backpressure as ``write(_:)-([UInt8])``.
+    ///
+    /// - Parameter text: The text.
+    /// - Throws: ``HTTPServerError/connectionClosed`` once the client has gone.
+    ///
+    /// Call on the connection's loop (from the streaming task).
+    public func write(_ text: String) async throws {
+        try await write(bytes: Array(text.utf8))
+    }
+
+    private func write(bytes: [UInt8]) async throws {
+        let connection = connection
+        guard !connection.isClosed else { throw HTTPServerError.connectionClosed }
+        bytes.withUnsafeBytes { raw in
+            if chunked { connection.encoder.appendChunk(raw) } else { connection.encoder.appendBody(raw) }
+        }
+        connection.flush()
+        guard connection.transport.pendingOutputCount > connection.context.configuration.writeHighWaterMark else { return }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            if connection.isClosed {
+                continuation.resume(throwing: HTTPServerError.connectionClosed)
+            } else {
+                connection.drainWaiter = continuation
+            }
+        }
+    }
+}

@@ -1,0 +1,136 @@
+import HTTPTypes
+
+/// The lifecycle of one HTTP/1.1 connection, as a state machine whose answers are actions.
+///
+/// `idle → readingHead → (readingBody →) responding → idle …`, or `→ closing` when the connection must
+/// not be reused. The connection (``HTTPConnection``) feeds it what happened (parser events, a finished
+/// response, a timeout tick, a shutdown) and performs the action it returns; the state machine itself
+/// does no I/O, so every keep-alive and close decision lives here.
+struct HTTPConnectionStateMachine {
+    /// Where the connection is.
+    enum State: Equatable {
+        /// Between requests on a kept-alive connection (the idle timeout applies).
+        case idle
+        /// Bytes of a request head have arrived (the head timeout applies).
+        case readingHead
+        /// The head is parsed, the body is arriving (the body timeout applies).
+        case readingBody
+        /// A handler or a streamed body is running; parsing is paused so responses stay in order.
+        case responding(keepAlive: Bool)
+        /// No more requests: close once the output is flushed.
+        case closing
+        /// Closed.
+        case closed
+    }
+
+    /// What the connection must do.
+    enum Action: Equatable {
+        /// Nothing.
+        case none
+        /// Write `100 Continue`.
+        case sendContinue
+        /// Run the handler for the request whose head and body are complete.
+        case dispatch
+        /// Answer this status with `Connection: close`, then close after flushing.
+        case refuse(HTTPResponse.Status)
+        /// Go on parsing the bytes already received (the next pipelined request).
+        case resumeParsing
+        /// Close after flushing what is written.
+        case closeAfterFlush
+        /// Close now, dropping unsent output.
+        case closeNow
+    }
+
+    private(set) var state: State = .idle
+    /// Set by ``shutdownRequested()``: the current response is the last.
+    private(set) var isDraining = false
+    /// The keep-alive wish of the request being read.
+    private var requestKeepAlive = true
+
+    /// Whether parsing may go on.
+    var canParse: Bool {
+        switch state {
+        case .idle, .readingHead, .readingBody: true
+        case .responding, .closing, .closed: false
+        }
+    }
+
+    /// Whether the connection is between requests with nothing received.
+    var isIdle: Bool { state == .idle }
+
+    /// Bytes of a new request arrived while idle.
+    mutating func bytesArrived() {
+        if state == .idle { state = .readingHead }
+    }
+
+    /// The parser produced a head.
+    mutating func headParsed(_ head: HTTPRequestHead) -> Action {
+        requestKeepAlive = head.keepAlive
+        state = .readingBody
+        return head.expectsContinue && head.framing != .none ? .sendContinue : .none
+    }
+
+    /// The parser reached the end of the request: run its handler.
+    mutating func requestComplete() -> Action {
+        state = .responding(keepAlive: requestKeepAlive && !isDraining)
+        return .dispatch
+    }
+
+    /// Whether the response being written keeps the connection open.
+    var responseKeepsAlive: Bool {
+        if case .responding(let keepAlive) = state { return keepAlive && !isDraining }
+        return false
+    }
+
+    /// The response cannot keep the connection (an HTTP/1.0 body without a length): close after it.
+    mutating func closeAfterThisResponse() {
+        if case .responding = state { state = .responding(keepAlive: false) }
+    }
+
+    /// The response is completely written.
+    mutating func responseFinished() -> Action {
+        guard case .responding = state else { return .none }
+        if responseKeepsAlive {
+            state = .idle
+            return .resumeParsing
+        }
+        state = .closing
+        return .closeAfterFlush
+    }
+
+    /// The request broke a rule: answer its status and close.
+    mutating func parseFailed(_ error: HTTPRequestError) -> Action {
+        guard canParse else { return .none }
+        state = .closing
+        return .refuse(error.status)
+    }
+
+    /// A timeout of the current state expired.
+    mutating func timedOut() -> Action {
+        switch state {
+        case .idle:
+            state = .closing
+            return .closeNow
+        case .readingHead, .readingBody:
+            state = .closing
+            return .refuse(.requestTimeout)
+        case .responding, .closing, .closed:
+            return .none
+        }
+    }
+
+    /// The server is shutting down gracefully: close when idle, else after the current response.
+    mutating func shutdownRequested() -> Action {
+        isDraining = true
+        if state == .idle {
+            state = .closing
+            return .closeNow
+        }
+        return .none
+    }
+
+    /// The peer closed or the socket failed.
+    mutating func transportClosed() {
+        state = .closed
+    }
+}

@@ -1,0 +1,133 @@
+import Logging
+import LoopKit
+import LoopKitNet
+
+/// A server's presence on one loop: its listener, its connections, the cached `Date`, the timeout sweep.
+///
+/// Loop-confined: created and used on its loop's thread. It is `@unchecked Sendable` only so the server
+/// can hand it to `loop.invoke` and the sweep timer can capture it; both run on the same loop.
+final class HTTPLoopContext: @unchecked Sendable {
+    let loop: EventLoop
+    let configuration: HTTPServer.Configuration
+    let router: HTTPRouter
+    let logger: Logger
+    var dateCache = HTTPDateCache()
+    private var connections: [ObjectIdentifier: HTTPConnection] = [:]
+    private var listener: SocketListener?
+    private var sweepTimer: ScheduledTimer?
+    private var forceCloseTimer: ScheduledTimer?
+    private var onFinished: (@Sendable () -> Void)?
+    private(set) var isDraining = false
+
+    /// Sweep ticks so far; a connection's timeouts are counted in ticks.
+    private(set) var tick: UInt64 = 0
+    let headTimeoutTicks: UInt64
+    let bodyTimeoutTicks: UInt64
+    let idleTimeoutTicks: UInt64
+    let sweepInterval: Duration
+
+    init(loop: EventLoop, configuration: HTTPServer.Configuration, router: HTTPRouter, logger: Logger) {
+        self.loop = loop
+        self.configuration = configuration
+        self.router = router
+        self.logger = logger
+        let shortest = min(configuration.headTimeout, configuration.bodyTimeout, configuration.idleTimeout)
+        let interval = max(.milliseconds(5), min(.seconds(1), shortest / 4))
+        sweepInterval = interval
+        func ticks(_ timeout: Duration) -> UInt64 { UInt64(max(1, (timeout / interval).rounded(.up))) }
+        headTimeoutTicks = ticks(configuration.headTimeout)
+        bodyTimeoutTicks = ticks(configuration.bodyTimeout)
+        idleTimeoutTicks = ticks(configuration.idleTimeout)
+    }
+
+    /// The number of open connections.
+    var connectionCount: Int { connections.count }
+
+    /// Output queued on every connection and not yet sent.
+    var pendingOutputBytes: Int { connections.values.reduce(0) { $0 + $1.transport.pendingOutputCount } }
+
+    /// Starts the timeout sweep. Call on the loop's thread.
+    func start() throws {
+        sweepTimer = try loop.schedule(after: sweepInterval, repeating: sweepInterval) { [self] in sweep() }
+    }
+
+    /// Binds a raw listening socket on this loop (the ``HTTPServer/Engine/sockets`` engine) and accepts.
+    /// Call on the loop's thread.
+    /// - Returns: The bound port.
+    func listen(port: Int) throws -> Int {
+        let listener = try SocketListener(host: configuration.host, port: port, backlog: configuration.backlog)
+        do {
+            try listener.start(on: loop) { [unowned self] fd in self.accept(fd: fd) }
+        } catch {
+            listener.close()
+            throw error
+        }
+        self.listener = listener
+        return listener.port
+    }
+
+    /// Serves a socket accepted by ``SocketListener``.
+    private func accept(fd: Int32) {
+        let transport = SocketTransport(fd: fd, loop: loop, lowWaterMark: configuration.writeLowWaterMark)
+        let connection = HTTPConnection(context: self, transport: transport)
+        transport.delegate = connection
+        connections[ObjectIdentifier(connection)] = connection
+        do {
+            try transport.start()
+        } catch {
+            transport.close(flushing: false)
+        }
+    }
+
+    /// Serves a connection accepted by LoopKitNet's listener. Call on the loop's thread.
+    func accept(_ tcp: TCPConnection) {
+        guard !isDraining else {
+            tcp.abort()
+            return
+        }
+        let transport = NetTransport(connection: tcp)
+        let connection = HTTPConnection(context: self, transport: transport)
+        connections[ObjectIdentifier(connection)] = connection
+        transport.start(delegate: connection)
+    }
+
+    func remove(_ connection: HTTPConnection) {
+        connections[ObjectIdentifier(connection)] = nil
+        if isDraining && connections.isEmpty { finish() }
+    }
+
+    private func sweep() {
+        tick &+= 1
+        guard !connections.isEmpty else { return }
+        for connection in Array(connections.values) { connection.checkTimeout(now: tick) }
+    }
+
+    /// Graceful shutdown: stop accepting, close idle connections, let the others finish their current
+    /// response, and close whatever is left at the deadline; `onFinished` runs once every connection is
+    /// gone. Call on the loop's thread.
+    func shutdown(deadline: Duration, onFinished: @escaping @Sendable () -> Void) {
+        guard !isDraining else { return }
+        isDraining = true
+        self.onFinished = onFinished
+        listener?.close()
+        listener = nil
+        for connection in Array(connections.values) { connection.shutdown() }
+        if connections.isEmpty {
+            finish()
+            return
+        }
+        forceCloseTimer = try? loop.schedule(after: deadline) { [self] in
+            for connection in Array(connections.values) { connection.transport.close(flushing: false) }
+        }
+    }
+
+    private func finish() {
+        sweepTimer?.cancel()
+        sweepTimer = nil
+        forceCloseTimer?.cancel()
+        forceCloseTimer = nil
+        let done = onFinished
+        onFinished = nil
+        done?()
+    }
+}

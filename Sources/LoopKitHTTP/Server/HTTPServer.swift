@@ -1,0 +1,288 @@
+import Logging
+import LoopKit
+import LoopKitNet
+import ServiceLifecycle
+
+/// An HTTP/1.1 server whose connections and handlers live on the loops of a ``LoopGroup``.
+///
+/// Each loop of the group listens on the same port (`SO_REUSEPORT`) and keeps the connections it accepts;
+/// their handlers run on that loop's thread, so `loop.process` in budget mode shares the loop with every
+/// other connection on it. A swift-service-lifecycle `Service`: `ServiceGroup` runs it and its graceful
+/// shutdown (SIGTERM) stops accepting, lets in-flight requests finish within
+/// ``Configuration/shutdownDeadline``, closes idle keep-alive connections and returns from ``run()``.
+///
+/// ```swift
+/// var router = HTTPRouter()
+/// router.get("/hello") { _ in .text("Hello, World!") }
+/// let server = HTTPServer(group: group, configuration: .init(port: 8080), router: router)
+/// try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm], logger: logger).run()
+/// ```
+///
+/// Safe from any thread.
+public final class HTTPServer: Service, Sendable {
+    /// What the server listens on, its limits and its timeouts; every value has a safe default.
+    public struct Configuration: Sendable {
+        /// The IPv4 address to listen on (default `127.0.0.1`).
+        public var host: String
+        /// The port (default 0: the kernel picks one; see ``HTTPServer/port``).
+        public var port: Int
+        /// Request line, head, field count and body limits.
+        public var limits: HTTPParserLimits
+        /// How long a client may take to send a whole request head (default 10 s); then 408 and close.
+        public var headTimeout: Duration = .seconds(10)
+        /// How long a body may take between its head and its end (default 30 s); then 408 and close.
+        public var bodyTimeout: Duration = .seconds(30)
+        /// How long a kept-alive connection may stay idle between requests (default 60 s); then closed.
+        public var idleTimeout: Duration = .seconds(60)
+        /// How long graceful shutdown waits for in-flight requests (default 10 s); then it closes them.
+        public var shutdownDeadline: Duration = .seconds(10)
+        /// Unsent output above which a streamed body's writer suspends (default 64 KiB).
+        public var writeHighWaterMark: Int = 64 * 1024
+        /// Unsent output at which a suspended writer resumes (default 16 KiB).
+        public var writeLowWaterMark: Int = 16 * 1024
+        /// The listen backlog (default 1024).
+        public var backlog: Int32 = 1024
+        /// What carries the bytes (default ``Engine/sockets``, the faster one measured; see the README).
+        public var engine: Engine = .sockets
+
+        /// The largest request body, a shortcut for `limits.maxBodySize` (default 1 MiB).
+        public var maxBodySize: Int {
+            get { limits.maxBodySize }
+            set { limits.maxBodySize = newValue }
+        }
+
+        /// A configuration; the values not given keep their defaults.
+        ///
+        /// - Parameters:
+        ///   - host: The IPv4 address to listen on.
+        ///   - port: The port, 0 for any.
+        ///   - limits: The parser's limits.
+        public init(host: String = "127.0.0.1", port: Int = 0, limits: HTTPParserLimits = HTTPParserLimits()) {
+            self.host = host
+            self.port = port
+            self.limits = limits
+        }
+    }
+
+    /// What carries a server's bytes.
+    public enum Engine: Sendable, Hashable {
+        /// LoopKitNet: `evconnlistener` and bufferevents, read in place, writes coalesced into one `writev`.
+        case loopKitNet
+        /// Non-blocking sockets watched by the loop directly: one `read` into the connection's own buffer,
+        /// parsed in place, one `send` per batch of responses.
+        case sockets
+    }
+
+    /// Where the server is in its life.
+    enum Lifecycle {
+        /// Created; ``HTTPServer/start()`` has not run.
+        case initial
+        /// Accepting on every loop.
+        case running(contexts: [HTTPLoopContext], listener: TCPListener?, port: Int)
+        /// Graceful shutdown under way: `remaining` loops still have connections. The listener is kept
+        /// until then: LoopKitNet's listener must outlive the connections it accepted.
+        case draining(remaining: Int, port: Int, listener: TCPListener?)
+        /// Every connection and listener is gone.
+        case stopped
+    }
+
+    private let group: LoopGroup
+    /// The configuration the server was created with.
+    public let configuration: Configuration
+    private let router: HTTPRouter
+    private let logger: Logger
+    /// LoopKit's `Lock` (a `Mutex` the thread sanitizer can see).
+    private let state = Lock<(lifecycle: Lifecycle, waiters: [CheckedContinuation<Void, Never>])>((.initial, []))
+
+    /// Creates a server; it listens once ``start()`` or ``run()`` is called.
+    ///
+    /// - Parameters:
+    ///   - group: The loops that accept and serve connections.
+    ///   - configuration: Address, limits and timeouts.
+    ///   - router: The routes.
+    ///   - logger: The access log (info) and errors.
+    public init(group: LoopGroup, configuration: Configuration = Configuration(), router: HTTPRouter,
+                logger: Logger = Logger(label: "loopkit.http")) {
+        self.group = group
+        self.configuration = configuration
+        self.router = router
+        self.logger = logger
+    }
+
+    /// The port the server listens on, once started; nil before.  Safe from any thread.
+    public var port: Int? {
+        state.withLock { state in
+            switch state.lifecycle {
+            case .running(_, _, let port), .draining(_, let port, _): port
+            case .initial, .stopped: nil
+            }
+        }
+    }
+
+    /// Starts listening on every loop of the group; returns the port. Starting twice returns the same port.
+    ///
+    /// - Returns: The bound port.
+    /// - Throws: ``HTTPServerError/cannotListen(_:)`` when the address cannot be bound;
+    ///   ``HTTPServerError/invalidConfiguration(_:)`` for a server already stopped.
+    ///
+    /// Safe from any thread.
+    @discardableResult
+    public func start() throws -> Int {
+        if let port { return port }
+        var contexts: [HTTPLoopContext] = []
+        var port = configuration.port
+        var listener: TCPListener?
+        do {
+            for loop in group.loops {
+                let (context, bound) = try loop.invokeAndWait { [configuration, router, logger, port] in
+                    let context = HTTPLoopContext(loop: loop, configuration: configuration, router: router, logger: logger)
+                    try context.start()
+                    let bound = configuration.engine == .sockets ? try context.listen(port: port) : port
+                    return (context, bound)
+                }
+                contexts.append(context)
+                port = bound
+            }
+            if configuration.engine == .loopKitNet {
+                var options = ListenerOptions()
+                options.backlog = configuration.backlog
+                options.connection.writeHighWaterMark = configuration.writeHighWaterMark
+                options.connection.writeLowWaterMark = configuration.writeLowWaterMark
+                let byLoop = contexts
+                let bound = try TCPListener.bind(host: configuration.host, port: port, on: group, options: options) { tcp in
+                    for context in byLoop where context.loop === tcp.loop { context.accept(tcp) }
+                }
+                listener = bound
+                port = bound.localAddress.port
+            }
+        } catch {
+            for context in contexts { try? context.loop.invokeAndWait { context.shutdown(deadline: .zero) {} } }
+            throw HTTPServerError.cannotListen("\(configuration.host):\(configuration.port): \(error)")
+        }
+        let started = state.withLock { state -> Bool in
+            guard case .initial = state.lifecycle else { return false }
+            state.lifecycle = .running(contexts: contexts, listener: listener, port: port)
+            return true
+        }
+        guard started else {
+            listener?.close()
+            for context in contexts { try? context.loop.invokeAndWait { context.shutdown(deadline: .zero) {} } }
+            if let current = self.port { return current }
+            throw HTTPServerError.invalidConfiguration("the server has already stopped")
+        }
+        logger.info("listening", metadata: ["host": "\(configuration.host)", "port": "\(port)"])
+        return port
+    }
+
+    /// Runs the server until graceful shutdown (or task cancellation), then shuts it down and returns.
+    ///
+    /// - Throws: What ``start()`` throws.
+    ///
+    /// Safe from any task.
+    public func run() async throws {
+        try start()
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await waitUntilStopped()
+            } onGracefulShutdown: {
+                self.beginShutdown()
+            }
+        } onCancel: {
+            self.beginShutdown()
+        }
+    }
+
+    /// Shuts down gracefully and returns when every connection is closed.
+    ///
+    /// Stop accepting; close idle keep-alive connections; let in-flight requests finish within
+    /// ``Configuration/shutdownDeadline``, then close what is left. Safe from any task.
+    public func shutdown() async {
+        beginShutdown()
+        await waitUntilStopped()
+    }
+
+    /// The open connections on every loop (for tests and diagnostics). Safe from any task.
+    public func openConnectionCount() async throws -> Int {
+        try await sumOverLoops { $0.connectionCount }
+    }
+
+    /// The bytes queued on every connection and not yet sent (for tests and diagnostics). Safe from any task.
+    public func pendingOutputBytes() async throws -> Int {
+        try await sumOverLoops { $0.pendingOutputBytes }
+    }
+
+    private func sumOverLoops(_ value: @escaping @Sendable (HTTPLoopContext) -> Int) async throws -> Int {
+        let contexts: [HTTPLoopContext] = state.withLock { state in
+            if case .running(let contexts, _, _) = state.lifecycle { return contexts }
+            return []
+        }
+        var total = 0
+        for context in contexts { total += try await context.loop.perform { value(context) } }
+        return total
+    }
+
+    /// Begins graceful shutdown without waiting. Safe from any thread; calling again does nothing.
+    public func beginShutdown() {
+        let running: (contexts: [HTTPLoopContext], listener: TCPListener?)? = state.withLock { state in
+            switch state.lifecycle {
+            case .initial:
+                state.lifecycle = .stopped
+                return ([], nil)
+            case .running(let contexts, let listener, let port):
+                state.lifecycle = .draining(remaining: contexts.count, port: port, listener: listener)
+                return (contexts, listener)
+            case .draining, .stopped:
+                return nil
+            }
+        }
+        guard let (contexts, listener) = running else { return }
+        listener?.close()
+        if contexts.isEmpty { resumeWaiters() }
+        let deadline = configuration.shutdownDeadline
+        for context in contexts {
+            do {
+                try context.loop.invoke {
+                    context.shutdown(deadline: deadline) { self.loopFinished() }
+                }
+            } catch {
+                loopFinished()  // the loop has shut down, and its connections with it
+            }
+        }
+    }
+
+    private func loopFinished() {
+        let done = state.withLock { state -> Bool in
+            guard case .draining(let remaining, let port, let listener) = state.lifecycle else { return false }
+            if remaining > 1 {
+                state.lifecycle = .draining(remaining: remaining - 1, port: port, listener: listener)
+                return false
+            }
+            state.lifecycle = .stopped
+            return true
+        }
+        if done {
+            logger.info("stopped")
+            resumeWaiters()
+        }
+    }
+
+    private func resumeWaiters() {
+        let waiters = state.withLock { state in
+            let waiters = state.waiters
+            state.waiters = []
+            return waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func waitUntilStopped() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let stopped = state.withLock { state -> Bool in
+                if case .stopped = state.lifecycle { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if stopped { continuation.resume() }
+        }
+    }
+}

@@ -1,0 +1,18 @@
+/// Errors the server reports to its caller or to a streaming handler.
+public enum HTTPServerError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The client closed the connection (or it failed) before the body was written.
+    case connectionClosed
+    /// The server could not listen: the reason, with the system's error.
+    case cannotListen(String)
+    /// A configuration value is out of range.
+    case invalidConfiguration(String)
+
+    /// A sentence for logs.
+    public var description: String {
+        switch self {
+        case .connectionClosed: "the connection is closed"
+        case .cannotListen(let reason): "cannot listen: \(reason)"
+        case .invalidConfiguration(let reason): "invalid configuration: \(reason)"
+        }
+    }
+}

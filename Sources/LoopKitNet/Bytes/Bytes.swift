@@ -1,0 +1,166 @@
+/// An immutable run of bytes with cheap slicing: what a connection reads and can write without copying.
+///
+/// `Bytes` behaves like `[UInt8]` (a random-access collection of `UInt8`, comparable with `==`, built
+/// from an array literal or any byte sequence) but its storage is shared, never mutated, and slices of
+/// it are `Bytes` too, so passing a chunk around or taking a prefix costs no copy. Like `ArraySlice`,
+/// a slice keeps its parent's indices: use `startIndex`, not 0.
+///
+/// Reading from a connection copies the bytes once, from libevent's buffer into a new `Bytes`;
+/// writing a `Bytes` to a connection hands its storage to libevent by reference (no copy).
+///
+/// A plain value; safe from any thread.
+public struct Bytes: Sendable {
+    /// The shared storage; nil for an empty value.
+    @usableFromInline let storage: Storage?
+    @usableFromInline let lower: Int
+    @usableFromInline let upper: Int
+
+    /// Heap storage for the bytes: written once when created, immutable after.
+    ///
+    /// The unchecked conformance stands for that rule: the memory is initialised inside the initialiser
+    /// and only ever read afterwards, so sharing it between threads needs no synchronisation.
+    @usableFromInline
+    final class Storage: @unchecked Sendable {
+        @usableFromInline let base: UnsafeMutableRawPointer
+        let capacity: Int
+
+        init(capacity: Int) {
+            self.capacity = capacity
+            base = UnsafeMutableRawPointer.allocate(byteCount: Swift.max(capacity, 1), alignment: 16)
+        }
+
+        deinit { base.deallocate() }
+    }
+
+    /// Empty bytes.
+    public init() {
+        storage = nil
+        lower = 0
+        upper = 0
+    }
+
+    @usableFromInline
+    init(storage: Storage?, lower: Int, upper: Int) {
+        self.storage = storage
+        self.lower = lower
+        self.upper = upper
+    }
+
+    /// Copies the bytes of `buffer`.
+    public init(copying buffer: UnsafeRawBufferPointer) {
+        guard buffer.count > 0, let source = buffer.baseAddress else { self.init(); return }
+        let storage = Storage(capacity: buffer.count)
+        storage.base.copyMemory(from: source, byteCount: buffer.count)
+        self.init(storage: storage, lower: 0, upper: buffer.count)
+    }
+
+    /// Copies a sequence of bytes (an array, a string's `utf8` view, …).
+    public init<Source: Sequence<UInt8>>(_ bytes: Source) {
+        if let done = bytes.withContiguousStorageIfAvailable({ Bytes(copying: UnsafeRawBufferPointer($0)) }) {
+            self = done
+        } else {
+            self = Array(bytes).withUnsafeBytes { Bytes(copying: $0) }
+        }
+    }
+
+    /// The UTF-8 bytes of `string`.
+    public init(_ string: String) {
+        var string = string
+        self = string.withUTF8 { Bytes(copying: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Creates bytes by letting `initializer` write up to `capacity` bytes into fresh storage.
+    ///
+    /// - Parameters:
+    ///   - capacity: The most bytes `initializer` may write.
+    ///   - initializer: Writes the bytes at the start of the buffer and returns how many it wrote.
+    public init<Failure: Error>(
+        unsafeUninitializedCapacity capacity: Int,
+        initializingWith initializer: (UnsafeMutableRawBufferPointer) throws(Failure) -> Int
+    ) throws(Failure) {
+        guard capacity > 0 else { self.init(); return }
+        let storage = Storage(capacity: capacity)
+        let count = try initializer(UnsafeMutableRawBufferPointer(start: storage.base, count: capacity))
+        precondition((0...capacity).contains(count), "Bytes: initializer reported \(count) bytes for capacity \(capacity)")
+        self.init(storage: count == 0 ? nil : storage, lower: 0, upper: count)
+    }
+
+    /// Calls `body` with the bytes, contiguous in memory. The pointer is valid only inside `body`.
+    @inlinable
+    public func withUnsafeBytes<Result, Failure: Error>(
+        _ body: (UnsafeRawBufferPointer) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        guard let storage else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return try withExtendedLifetime(storage) { () throws(Failure) -> Result in
+            try body(UnsafeRawBufferPointer(start: storage.base + lower, count: upper - lower))
+        }
+    }
+
+    /// The bytes as a string, decoding UTF-8 (invalid sequences become U+FFFD).
+    public var utf8String: String {
+        withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+    }
+}
+
+extension Bytes: RandomAccessCollection {
+    public typealias Index = Int
+    public typealias Element = UInt8
+    public typealias SubSequence = Bytes
+    public typealias Indices = Range<Int>
+
+    /// The position of the first byte (not necessarily 0 in a slice).
+    @inlinable public var startIndex: Int { lower }
+    /// The position one past the last byte.
+    @inlinable public var endIndex: Int { upper }
+    /// The number of bytes.
+    @inlinable public var count: Int { upper - lower }
+    /// The valid indices.
+    @inlinable public var indices: Range<Int> { lower..<upper }
+
+    /// The byte at `position`.
+    @inlinable public subscript(position: Int) -> UInt8 {
+        precondition(position >= lower && position < upper, "Bytes: index \(position) out of range \(lower)..<\(upper)")
+        return storage!.base.load(fromByteOffset: position, as: UInt8.self)
+    }
+
+    /// The bytes in `bounds`, sharing this value's storage (no copy).
+    @inlinable public subscript(bounds: Range<Int>) -> Bytes {
+        precondition(bounds.lowerBound >= lower && bounds.upperBound <= upper, "Bytes: range \(bounds) out of range \(lower)..<\(upper)")
+        return Bytes(storage: bounds.isEmpty ? nil : storage, lower: bounds.lowerBound, upper: bounds.upperBound)
+    }
+
+    @inlinable public func withContiguousStorageIfAvailable<Result>(
+        _ body: (UnsafeBufferPointer<UInt8>) throws -> Result
+    ) rethrows -> Result? {
+        try withUnsafeBytes { raw in try body(raw.bindMemory(to: UInt8.self)) }
+    }
+}
+
+extension Bytes: Hashable {
+    /// Whether both hold the same bytes.
+    public static func == (lhs: Bytes, rhs: Bytes) -> Bool {
+        guard lhs.count == rhs.count else { return false }
+        return lhs.withUnsafeBytes { left in rhs.withUnsafeBytes { right in left.elementsEqual(right) } }
+    }
+
+    /// Hashes the bytes.
+    public func hash(into hasher: inout Hasher) {
+        withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
+}
+
+extension Bytes: ExpressibleByArrayLiteral {
+    /// Bytes from an array literal: `[0x68, 0x69]`.
+    public init(arrayLiteral elements: UInt8...) { self.init(elements) }
+}
+
+extension Bytes: CustomStringConvertible {
+    /// The byte count and the first bytes in hex.
+    public var description: String {
+        let head = prefix(16).map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined(separator: " ")
+        return "Bytes(\(count): \(head)\(count > 16 ? " …" : ""))"
+    }
+}

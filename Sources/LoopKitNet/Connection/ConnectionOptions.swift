@@ -1,0 +1,34 @@
+/// Per-connection settings: watermarks, timeouts and socket options.
+///
+/// A plain value; safe from any thread.
+public struct ConnectionOptions: Sendable, Hashable {
+    /// Reading from the socket stops while this many bytes wait unread, until the handler (or the
+    /// ``TCPConnection/inbound`` consumer) takes some. Bounds what a peer can make the connection buffer.
+    /// Default 64 KiB.
+    public var readHighWaterMark: Int = 64 * 1024
+    /// Above this many buffered output bytes, ``TCPConnection/isWritable`` is false and async writes suspend.
+    /// Default 64 KiB.
+    public var writeHighWaterMark: Int = 64 * 1024
+    /// Once a connection that went above ``writeHighWaterMark`` has drained to this many bytes, it is
+    /// writable again (suspended writers resume, the writable handler runs). Default 16 KiB.
+    public var writeLowWaterMark: Int = 16 * 1024
+    /// The connection ends with ``CloseReason/timedOut(_:)`` `.read` when it waits this long for bytes
+    /// while reading (not while reading is paused by backpressure). Nil (default): no limit.
+    public var readTimeout: Duration?
+    /// The connection ends with `.write` when buffered output makes no progress for this long. Nil
+    /// (default): no limit.
+    public var writeTimeout: Duration?
+    /// The connection ends with `.idle` after this long without reading or writing a byte. Nil
+    /// (default): no limit.
+    public var idleTimeout: Duration?
+    /// `TCP_NODELAY`: send small writes at once. Default true (servers answer requests).
+    public var noDelay: Bool = true
+    /// `SO_KEEPALIVE`: let the kernel probe an idle peer. Default false.
+    public var keepAlive: Bool = false
+    /// When the peer ends its side, keep this side open for writing until it closes (half-close). When
+    /// false (default), the connection closes gracefully once the input is read and the output flushed.
+    public var allowsHalfClosure: Bool = false
+
+    /// The defaults.
+    public init() {}
+}

@@ -1,0 +1,92 @@
+import LoopKit
+
+extension TCPConnection {
+    /// The inbound bytes as an asynchronous sequence of chunks, each at most
+    /// ``ConnectionOptions/readHighWaterMark`` bytes.
+    ///
+    /// The sequence's demand drives reading: bytes wait in the connection's input buffer until the
+    /// consumer asks for the next chunk, and once the read high-water mark is buffered the socket is no
+    /// longer read. Each chunk is one copy out of libevent's buffer. The sequence ends (nil) when the peer
+    /// ends its side and every byte has been read, or when this side closes; it throws
+    /// ``NetError/connectionClosed(_:)`` when the connection ends with an error (reset, timeout, …).
+    /// One consumer at a time.
+    ///
+    /// Iterate on the loop's thread: from a `Task` whose executor preference is ``loop``.
+    public var inbound: Inbound { Inbound(connection: self) }
+
+    /// The inbound bytes of a connection as chunks of ``Bytes``; see ``TCPConnection/inbound``.
+    public struct Inbound: AsyncSequence, Sendable {
+        public typealias Element = Bytes
+        public typealias Failure = NetError
+
+        let connection: TCPConnection
+
+        /// Makes the iterator. Call on the connection's loop's thread.
+        public func makeAsyncIterator() -> Iterator { Iterator(connection: connection) }
+
+        /// Reads the next chunk.
+        public struct Iterator: AsyncIteratorProtocol {
+            public typealias Element = Bytes
+            public typealias Failure = NetError
+
+            let connection: TCPConnection
+
+            /// The next chunk, or nil at the end. Call on the connection's loop's thread.
+            /// - Throws: ``NetError/connectionClosed(_:)`` when the connection ended with an error.
+            public mutating func next() async throws(NetError) -> Bytes? {
+                try await connection.nextInboundChunk()
+            }
+
+            /// The next chunk, or nil at the end. Call on the connection's loop's thread.
+            /// - Throws: ``NetError/connectionClosed(_:)`` when the connection ended with an error.
+            public mutating func next(isolation actor: isolated (any Actor)?) async throws(NetError) -> Bytes? {
+                try await connection.nextInboundChunk()
+            }
+        }
+    }
+
+    /// The next inbound chunk; suspends until bytes arrive or the input ends. Loop thread only.
+    func nextInboundChunk() async throws(NetError) -> Bytes? {
+        checkThread("inbound")
+        if let buffers, buffers.inputCount > 0 { return takeInputChunk() }
+        if case .closed(let reason) = machine.state {
+            if reason.isClean { return nil }
+            throw .connectionClosed(reason)
+        }
+        if machine.inputEnded { return nil }
+        precondition(readWaiter == nil, "TCPConnection.inbound has one consumer at a time")
+        let result = await withUnsafeContinuation { readWaiter = $0 }
+        return try result.get()
+    }
+
+    /// Writes `bytes` (by reference, no copy) and suspends while the output is above
+    /// ``ConnectionOptions/writeHighWaterMark``, until it drains to ``ConnectionOptions/writeLowWaterMark``.
+    ///
+    /// - Parameter bytes: The bytes to send.
+    /// - Throws: ``NetError/connectionClosed(_:)`` when the connection is closed, or ends with an error
+    ///   while the write waits.
+    ///
+    /// Call on the loop's thread (from a `Task` whose executor preference is ``loop``).
+    public func write(_ bytes: Bytes) async throws(NetError) {
+        try append(bytes)
+        try await waitUntilWritable()
+    }
+
+    /// Writes the UTF-8 bytes of `string` (one copy), suspending as ``write(_:)-(Bytes)`` does.
+    /// - Throws: As ``write(_:)-(Bytes)``.
+    ///
+    /// Call on the loop's thread.
+    public func write(_ string: String) async throws(NetError) {
+        try append(string)
+        try await waitUntilWritable()
+    }
+
+    /// Suspends while the output is above the write high-water mark. Loop thread only.
+    /// - Throws: ``NetError/connectionClosed(_:)`` when the connection ends with an error meanwhile.
+    public func waitUntilWritable() async throws(NetError) {
+        checkThread()
+        guard let buffers, buffers.outputCount > options.writeHighWaterMark else { return }
+        let result = await withUnsafeContinuation { writeWaiters.append($0) }
+        try result.get()
+    }
+}

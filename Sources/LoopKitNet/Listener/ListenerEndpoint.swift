@@ -1,0 +1,175 @@
+import LoopKit
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// One listening socket on one loop, and the connections it accepted.
+///
+/// Loop-confined: every mutable property is touched only on `loop`'s thread (methods called from other
+/// threads hop there first); the unchecked conformance stands for that rule. `openConnections` is atomic
+/// so that other threads can read the count.
+final class ListenerEndpoint: @unchecked Sendable {
+    let loop: EventLoop
+    let options: ConnectionOptions
+    let acceptor: TCPListener.Acceptor
+    let unixPath: String?
+    let openConnections = Atomic<Int>(0)
+
+    private var fd: Int32
+    private var listener: LibEventListener?
+    private var isClosed = false
+    private var isPaused = false
+    private var connections: [ObjectIdentifier: TCPConnection] = [:]
+    private var drainWaiters: [UnsafeContinuation<Void, Never>] = []
+    private var retryTimer: LibEventTimer?
+
+    init(loop: EventLoop, fd: Int32, options: ConnectionOptions, acceptor: TCPListener.Acceptor, unixPath: String?) {
+        self.loop = loop
+        self.fd = fd
+        self.options = options
+        self.acceptor = acceptor
+        self.unixPath = unixPath
+    }
+
+    /// Wraps the socket in an evconnlistener on the loop's thread, waiting for it when called elsewhere.
+    func register() throws(NetError) {
+        if loop.isCurrent {
+            try registerOnLoop()
+            return
+        }
+        let result: Result<Void, NetError>
+        do {
+            result = try loop.invokeAndWait { [self] in
+                do throws(NetError) { try registerOnLoop(); return .success(()) } catch { return .failure(error) }
+            }
+        } catch {
+            throw .loopShutDown
+        }
+        try result.get()
+    }
+
+    private func registerOnLoop() throws(NetError) {
+        listener = try LibEventListener(base: loop.eventBase, fd: fd, context: Unmanaged.passUnretained(self).toOpaque())
+        fd = -1  // the listener owns it now
+    }
+
+    /// Runs `body` on the loop's thread: now when on it, else in its next iteration.
+    func onLoop(_ body: @escaping @Sendable (ListenerEndpoint) -> Void) {
+        if loop.isCurrent { body(self) } else { try? loop.enqueue { [self] in body(self) } }
+    }
+
+    func pause() {
+        isPaused = true
+        listener?.disable()
+    }
+
+    func resume() {
+        isPaused = false
+        if retryTimer == nil { listener?.enable() }
+    }
+
+    func closeFromAnyThread() {
+        if listener == nil, fd >= 0 {  // never registered (bind failed on a later loop)
+            Glibc.close(fd)
+            fd = -1
+            if let unixPath { NetSocket.unlink(path: unixPath) }
+            return
+        }
+        onLoop { $0.closeOnLoop() }
+    }
+
+    func closeOnLoop() {
+        guard !isClosed else { return }
+        isClosed = true
+        retryTimer?.free()
+        retryTimer = nil
+        listener?.free()
+        listener = nil
+        if let unixPath { NetSocket.unlink(path: unixPath) }
+    }
+
+    /// Closes every connection gracefully; returns when all have ended (aborting any left at `deadline`).
+    func closeConnections(deadline: Duration) async {
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            let work: @Sendable () -> Void = { [self] in
+                closeOnLoop()
+                if connections.isEmpty {
+                    continuation.resume()
+                    return
+                }
+                drainWaiters.append(continuation)
+                for connection in Array(connections.values) { connection.close() }
+                if !connections.isEmpty {
+                    _ = try? loop.schedule(after: deadline) { [self] in
+                        for connection in Array(connections.values) { connection.abort() }
+                    }
+                }
+            }
+            if loop.isCurrent {
+                work()
+            } else {
+                do { try loop.enqueue(work) } catch { continuation.resume() }
+            }
+        }
+    }
+
+    // MARK: libevent callbacks (loop thread)
+
+    /// A connection was accepted.
+    func accepted(fd: Int32, address: SocketAddress?) {
+        let buffers: LibEventBuffers
+        do throws(NetError) {
+            buffers = try LibEventBuffers.socket(base: loop.eventBase, fd: fd)
+        } catch {
+            return  // out of memory: the socket was closed, the peer sees a reset
+        }
+        let connection = TCPConnection(loop: loop, buffers: buffers, isSocket: true, connected: false, options: options)
+        connection.remoteAddress = address
+        _ = connection.machine.connected()
+        connection.start()
+        let key = ObjectIdentifier(connection)
+        connections[key] = connection
+        openConnections.add(1, ordering: .relaxed)
+        connection.closeHandlers.append { [unowned self] _ in
+            connections[key] = nil
+            openConnections.subtract(1, ordering: .relaxed)
+            if connections.isEmpty, !drainWaiters.isEmpty {
+                let waiters = drainWaiters
+                drainWaiters = []
+                for waiter in waiters { waiter.resume() }
+            }
+        }
+        switch acceptor {
+        case .callback(let onAccept):
+            onAccept(connection)
+        case .task(let handler):
+            Task(executorPreference: loop) {
+                do { try await handler(connection) } catch {}
+                connection.close()
+            }
+        }
+    }
+
+    /// `accept` failed (out of file descriptors, most likely): stop accepting for 100 ms rather than spin.
+    func acceptFailed(errno code: Int32) {
+        guard code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM, listener != nil else { return }
+        listener?.disable()
+        let timer = retryTimer ?? LibEventTimer(base: loop.eventBase) { [unowned self] in
+            retryTimer?.free()
+            retryTimer = nil
+            if !isPaused, !isClosed { listener?.enable() }
+        }
+        retryTimer = timer
+        timer.arm(after: .milliseconds(100))
+    }
+
+    deinit {
+        // The listener handle references this endpoint unretained: it must be gone first.
+        listener?.free()
+        if fd >= 0 { Glibc.close(fd) }
+    }
+}

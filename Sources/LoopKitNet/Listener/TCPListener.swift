@@ -1,0 +1,258 @@
+import LoopKit
+import Synchronization
+
+/// Accepts connections on a TCP or Unix-domain address, on one loop or on every loop of a ``LoopGroup``.
+///
+/// ```swift
+/// let group = try LoopGroup(threads: 2)
+/// let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group) { connection in
+///     for try await chunk in connection.inbound { try await connection.write(chunk) }   // echo
+/// }
+/// print("listening on \(listener.localAddress)")
+/// ```
+///
+/// On a group, each loop gets a listening socket of its own on the same address (`SO_REUSEPORT`) and
+/// the kernel spreads new connections across them; each connection lives on the loop that accepted it.
+/// With the `handler:` variants each connection runs in a `Task` on its loop (the loop is the task's
+/// executor), and is closed gracefully when the handler returns or throws; with `onAccept:` the callback
+/// runs on the loop's thread and the connection is the callback's to handle.
+///
+/// Safe from any thread: every method hops to the listening loops as needed.
+public final class TCPListener: Sendable {
+    /// The address the listener is bound to, with the port the kernel picked when asked for port 0.
+    public let localAddress: SocketAddress
+    /// The loops accepting connections.
+    public var loops: [EventLoop] { endpoints.map(\.loop) }
+
+    let endpoints: [ListenerEndpoint]
+
+    init(localAddress: SocketAddress, endpoints: [ListenerEndpoint]) {
+        self.localAddress = localAddress
+        self.endpoints = endpoints
+    }
+
+    /// What a listener does with each accepted connection.
+    enum Acceptor: Sendable {
+        case callback(@Sendable (TCPConnection) -> Void)
+        case task(@Sendable (TCPConnection) async throws -> Void)
+    }
+
+    // MARK: Binding
+
+    /// Binds to `address` on `loop`, calling `onAccept` on the loop's thread with each new connection.
+    ///
+    /// - Parameters:
+    ///   - address: A numeric IPv4/IPv6 address and port (port 0 picks a free port), or a Unix-domain path.
+    ///   - loop: The loop that accepts and owns the connections.
+    ///   - options: Backlog and per-connection settings.
+    ///   - onAccept: Called on the loop's thread with each connection, already reading.
+    /// - Returns: The listener, accepting.
+    /// - Throws: ``NetError/addressInUse(_:)``, ``NetError/permissionDenied(_:)``,
+    ///   ``NetError/invalidAddress(_:)``, ``NetError/loopShutDown``, ``NetError/system(_:_:)``.
+    ///
+    /// Safe from any thread. The corresponding libevent call is `evconnlistener_new`.
+    public static func bind(
+        to address: SocketAddress, on loop: EventLoop, options: ListenerOptions = .init(),
+        onAccept: @escaping @Sendable (TCPConnection) -> Void
+    ) throws(NetError) -> TCPListener {
+        try bind(to: address, loops: [loop], reusePort: false, options: options, acceptor: .callback(onAccept))
+    }
+
+    /// Binds to `address` on `loop`, running `handler` for each connection in a `Task` on the loop.
+    ///
+    /// The connection is closed gracefully when `handler` returns or throws.
+    /// - Parameters:
+    ///   - address: A numeric address and port, or a Unix-domain path.
+    ///   - loop: The loop that accepts and owns the connections, and runs the handlers.
+    ///   - options: Backlog and per-connection settings.
+    ///   - handler: Runs on the loop (its task executor) for each connection.
+    /// - Returns: The listener, accepting.
+    /// - Throws: As ``bind(to:on:options:onAccept:)-(SocketAddress,EventLoop,_,_)``.
+    ///
+    /// Safe from any thread.
+    public static func bind(
+        to address: SocketAddress, on loop: EventLoop, options: ListenerOptions = .init(),
+        handler: @escaping @Sendable (TCPConnection) async throws -> Void
+    ) throws(NetError) -> TCPListener {
+        try bind(to: address, loops: [loop], reusePort: false, options: options, acceptor: .task(handler))
+    }
+
+    /// Binds to `address` on every loop of `group` (`SO_REUSEPORT`), calling `onAccept` on the
+    /// accepting loop's thread. Not for Unix-domain addresses (use one loop).
+    ///
+    /// - Parameters:
+    ///   - address: A numeric address and port; port 0 picks one free port shared by all loops.
+    ///   - group: The loops; each accepts and owns its connections.
+    ///   - options: Backlog and per-connection settings.
+    ///   - onAccept: Called on the accepting loop's thread with each connection.
+    /// - Returns: The listener, accepting on every loop.
+    /// - Throws: As ``bind(to:on:options:onAccept:)-(SocketAddress,EventLoop,_,_)``.
+    ///
+    /// Safe from any thread (not from one of the group's loops: binding waits for each of them).
+    public static func bind(
+        to address: SocketAddress, on group: LoopGroup, options: ListenerOptions = .init(),
+        onAccept: @escaping @Sendable (TCPConnection) -> Void
+    ) throws(NetError) -> TCPListener {
+        try bind(to: address, loops: group.loops, reusePort: group.loops.count > 1, options: options, acceptor: .callback(onAccept))
+    }
+
+    /// Binds to `address` on every loop of `group` (`SO_REUSEPORT`), running `handler` for each
+    /// connection in a `Task` on its loop; the connection is closed gracefully when `handler` ends.
+    ///
+    /// - Parameters:
+    ///   - address: A numeric address and port; port 0 picks one free port shared by all loops.
+    ///   - group: The loops; each accepts and owns its connections and runs their handlers.
+    ///   - options: Backlog and per-connection settings.
+    ///   - handler: Runs on the connection's loop (its task executor).
+    /// - Returns: The listener, accepting on every loop.
+    /// - Throws: As ``bind(to:on:options:onAccept:)-(SocketAddress,EventLoop,_,_)``.
+    ///
+    /// Safe from any thread (not from one of the group's loops).
+    public static func bind(
+        to address: SocketAddress, on group: LoopGroup, options: ListenerOptions = .init(),
+        handler: @escaping @Sendable (TCPConnection) async throws -> Void
+    ) throws(NetError) -> TCPListener {
+        try bind(to: address, loops: group.loops, reusePort: group.loops.count > 1, options: options, acceptor: .task(handler))
+    }
+
+    /// Binds to a numeric `host` and `port` on `loop`; see ``bind(to:on:options:onAccept:)-(SocketAddress,EventLoop,_,_)``.
+    /// - Parameters:
+    ///   - host: A numeric IPv4 or IPv6 address (`127.0.0.1`, `::1`, `0.0.0.0`).
+    ///   - port: 0 to 65535; 0 picks a free port.
+    ///   - loop: The loop that accepts and owns the connections.
+    ///   - options: Backlog and per-connection settings.
+    ///   - onAccept: Called on the loop's thread with each connection.
+    /// - Returns: The listener.
+    /// - Throws: As ``bind(to:on:options:onAccept:)-(SocketAddress,EventLoop,_,_)``.
+    ///
+    /// Safe from any thread.
+    public static func bind(
+        host: String, port: Int, on loop: EventLoop, options: ListenerOptions = .init(),
+        onAccept: @escaping @Sendable (TCPConnection) -> Void
+    ) throws(NetError) -> TCPListener {
+        try bind(to: SocketAddress(ipAddress: host, port: port), on: loop, options: options, onAccept: onAccept)
+    }
+
+    /// Binds to a numeric `host` and `port` on `loop` with an async handler; see
+    /// ``bind(to:on:options:handler:)-(SocketAddress,EventLoop,_,_)``.
+    /// - Parameters:
+    ///   - host: A numeric IPv4 or IPv6 address.
+    ///   - port: 0 to 65535; 0 picks a free port.
+    ///   - loop: The loop that accepts and owns the connections.
+    ///   - options: Backlog and per-connection settings.
+    ///   - handler: Runs on the loop for each connection.
+    /// - Returns: The listener.
+    /// - Throws: As ``bind(to:on:options:onAccept:)-(SocketAddress,EventLoop,_,_)``.
+    ///
+    /// Safe from any thread.
+    public static func bind(
+        host: String, port: Int, on loop: EventLoop, options: ListenerOptions = .init(),
+        handler: @escaping @Sendable (TCPConnection) async throws -> Void
+    ) throws(NetError) -> TCPListener {
+        try bind(to: SocketAddress(ipAddress: host, port: port), on: loop, options: options, handler: handler)
+    }
+
+    /// Binds to a numeric `host` and `port` on every loop of `group`; see
+    /// ``bind(to:on:options:onAccept:)-(SocketAddress,LoopGroup,_,_)``.
+    /// - Parameters:
+    ///   - host: A numeric IPv4 or IPv6 address.
+    ///   - port: 0 to 65535; 0 picks a free port shared by all loops.
+    ///   - group: The loops.
+    ///   - options: Backlog and per-connection settings.
+    ///   - onAccept: Called on the accepting loop's thread with each connection.
+    /// - Returns: The listener.
+    /// - Throws: As ``bind(to:on:options:onAccept:)-(SocketAddress,EventLoop,_,_)``.
+    ///
+    /// Safe from any thread (not from one of the group's loops).
+    public static func bind(
+        host: String, port: Int, on group: LoopGroup, options: ListenerOptions = .init(),
+        onAccept: @escaping @Sendable (TCPConnection) -> Void
+    ) throws(NetError) -> TCPListener {
+        try bind(to: SocketAddress(ipAddress: host, port: port), on: group, options: options, onAccept: onAccept)
+    }
+
+    /// Binds to a numeric `host` and `port` on every loop of `group` with an async handler; see
+    /// ``bind(to:on:options:handler:)-(SocketAddress,LoopGroup,_,_)``.
+    /// - Parameters:
+    ///   - host: A numeric IPv4 or IPv6 address.
+    ///   - port: 0 to 65535; 0 picks a free port shared by all loops.
+    ///   - group: The loops.
+    ///   - options: Backlog and per-connection settings.
+    ///   - handler: Runs on the connection's loop.
+    /// - Returns: The listener.
+    /// - Throws: As ``bind(to:on:options:onAccept:)-(SocketAddress,EventLoop,_,_)``.
+    ///
+    /// Safe from any thread (not from one of the group's loops).
+    public static func bind(
+        host: String, port: Int, on group: LoopGroup, options: ListenerOptions = .init(),
+        handler: @escaping @Sendable (TCPConnection) async throws -> Void
+    ) throws(NetError) -> TCPListener {
+        try bind(to: SocketAddress(ipAddress: host, port: port), on: group, options: options, handler: handler)
+    }
+
+    static func bind(
+        to address: SocketAddress, loops: [EventLoop], reusePort: Bool, options: ListenerOptions, acceptor: Acceptor
+    ) throws(NetError) -> TCPListener {
+        if address.family == .unix, loops.count > 1 {
+            throw .invalidAddress("a Unix-domain socket listens on one loop, not \(loops.count)")
+        }
+        var endpoints: [ListenerEndpoint] = []
+        var bound = address
+        do throws(NetError) {
+            for loop in loops {
+                let fd = try NetSocket.listen(at: bound, reusePort: reusePort, backlog: options.backlog)
+                if bound.family != .unix, bound.port == 0, let actual = NetSocket.localAddress(of: fd) {
+                    bound = actual  // the rest of the group binds the port the kernel picked
+                }
+                let endpoint = ListenerEndpoint(loop: loop, fd: fd, options: options.connection, acceptor: acceptor,
+                                                unixPath: address.family == .unix ? address.host : nil)
+                endpoints.append(endpoint)
+                try endpoint.register()
+            }
+        } catch {
+            for endpoint in endpoints { endpoint.closeFromAnyThread() }
+            throw error
+        }
+        return TCPListener(localAddress: bound, endpoints: endpoints)
+    }
+
+    // MARK: Control
+
+    /// Stops accepting; connections already accepted are not affected, and new ones wait in the kernel's
+    /// backlog. Safe from any thread. The corresponding libevent call is `evconnlistener_disable`.
+    public func pause() {
+        for endpoint in endpoints { endpoint.onLoop { $0.pause() } }
+    }
+
+    /// Accepts again after ``pause()``. Safe from any thread. The corresponding libevent call is
+    /// `evconnlistener_enable`.
+    public func resume() {
+        for endpoint in endpoints { endpoint.onLoop { $0.resume() } }
+    }
+
+    /// Stops accepting for good and releases the listening sockets (a Unix-domain socket's file is
+    /// removed); connections already accepted are not affected. Safe from any thread. The corresponding
+    /// libevent call is `evconnlistener_free`.
+    public func close() {
+        for endpoint in endpoints { endpoint.closeFromAnyThread() }
+    }
+
+    /// Stops accepting, closes every accepted connection gracefully (its output flushed) and returns once
+    /// all of them have ended. Connections still open after `deadline` are aborted.
+    ///
+    /// - Parameter deadline: How long connections may take to flush. Default 10 seconds.
+    ///
+    /// Safe from any thread; do not call it from a task running on one of the listener's loops with
+    /// connections on other loops blocked, as the loops must be running for the connections to end.
+    public func shutdown(deadline: Duration = .seconds(10)) async {
+        close()
+        for endpoint in endpoints {
+            await endpoint.closeConnections(deadline: deadline)
+        }
+    }
+
+    /// The number of open connections this listener accepted, across its loops. Safe from any thread.
+    public var connectionCount: Int {
+        endpoints.reduce(0) { $0 + $1.openConnections.load(ordering: .relaxed) }
+    }
+}

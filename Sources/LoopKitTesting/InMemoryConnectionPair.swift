@@ -1,0 +1,40 @@
+import LoopKit
+import LoopKitNet
+
+/// Two ``TCPConnection``s joined in memory on a ``LoopDriver``'s loop, for testing connection handlers
+/// step by step without sockets (NIO's `EmbeddedChannel`, for LoopKit).
+///
+/// ```swift
+/// let driver = try LoopDriver()
+/// let pair = try InMemoryConnectionPair(driver: driver)
+/// echo(pair.server)                      // the handler under test, as it runs on real sockets
+/// try pair.client.write("ping")
+/// try driver.step()                      // the server's read callback runs and writes back
+/// try driver.step()                      // the client's read callback runs
+/// ```
+///
+/// The connections are real ``TCPConnection``s (over a libevent bufferevent pair rather than sockets), so
+/// the same handler code runs on both, with the same watermarks and backpressure: a side that stops
+/// consuming stops the other side's output from moving once its read high-water mark is reached.
+/// Each write moves bytes to the partner's input at once; the partner's callbacks run in the driver's
+/// next step. Read and write timeouts do not apply (no socket).
+///
+/// A pair belongs to the driver's thread; call everything there. Async handlers run in a `Task` whose
+/// executor preference is `driver.loop`, and advance as the driver steps.
+public struct InMemoryConnectionPair: Sendable {
+    /// One end ("the client").
+    public let client: TCPConnection
+    /// The other end ("the server", where the handler under test usually runs).
+    public let server: TCPConnection
+
+    /// Creates the pair on `driver`'s loop.
+    /// - Parameters:
+    ///   - driver: The driver whose loop the connections live on.
+    ///   - options: Both ends' settings (watermarks matter; socket options are ignored).
+    /// - Throws: ``NetError/libevent(_:)`` when libevent cannot create the pair.
+    ///
+    /// Call on the driver's thread. The corresponding libevent call is `bufferevent_pair_new`.
+    public init(driver: LoopDriver, options: ConnectionOptions = .init()) throws(NetError) {
+        (client, server) = try TCPConnection.makeInMemoryPair(on: driver.loop, options: options)
+    }
+}

@@ -1,0 +1,53 @@
+import HTTPTypes
+import Testing
+@testable import LoopKitHTTP
+
+@Suite("Routing: method + path, path parameters")
+struct RoutingTests {
+    let router = testRouter()
+
+    @Test func literalPathMatchesItsMethodOnly() {
+        #expect(router.match(.get, path: "/hello") != nil)
+        #expect(router.match(.post, path: "/hello") == nil)
+    }
+
+    @Test func parameterSegmentBindsItsValue() throws {
+        let (_, parameters) = try #require(router.match(.get, path: "/users/42"))
+        #expect(parameters["id"] == "42")
+    }
+
+    @Test func segmentCountMustMatch() {
+        #expect(router.match(.get, path: "/users") == nil)
+        #expect(router.match(.get, path: "/users/1/more") == nil)
+    }
+
+    @Test func trailingSlashIsTheSamePath() {
+        #expect(router.match(.get, path: "/hello/") != nil)
+    }
+
+    @Test func headFallsBackToTheGetRoute() {
+        #expect(router.match(.head, path: "/hello") != nil)
+    }
+
+    @Test func unknownPathIs404OverTheWire() async throws {
+        try await withServer { _, port in
+            let client = try RawClient(port: port)
+            let response = try client.exchange("GET /nope HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(response.status == 404)
+        }
+    }
+
+    @Test func pathParameterReachesTheHandlerOverTheWire() async throws {
+        try await withServer { _, port in
+            let client = try RawClient(port: port)
+            #expect(try client.exchange("GET /users/7?x=1 HTTP/1.1\r\nHost: t\r\n\r\n").text == "user 7")
+        }
+    }
+
+    @Test func asyncHandlerRunsOnTheConnectionsLoop() async throws {
+        try await withServer { _, port in
+            let client = try RawClient(port: port)
+            #expect(try client.exchange("GET /async HTTP/1.1\r\nHost: t\r\n\r\n").text == "async on loop: true")
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import Glibc
+import LoopKit
+import LoopKitNet
+import Testing
+
+@Suite("Connection lifecycle: half-close, peer reset, close reasons, SIGPIPE, fd hygiene")
+struct ConnectionLifecycleTests {
+    @Test func halfCloseKeepsReadingAfterTheOutputIsShutDown() async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        var options = ListenerOptions()
+        options.connection.allowsHalfClosure = true
+        // The server reads to the end, then answers with the byte count: only possible with half-close.
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], options: options) { connection in
+            let received = try await readToEnd(from: connection)
+            try await connection.write("got \(received.count)")
+        }
+        let loop = group.loops[0]
+        let answer = try await onLoop(loop) {
+            let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
+            try await client.write(Bytes(Array(repeating: 1, count: 5_000)))
+            client.shutdownOutput()
+            #expect(throws: NetError.self) { try client.write("late") }
+            let answer = try await readToEnd(from: client)
+            #expect(client.isClosed)
+            #expect(client.closeReason == .peerClosed)
+            return answer
+        }
+        #expect(String(decoding: answer, as: UTF8.self) == "got 5000")
+        await listener.shutdown()
+    }
+
+    @Test func withoutHalfClosurePeerEndOfFileClosesTheConnection() async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let reasons = Recorder<CloseReason>()
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0]) { connection in
+            connection.onClose { reasons.record($0) }
+        }
+        let loop = group.loops[0]
+        try await onLoop(loop) {
+            let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
+            client.shutdownOutput()
+        }
+        #expect(await eventually { reasons.all == [.peerClosed] })
+        await listener.shutdown()
+    }
+
+    @Test func aPeerResetEndsTheConnectionWithResetOnce() async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let reasons = Recorder<CloseReason>()
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0]) { connection in
+            connection.onClose { reasons.record($0) }
+            connection.onRead { _ in 0 }
+        }
+        let loop = group.loops[0]
+        try await onLoop(loop) {
+            let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
+            try await client.write("x")
+            client.abort()
+            #expect(client.closeReason == .aborted)
+        }
+        #expect(await eventually { !reasons.all.isEmpty })
+        #expect(reasons.all == [.reset])
+        await listener.shutdown()
+    }
+
+    @Test func writingToAVanishedPeerEndsTheConnectionWithoutSIGPIPE() async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0]) { connection in
+            connection.abort()
+        }
+        let loop = group.loops[0]
+        let reason = try await onLoop(loop) { () async throws -> CloseReason? in
+            let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
+            let chunk = Bytes(Array(repeating: 0, count: 64 * 1024))
+            for _ in 0..<200 {
+                do { try await client.write(chunk) } catch { break }
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            return client.closeReason
+        }
+        #expect(reason == .reset || reason == .brokenPipe)
+        await listener.shutdown()
+    }
+
+    @Test func tenThousandConnectCloseCyclesLeakNoDescriptor() async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], onAccept: echoByCallbacks)
+        let loop = group.loops[0]
+        // One warm-up cycle so lazily opened descriptors (the resolver's, the loop's) are counted before.
+        try await onLoop(loop) { try await TCPConnection.connect(to: listener.localAddress, on: loop).close() }
+        #expect(await eventually { listener.connectionCount == 0 })
+        let before = openFileDescriptorCount()
+        #expect(openDescriptors(onPort: listener.localAddress.port) == 1)  // the listening socket
+        try await onLoop(loop) {
+            for _ in 0..<10_000 {
+                let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
+                client.close()
+            }
+        }
+        #expect(await eventually { listener.connectionCount == 0 })
+        #expect(openDescriptors(onPort: listener.localAddress.port) == 1)
+        // Process-wide too (other suites run in parallel and open sockets of their own, so not exact).
+        #expect(openFileDescriptorCount() <= before + 16)
+        await listener.shutdown()
+    }
+
+    @Test func connectingToAClosedPortIsRefused() async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], onAccept: echoByCallbacks)
+        let address = listener.localAddress
+        listener.close()
+        let loop = group.loops[0]
+        try read(on: loop) { () }
+        await #expect(throws: NetError.connectionRefused(address)) {
+            _ = try await onLoop(loop) { try await TCPConnection.connect(to: address, on: loop) }
+        }
+    }
+}

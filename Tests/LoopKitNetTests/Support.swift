@@ -1,0 +1,101 @@
+import LoopKit
+@testable import LoopKitNet
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs `body` in a task whose executor is `loop`, as a connection handler runs.
+func onLoop<T: Sendable>(_ loop: EventLoop, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await Task(executorPreference: loop) { try await body() }.value
+}
+
+/// Reads from `connection` until `count` bytes have arrived (or the input ends).
+func readBytes(_ count: Int, from connection: TCPConnection) async throws -> [UInt8] {
+    var received: [UInt8] = []
+    var iterator = connection.inbound.makeAsyncIterator()
+    while received.count < count, let chunk = try await iterator.next() {
+        received.append(contentsOf: chunk)
+    }
+    return received
+}
+
+/// Reads everything until the input ends.
+func readToEnd(from connection: TCPConnection) async throws -> [UInt8] {
+    var received: [UInt8] = []
+    for try await chunk in connection.inbound { received.append(contentsOf: chunk) }
+    return received
+}
+
+/// A callback echo: every byte read is written back (copied into the output), all consumed.
+@Sendable func echoByCallbacks(_ connection: TCPConnection) {
+    connection.onRead { bytes in
+        try? connection.write(copying: bytes)
+        return bytes.count
+    }
+}
+
+/// The open file descriptors of this process.
+func openFileDescriptorCount() -> Int {
+    guard let directory = opendir("/proc/self/fd") else { return -1 }
+    defer { closedir(directory) }
+    var count = 0
+    while readdir(directory) != nil { count += 1 }
+    return count - 3  // ".", ".." and the directory's own descriptor
+}
+
+/// A value several tasks or threads record into.
+final class Recorder<Value: Sendable>: Sendable {
+    private let values = Mutex<[Value]>([])
+    init() {}
+    func record(_ value: Value) { values.withLock { $0.append(value) } }
+    var all: [Value] { values.withLock { $0 } }
+}
+
+/// Waits (polling every millisecond, for at most 20 s) until `condition` holds; returns whether it did.
+/// A wait for an event, not a timing threshold.
+@discardableResult
+func eventually(_ condition: @Sendable () -> Bool) async -> Bool {
+    for _ in 0..<20_000 {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    return condition()
+}
+
+/// Reads a loop-confined value on the loop's thread.
+func read<T: Sendable>(on loop: EventLoop, _ body: @escaping @Sendable () -> T) throws -> T {
+    try loop.invokeAndWait { body() }
+}
+
+/// The descriptors this process holds on TCP sockets whose local or remote port is `port` (IPv4), found
+/// through `/proc/net/tcp` inodes: exact even while other tests open sockets of their own.
+func openDescriptors(onPort port: Int) -> Int {
+    let hexPort = String(port, radix: 16, uppercase: true)
+    let padded = String(repeating: "0", count: max(0, 4 - hexPort.count)) + hexPort
+    var inodes: Set<String> = []
+    if let file = fopen("/proc/net/tcp", "r") {
+        defer { fclose(file) }
+        var line: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        while getline(&line, &capacity, file) > 0 {
+            let fields = String(cString: line!).split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count > 9 else { continue }
+            if fields[1].hasSuffix(":" + padded) || fields[2].hasSuffix(":" + padded) { inodes.insert(String(fields[9])) }
+        }
+        free(line)
+    }
+    guard let directory = opendir("/proc/self/fd") else { return -1 }
+    defer { closedir(directory) }
+    var count = 0
+    var target = [CChar](repeating: 0, count: 256)
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let length = readlink("/proc/self/fd/" + name, &target, 255)
+        guard length > 0 else { continue }
+        let link = String(decoding: target[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        if link.hasPrefix("socket:["), inodes.contains(String(link.dropFirst(8).dropLast())) { count += 1 }
+    }
+    return count
+}

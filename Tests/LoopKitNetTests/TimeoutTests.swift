@@ -1,0 +1,78 @@
+import Glibc
+import LoopKit
+import LoopKitNet
+import Testing
+
+/// Each timeout ends the connection with its own reason. (Short timeouts so the tests are quick; no
+/// assertion is made on how long anything took.)
+@Suite("Timeouts: read, write, idle, connect")
+struct TimeoutTests {
+    func closeReason(with configure: (inout ConnectionOptions) -> Void, server: @escaping @Sendable (TCPConnection) -> Void,
+                     client: @escaping @Sendable (TCPConnection) async throws -> Void) async throws -> CloseReason? {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        var options = ListenerOptions()
+        configure(&options.connection)
+        let reasons = Recorder<CloseReason>()
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], options: options) { connection in
+            connection.onClose { reasons.record($0) }
+            server(connection)
+        }
+        let loop = group.loops[0]
+        let connection = try await onLoop(loop) { try await TCPConnection.connect(to: listener.localAddress, on: loop) }
+        try await onLoop(loop) { try await client(connection) }
+        await eventually { !reasons.all.isEmpty }
+        try read(on: loop) { connection.abort() }
+        await listener.shutdown()
+        #expect(reasons.all.count == 1)
+        return reasons.all.first
+    }
+
+    @Test func aSilentPeerHitsTheReadTimeout() async throws {
+        let reason = try await closeReason(with: { $0.readTimeout = .milliseconds(30) },
+                                           server: { _ in }, client: { _ in })
+        #expect(reason == .timedOut(.read))
+    }
+
+    @Test func aPeerThatNeverReadsHitsTheWriteTimeout() async throws {
+        let reason = try await closeReason(with: { $0.writeTimeout = .milliseconds(30) }, server: { connection in
+            try? connection.write(Bytes(Array(repeating: 0, count: 16 * 1024 * 1024)))
+        }, client: { connection in connection.pauseReading() })
+        #expect(reason == .timedOut(.write))
+    }
+
+    @Test func noTrafficHitsTheIdleTimeout() async throws {
+        let reason = try await closeReason(with: { $0.idleTimeout = .milliseconds(30) },
+                                           server: { _ in }, client: { _ in })
+        #expect(reason == .timedOut(.idle))
+    }
+
+    @Test func aConnectThatGetsNoAnswerTimesOut() async throws {
+        // A listening socket with a full accept queue: the kernel drops further SYNs, the connect hangs.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        listen(fd, 0)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        var fillers: [Int32] = []
+        defer { for filler in fillers { close(filler) } }
+        for _ in 0..<3 {
+            let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) } }
+            fillers.append(filler)
+        }
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        await #expect(throws: NetError.connectTimedOut) {
+            _ = try await onLoop(loop) {
+                try await TCPConnection.connect(host: "127.0.0.1", port: port, on: loop, timeout: .milliseconds(50))
+            }
+        }
+    }
+}
