@@ -117,7 +117,7 @@ struct ConnectionLifecycleTests {
         let address = listener.localAddress
         listener.close()
         let loop = group.loops[0]
-        try read(on: loop) { () }
+        try await read(on: loop) { () }
         await #expect(throws: NetError.connectionRefused(address)) {
             _ = try await onLoop(loop) { try await TCPConnection.connect(to: address, on: loop) }
         }

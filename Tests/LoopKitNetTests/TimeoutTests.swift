@@ -22,7 +22,7 @@ struct TimeoutTests {
         let connection = try await onLoop(loop) { try await TCPConnection.connect(to: listener.localAddress, on: loop) }
         try await onLoop(loop) { try await client(connection) }
         await eventually { !reasons.all.isEmpty }
-        try read(on: loop) { connection.abort() }
+        try await read(on: loop) { connection.abort() }
         await listener.shutdown()
         #expect(reasons.all.count == 1)
         return reasons.all.first
