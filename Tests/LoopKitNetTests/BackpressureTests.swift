@@ -12,10 +12,10 @@ struct BackpressureTests {
         var options = ListenerOptions()
         options.connection.readHighWaterMark = 8 * 1024
         let server = Recorder<TCPConnection>()
-        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], options: options) { connection in
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], options: options, onAccept: { connection in
             server.record(connection)
             connection.onRead { _ in 0 }
-        }
+        })
         let loop = group.loops[0]
         let total = 32 * 1024 * 1024
         let client = try await onLoop(loop) { () async throws -> TCPConnection in

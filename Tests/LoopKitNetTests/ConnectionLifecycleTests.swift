@@ -34,9 +34,9 @@ struct ConnectionLifecycleTests {
         let group = try LoopGroup(threads: 1)
         defer { group.shutdown() }
         let reasons = Recorder<CloseReason>()
-        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0]) { connection in
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], onAccept: { connection in
             connection.onClose { reasons.record($0) }
-        }
+        })
         let loop = group.loops[0]
         try await onLoop(loop) {
             let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
@@ -50,10 +50,10 @@ struct ConnectionLifecycleTests {
         let group = try LoopGroup(threads: 1)
         defer { group.shutdown() }
         let reasons = Recorder<CloseReason>()
-        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0]) { connection in
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], onAccept: { connection in
             connection.onClose { reasons.record($0) }
             connection.onRead { _ in 0 }
-        }
+        })
         let loop = group.loops[0]
         try await onLoop(loop) {
             let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
@@ -69,9 +69,9 @@ struct ConnectionLifecycleTests {
     @Test func writingToAVanishedPeerEndsTheConnectionWithoutSIGPIPE() async throws {
         let group = try LoopGroup(threads: 1)
         defer { group.shutdown() }
-        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0]) { connection in
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], onAccept: { connection in
             connection.abort()
-        }
+        })
         let loop = group.loops[0]
         let reason = try await onLoop(loop) { () async throws -> CloseReason? in
             let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
