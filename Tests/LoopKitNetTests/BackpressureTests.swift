@@ -12,10 +12,10 @@ struct BackpressureTests {
         var options = ListenerOptions()
         options.connection.readHighWaterMark = 8 * 1024
         let server = Recorder<TCPConnection>()
-        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], options: options) { connection in
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], options: options, onAccept: { connection in
             server.record(connection)
             connection.onRead { _ in 0 }
-        }
+        })
         let loop = group.loops[0]
         let total = 32 * 1024 * 1024
         let client = try await onLoop(loop) { () async throws -> TCPConnection in
@@ -24,18 +24,23 @@ struct BackpressureTests {
             try writeAll()  // more than the kernel's buffers hold
             return client
         }
-        #expect(await eventually { (try? read(on: loop) { server.all.first?.bufferedInputCount ?? 0 }) == 8 * 1024 })
+        var reached = false
+        for _ in 0..<20_000 where !reached {
+            reached = try await read(on: loop) { server.all.first?.bufferedInputCount ?? 0 } == 8 * 1024
+            if !reached { try await Task.sleep(for: .milliseconds(1)) }
+        }
+        #expect(reached)
         // The client's output stops moving once the kernel buffers are full: the rest waits on the client.
         var previous = -1
         while true {
             try await Task.sleep(for: .milliseconds(20))
-            let pending = try read(on: loop) { client.bufferedOutputCount }
+            let pending = try await read(on: loop) { client.bufferedOutputCount }
             if pending == previous { break }
             previous = pending
         }
         #expect(previous > 0)
-        #expect(try read(on: loop) { server.all.first?.bufferedInputCount } == 8 * 1024)
-        try read(on: loop) { client.abort() }
+        #expect(try await read(on: loop) { server.all.first?.bufferedInputCount } == 8 * 1024)
+        try await read(on: loop) { client.abort() }
         await listener.shutdown()
     }
 
@@ -79,7 +84,7 @@ struct BackpressureTests {
         }
         #expect(received == 32 * 1024 * 1024)
         #expect(await eventually { finished.all == [true] })
-        try read(on: loop) { client.close() }
+        try await read(on: loop) { client.close() }
         await listener.shutdown()
     }
 }

@@ -64,9 +64,9 @@ func eventually(_ condition: @Sendable () -> Bool) async -> Bool {
     return condition()
 }
 
-/// Reads a loop-confined value on the loop's thread.
-func read<T: Sendable>(on loop: EventLoop, _ body: @escaping @Sendable () -> T) throws -> T {
-    try loop.invokeAndWait { body() }
+/// Reads a loop-confined value on the loop's thread (without blocking a cooperative thread).
+func read<T: Sendable>(on loop: EventLoop, _ body: @escaping @Sendable () -> T) async throws -> T {
+    try await onLoop(loop) { body() }
 }
 
 /// The descriptors this process holds on TCP sockets whose local or remote port is `port` (IPv4), found

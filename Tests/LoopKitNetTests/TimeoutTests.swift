@@ -14,15 +14,15 @@ struct TimeoutTests {
         var options = ListenerOptions()
         configure(&options.connection)
         let reasons = Recorder<CloseReason>()
-        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], options: options) { connection in
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], options: options, onAccept: { connection in
             connection.onClose { reasons.record($0) }
             server(connection)
-        }
+        })
         let loop = group.loops[0]
         let connection = try await onLoop(loop) { try await TCPConnection.connect(to: listener.localAddress, on: loop) }
         try await onLoop(loop) { try await client(connection) }
         await eventually { !reasons.all.isEmpty }
-        try read(on: loop) { connection.abort() }
+        try await read(on: loop) { connection.abort() }
         await listener.shutdown()
         #expect(reasons.all.count == 1)
         return reasons.all.first

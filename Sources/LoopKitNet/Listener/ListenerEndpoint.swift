@@ -25,6 +25,9 @@ final class ListenerEndpoint: @unchecked Sendable {
     private var isPaused = false
     private var connections: [ObjectIdentifier: TCPConnection] = [:]
     private var drainWaiters: [UnsafeContinuation<Void, Never>] = []
+    /// Handler tasks that have not returned yet: shutdown waits for them too, so no task is left to be
+    /// scheduled on a loop that shuts down after it.
+    private var runningHandlers = 0
     private var retryTimer: LibEventTimer?
 
     init(loop: EventLoop, fd: Int32, options: ConnectionOptions, acceptor: TCPListener.Acceptor, unixPath: String?) {
@@ -97,7 +100,7 @@ final class ListenerEndpoint: @unchecked Sendable {
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
             let work: @Sendable () -> Void = { [self] in
                 closeOnLoop()
-                if connections.isEmpty {
+                if connections.isEmpty, runningHandlers == 0 {
                     continuation.resume()
                     return
                 }
@@ -137,21 +140,27 @@ final class ListenerEndpoint: @unchecked Sendable {
         connection.closeHandlers.append { [unowned self] _ in
             connections[key] = nil
             openConnections.subtract(1, ordering: .relaxed)
-            if connections.isEmpty, !drainWaiters.isEmpty {
-                let waiters = drainWaiters
-                drainWaiters = []
-                for waiter in waiters { waiter.resume() }
-            }
+            resumeDrainWaitersIfDone()
         }
         switch acceptor {
         case .callback(let onAccept):
             onAccept(connection)
         case .task(let handler):
-            Task(executorPreference: loop) {
+            runningHandlers += 1
+            Task(executorPreference: loop) { [self] in
                 do { try await handler(connection) } catch {}
                 connection.close()
+                runningHandlers -= 1  // on the loop: the task's executor
+                resumeDrainWaitersIfDone()
             }
         }
+    }
+
+    private func resumeDrainWaitersIfDone() {
+        guard connections.isEmpty, runningHandlers == 0, !drainWaiters.isEmpty else { return }
+        let waiters = drainWaiters
+        drainWaiters = []
+        for waiter in waiters { waiter.resume() }
     }
 
     /// `accept` failed (out of file descriptors, most likely): stop accepting for 100 ms rather than spin.
