@@ -137,7 +137,9 @@ final class ListenerEndpoint: @unchecked Sendable {
         let key = ObjectIdentifier(connection)
         connections[key] = connection
         openConnections.add(1, ordering: .relaxed)
-        connection.closeHandlers.append { [unowned self] _ in
+        // Weak: a connection may outlive its listener (released while connections are open).
+        connection.closeHandlers.append { [weak self] _ in
+            guard let self else { return }
             connections[key] = nil
             openConnections.subtract(1, ordering: .relaxed)
             resumeDrainWaitersIfDone()
