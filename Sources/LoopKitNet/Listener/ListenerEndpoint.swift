@@ -97,27 +97,37 @@ final class ListenerEndpoint: @unchecked Sendable {
 
     /// Closes every connection gracefully; returns when all have ended (aborting any left at `deadline`).
     func closeConnections(deadline: Duration) async {
-        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-            let work: @Sendable () -> Void = { [self] in
-                closeOnLoop()
-                if connections.isEmpty, runningHandlers == 0 {
-                    continuation.resume()
-                    return
-                }
-                drainWaiters.append(continuation)
-                for connection in Array(connections.values) { connection.close() }
-                if !connections.isEmpty {
-                    _ = try? loop.schedule(after: deadline) { [self] in
-                        for connection in Array(connections.values) { connection.abort() }
+        // On the loop's own executor, so the continuation is created and resumed on the loop thread: no
+        // cross-thread resume racing the continuation's set-up (which TSan cannot see into).
+        await withTaskExecutorPreference(loop) {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                let work: @Sendable () -> Void = { [self] in
+                    closeOnLoop()
+                    if connections.isEmpty, runningHandlers == 0 {
+                        continuation.resume()
+                        return
+                    }
+                    drainWaiters.append(continuation)
+                    for connection in Array(connections.values) { connection.close() }
+                    guard !connections.isEmpty else { return }
+                    do {
+                        _ = try loop.schedule(after: deadline) { [self] in abortConnections() }
+                    } catch {
+                        abortConnections()  // the loop is shutting down: no deadline to wait for
                     }
                 }
-            }
-            if loop.isCurrent {
-                work()
-            } else {
-                do { try loop.enqueue(work) } catch { continuation.resume() }
+                if loop.isCurrent {
+                    work()
+                } else {
+                    do { try loop.enqueue(work) } catch { continuation.resume() }
+                }
             }
         }
+    }
+
+    /// Aborts every connection still open (the graceful close's deadline passed). Loop thread.
+    private func abortConnections() {
+        for connection in Array(connections.values) { connection.abort() }
     }
 
     // MARK: libevent callbacks (loop thread)
