@@ -18,7 +18,7 @@ enum TCPEcho {
     static let size = 4096
 
     static func run(_ options: Options) throws -> [Row] {
-        let n = options.count(32_000, quick: 3_200)
+        let n = options.count(128_000, quick: 6_400)
         var comparison = Comparison(options)
         let p99 = Percentiles()
 
