@@ -17,6 +17,7 @@ let package = Package(
             name: "LoopKitBenchmarks",
             dependencies: [
                 .product(name: "LoopKit", package: "LoopKit"),
+                .product(name: "LoopKitNet", package: "LoopKit"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]

@@ -50,7 +50,7 @@ struct Options: Sendable {
               --quick      fewer operations per run (a smoke run)
               --json       one JSON object per row instead of the table
               --runs N     timed runs per figure after one warm-up (default 5); the median is reported
-              --only NAME  run only scenarios whose key contains NAME (enqueue, chain, cross, invoke, timers, lateness, pingpong, oversub, process, progress, diff, steps, memory)
+              --only NAME  run only scenarios whose key contains NAME (enqueue, chain, cross, invoke, timers, lateness, pingpong, oversub, echo, process, progress, diff, steps, memory, idlemem)
               --no-peers   measure LoopKit alone (for profiling it)
             """)
         exit(problem == nil ? 0 : 2)
@@ -232,6 +232,8 @@ enum Goal: Sendable {
     /// LoopKit at most `times` its own `reference` figure (measured in the same run), and no slower than
     /// the named peer.
     case withinTimesOf(reference: String, times: Double, andNoSlowerThan: String)
+    /// LoopKit at most this many KiB, and no more than the named peer (when it was measured).
+    case atMostKiBAndNoMoreThan(Double, peer: String)
     /// An extra figure with no goal of its own.
     case none
 
@@ -244,6 +246,7 @@ enum Goal: Sendable {
             "≤ \(format(ns, unit: .nanoseconds)) ns, ≥ \(format(ratio, unit: .nanoseconds))x peer"
         case .timesFaster(_, let ratio): "≥ \(format(ratio, unit: .nanoseconds))x peer"
         case .withinTimesOf(_, let times, _): "≤ \(format(times, unit: .nanoseconds))x quiet, ≤ peer"
+        case .atMostKiBAndNoMoreThan(let kib, _): "≤ \(format(kib, unit: .kibibytes)) KiB, ≤ peer"
         case .none: "—"
         }
     }
@@ -275,6 +278,8 @@ struct Row: Sendable {
         case .withinTimesOf(let reference, let times, let name):
             (peers.first { $0.name == reference }.map { loopKit.median <= times * $0.figure.median } ?? true)
                 && (peers.first { $0.name == name }.map { loopKit.median <= $0.figure.median } ?? true)
+        case .atMostKiBAndNoMoreThan(let kib, let name):
+            loopKit.median <= kib && (peers.first { $0.name == name }.map { loopKit.median <= $0.figure.median } ?? true)
         case .none: nil
         }
     }

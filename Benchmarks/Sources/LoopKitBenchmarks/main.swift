@@ -22,6 +22,8 @@ let scenarios: [(key: String, run: () throws -> [Row])] = [
     ("lateness", { try TimerLateness.run(options, nio: nio) }),
     ("pingpong", { try LoopToLoopPingPong.run(options) }),
     ("oversub", { try OversubscribedBurst.run(options, nio: nio) }),
+    ("echo", { try TCPEcho.run(options) }),
+    ("idlemem", { try IdleConnectionMemory.run(options) }),
     ("process", { try ArrayProcessorBudget.run(options) }),
     ("progress", { try ProgressIncrements.run(options) }),
     ("diff", { try DiffBenchmark.run(options) }),
