@@ -117,7 +117,11 @@ final class SocketTransport: HTTPTransport {
         }
         outbound.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
         if writeWatch == nil {
-            writeWatch = try? loop.watch(fd, for: .writable) { [unowned self] _ in self.writable() }
+            do {
+                writeWatch = try loop.watch(fd, for: .writable) { [unowned self] _ in self.writable() }
+            } catch {
+                close(flushing: false)  // the output can never drain: end the connection, its delegate is told
+            }
         }
     }
 
@@ -158,7 +162,11 @@ final class SocketTransport: HTTPTransport {
     }
 
     func resumeReading() {
-        try? startReading()
+        do {
+            try startReading()
+        } catch {
+            close(flushing: false)  // the input can never be read: end the connection, its delegate is told
+        }
     }
 
     func close(flushing: Bool) {

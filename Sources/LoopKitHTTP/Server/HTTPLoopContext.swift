@@ -116,9 +116,16 @@ final class HTTPLoopContext: @unchecked Sendable {
             finish()
             return
         }
-        forceCloseTimer = try? loop.schedule(after: deadline) { [self] in
-            for connection in Array(connections.values) { connection.transport.close(flushing: false) }
+        do {
+            forceCloseTimer = try loop.schedule(after: deadline) { [self] in closeAllNow() }
+        } catch {
+            closeAllNow()  // the loop is shutting down: no deadline to wait for
         }
+    }
+
+    /// Closes every connection at once (the graceful deadline passed). Loop thread.
+    private func closeAllNow() {
+        for connection in Array(connections.values) { connection.transport.close(flushing: false) }
     }
 
     private func finish() {

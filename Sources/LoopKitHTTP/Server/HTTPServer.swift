@@ -156,7 +156,7 @@ public final class HTTPServer: Service, Sendable {
                 port = bound.localAddress.port
             }
         } catch {
-            for context in contexts { try? context.loop.invokeAndWait { context.shutdown(deadline: .zero) {} } }
+            shutDownNow(contexts)
             throw HTTPServerError.cannotListen("\(configuration.host):\(configuration.port): \(error)")
         }
         let started = state.withLock { state -> Bool in
@@ -166,7 +166,7 @@ public final class HTTPServer: Service, Sendable {
         }
         guard started else {
             listener?.close()
-            for context in contexts { try? context.loop.invokeAndWait { context.shutdown(deadline: .zero) {} } }
+            shutDownNow(contexts)
             if let current = self.port { return current }
             throw HTTPServerError.invalidConfiguration("the server has already stopped")
         }
@@ -246,6 +246,18 @@ public final class HTTPServer: Service, Sendable {
                 }
             } catch {
                 loopFinished()  // the loop has shut down, and its connections with it
+            }
+        }
+    }
+
+    /// Ends the loops' contexts at once (a start that failed or came too late). A loop that already shut
+    /// down has no context left to end; that is logged, not thrown, since the caller is failing already.
+    private func shutDownNow(_ contexts: [HTTPLoopContext]) {
+        for context in contexts {
+            do {
+                try context.loop.invokeAndWait { context.shutdown(deadline: .zero) {} }
+            } catch {
+                logger.debug("loop already shut down while stopping its HTTP context", metadata: ["error": "\(error)"])
             }
         }
     }

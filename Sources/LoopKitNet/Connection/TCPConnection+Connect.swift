@@ -49,7 +49,13 @@ extension TCPConnection {
         timeout: Duration = .seconds(10)
     ) async throws(NetError) -> TCPConnection {
         guard (1...65_535).contains(port) else { throw .invalidAddress("port \(port) is out of range 1...65535") }
-        if let numeric = try? SocketAddress(ipAddress: host, port: port) {
+        let numeric: SocketAddress?
+        do {
+            numeric = try SocketAddress(ipAddress: host, port: port)
+        } catch {
+            numeric = nil  // not a numeric address: a name, resolved below (its failures are thrown there)
+        }
+        if let numeric {
             return try await connect(to: numeric, on: loop, options: options, timeout: timeout)
         }
         return try await start(on: loop, options: options, timeout: timeout, target: nil) { buffers throws(NetError) in

@@ -153,7 +153,11 @@ public final class TCPConnection: @unchecked Sendable {
         checkThread()
         if case .closed(let reason) = machine.state {
             let call = UncheckedSendableBox(handler)
-            try? loop.enqueue { call.value(reason) }
+            do {
+                try loop.enqueue { call.value(reason) }
+            } catch {
+                handler(reason)  // the loop refuses work (shutting down): tell the handler now, still once
+            }
             return
         }
         closeHandlers.append(handler)
