@@ -26,7 +26,14 @@ final class RawClient {
     private var buffer: [UInt8] = []
 
     init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        fd = try Self.connectedSocket(port: port)
+    }
+
+    /// A blocking socket connected to 127.0.0.1:`port`. A failed connect closes the socket here, before
+    /// any `RawClient` exists: a throwing init of a fully initialised class would run `deinit` and close
+    /// the descriptor a second time (by then maybe another test's socket).
+    private static func connectedSocket(port: Int) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -38,9 +45,11 @@ final class RawClient {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard result == 0 else {
+            let code = errno
             Glibc.close(fd)
-            throw ClientError.connectFailed(errno)
+            throw ClientError.connectFailed(code)
         }
+        return fd
     }
 
     deinit { Glibc.close(fd) }

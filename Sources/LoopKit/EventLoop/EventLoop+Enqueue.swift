@@ -54,10 +54,10 @@ extension EventLoop {
 
     /// Appends a job to the next-iteration queue and wakes the loop if the queue says it needs waking.
     @inline(__always)
-    func append(_ job: __owned Job) throws(EventLoopError) {
+    func append(_ job: __owned Job, isExecutorJob: Bool = false) throws(EventLoopError) {
         if owner.isCurrent {
-            if try queue.pushOnLoopThread(job), isAttached { requestDrain(fromLoopThread: true) }
-        } else if try queue.pushFromAnotherThread(job) {
+            if try queue.pushOnLoopThread(job, isExecutorJob: isExecutorJob), isAttached { requestDrain(fromLoopThread: true) }
+        } else if try queue.pushFromAnotherThread(job, isExecutorJob: isExecutorJob) {
             requestDrain(fromLoopThread: false)
         }
     }

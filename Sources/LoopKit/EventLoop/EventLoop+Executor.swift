@@ -1,21 +1,33 @@
-extension EventLoop: SerialExecutor, TaskExecutor {
-    /// Runs a Swift concurrency job on the loop, in its next iteration, in FIFO order with other work.
+import Synchronization
+
+extension EventLoop: TaskExecutor {
+    /// Runs a Swift concurrency job on the loop, in its next iteration, in FIFO order with other work:
+    /// a loop is a `TaskExecutor` (`Task(executorPreference: loop) { … }`), and actors pin themselves to
+    /// it through ``unownedExecutor``.
     ///
-    /// This makes a loop both a `SerialExecutor` (an actor can pin itself to it through
-    /// ``unownedExecutor``) and a `TaskExecutor` (`Task(executorPreference: loop) { … }`).
-    /// A job cannot be refused, so enqueuing one after ``shutdown()`` is a programmer error and stops
-    /// the process with a message.
+    /// A job cannot be refused: after ``shutdown()`` jobs are still taken until the loop's final drain
+    /// has run (so a task that the shutdown itself resumes — a connection ending, a waiter told — runs to
+    /// its end or its next suspension there). Enqueuing one after that, on a loop that has finished
+    /// shutting down, is a programmer error and stops the process with a message.
     ///
     /// Safe from any thread.
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
+        appendExecutorJob(Job { [self] in job.runSynchronously(on: self.asUnownedTaskExecutor()) })
+    }
+
+    /// Queues a job an actor pinned to the loop enqueued on its serial executor (``LoopIsolation``).
+    func enqueueIsolated(_ job: UnownedJob) {
+        appendExecutorJob(Job { [self] in
+            job.runSynchronously(isolatedTo: isolation.asUnownedSerialExecutor(), taskExecutor: self.asUnownedTaskExecutor())
+        })
+    }
+
+    private func appendExecutorJob(_ job: __owned Job) {
         do {
-            try append(Job { [self] in
-                job.runSynchronously(
-                    isolatedTo: self.asUnownedSerialExecutor(), taskExecutor: self.asUnownedTaskExecutor())
-            })
+            try append(job, isExecutorJob: true)
         } catch {
-            fatalError("LoopKit: a Swift concurrency job was scheduled on an EventLoop that has shut down")
+            fatalError("LoopKit: a Swift concurrency job was scheduled on an EventLoop that has finished shutting down")
         }
     }
 
@@ -28,17 +40,48 @@ extension EventLoop: SerialExecutor, TaskExecutor {
     /// }
     /// ```
     /// Safe from any thread.
-    public var unownedExecutor: UnownedSerialExecutor { asUnownedSerialExecutor() }
+    public var unownedExecutor: UnownedSerialExecutor { isolation.asUnownedSerialExecutor() }
 
-    /// Stops the process unless called on the loop's thread; used by `assumeIsolated`.
+    /// Stops the process unless called on the loop's thread; what `assumeIsolated` checks for an actor
+    /// pinned to the loop.
     ///
     /// Safe from any thread.
     public func checkIsolated() {
         precondition(isCurrent, "LoopKit: expected to run on the EventLoop's thread")
     }
+}
 
-    /// Whether the calling code runs on this loop's thread. Safe from any thread.
-    public func isIsolatingCurrentContext() -> Bool? { isCurrent }
+/// A loop's serial executor: actors pinned to the loop (``EventLoop/unownedExecutor``) run their jobs
+/// through it, on the loop's thread, in the loop's queue.
+///
+/// It is a separate object from the loop, which is the *task* executor, on purpose: a task that only
+/// prefers the loop then runs without claiming a serial executor's isolation, so a call from it into a
+/// nonisolated async function (`connection.inbound`, most library code) stays on the loop's thread
+/// without a hop. Were the loop its own serial executor, every such call would leave that isolation and
+/// come back through the queue, an iteration later.
+///
+/// Safe from any thread.
+final class LoopIsolation: SerialExecutor {
+    /// The loop's address, unretained (the loop owns this object); set once, in the loop's init.
+    private let loopAddress = Atomic<UInt>(0)
+
+    init() {}
+
+    /// Binds the executor to its loop. Called once, from the loop's init.
+    func bind(to loop: EventLoop) {
+        loopAddress.store(UInt(bitPattern: Unmanaged.passUnretained(loop).toOpaque()), ordering: .releasing)
+    }
+
+    private var loop: EventLoop {
+        let address = UnsafeRawPointer(bitPattern: loopAddress.load(ordering: .acquiring))!
+        return Unmanaged<EventLoop>.fromOpaque(address).takeUnretainedValue()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) { loop.enqueueIsolated(UnownedJob(job)) }
+
+    func checkIsolated() { loop.checkIsolated() }
+
+    func isIsolatingCurrentContext() -> Bool? { loop.isCurrent }
 }
 
 extension EventLoop {

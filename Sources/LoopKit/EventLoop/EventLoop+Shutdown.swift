@@ -52,13 +52,68 @@ extension EventLoop {
         // Jobs of the final drain see themselves inside an iteration: run() from one is refused (R11).
         let wasInIteration = state.value.inIteration
         state.value.inIteration = true
-        // New work is refused, so the queue only shrinks; jobs a drain runs cannot add to it.
+        // New work is refused; only Swift concurrency jobs (tasks resumed) can still join the drain.
+        drainUntilEmpty()
+        // What lives on the loop ends now, with the work queued before the shutdown done: connections
+        // close and tell their waiters, whose tasks run in the drain that follows.
+        let observers = state.value.takeShutdownObservers()
+        CurrentLoop.with(self) { for observer in observers { observer() } }
+        repeat { drainUntilEmpty() } while !queue.sealIfEmpty()
+        state.value.releaseAll()
+        events.stopListening()
+        if !isAttached {
+            do {
+                try CurrentLoop.with(self) { () throws(EventLoopError) in try events.finishDeferredWork() }
+            } catch {
+                // A failed last poll leaves libevent's deferred frees to the base's own teardown (at
+                // the latest when the loop is freed): the sockets close then. Nothing waits on it.
+            }
+        }
+        state.value.inIteration = wasInIteration
+        lifecycle.withLock { $0.finished() }
+    }
+
+    private func drainUntilEmpty() {
         while queue.hasJobs {
             CurrentLoop.with(self) { drainQueue() }
         }
-        state.value.inIteration = wasInIteration
-        state.value.releaseAll()
-        events.stopListening()
-        lifecycle.withLock { $0.finished() }
+    }
+
+    // MARK: Shutdown observers
+
+    /// Registers `body` to run on the loop's thread when the loop shuts down: after the work queued before
+    /// the shutdown has run, before timers and watches are cancelled. Observers run in the order they were
+    /// registered, once; Swift concurrency jobs they cause (a task resumed) run in the same final drain.
+    ///
+    /// For what lives on a loop and must end with it (a connection, a listener): it tells its own waiters.
+    ///
+    /// - Parameters:
+    ///   - owner: Identifies the observer for ``removeShutdownObserver(_:)``; one observer per owner.
+    ///   - body: Runs once, on the loop's thread, if the loop shuts down while it is registered.
+    /// - Returns: False when the loop has already begun to shut down (nothing registered: end now).
+    ///
+    /// Loop thread only.
+    package func addShutdownObserver(_ owner: ObjectIdentifier, _ body: @escaping () -> Void) -> Bool {
+        precondition(isCurrent, "EventLoop.addShutdownObserver called off the loop's thread")
+        guard queue.isAccepting else { return false }
+        state.value.addShutdownObserver(owner, body)
+        return true
+    }
+
+    /// Queues cleanup work that must run even while the loop shuts down (freeing a resource that may not
+    /// be freed inside the callback that gave it up): taken until the final drain is over, like a Swift
+    /// concurrency job, where ``enqueue(_:)`` is refused as soon as the shutdown begins.
+    ///
+    /// - Throws: ``EventLoopError/shutDown`` only once the loop has finished shutting down.
+    ///
+    /// Safe from any thread.
+    package func enqueueCleanup(_ work: @escaping @Sendable () -> Void) throws(EventLoopError) {
+        try append(Job(work), isExecutorJob: true)
+    }
+
+    /// Unregisters the observer `owner` registered (it ended on its own). Loop thread only.
+    package func removeShutdownObserver(_ owner: ObjectIdentifier) {
+        precondition(isCurrent, "EventLoop.removeShutdownObserver called off the loop's thread")
+        state.value.shutdownObservers[owner] = nil
     }
 }

@@ -42,6 +42,8 @@ public final class EventLoop: Sendable {
     let runActive = Atomic<Bool>(false)
     /// Cross-thread wake-ups sent so far (R7 promises at most one per iteration).
     let wakeUps = Atomic<UInt64>(0)
+    /// The serial executor of actors pinned to the loop (the loop itself is the task executor).
+    let isolation = LoopIsolation()
 
     /// Creates a loop with its own `event_base`, belonging to the calling thread.
     ///
@@ -85,6 +87,7 @@ public final class EventLoop: Sendable {
         events = LoopEvents(base: base)
         queue = NextIterationQueue(owner: owner)
         state = LoopConfined(LoopState(), owner: owner)
+        isolation.bind(to: self)
         try events.install(
             context: Unmanaged.passUnretained(self).toOpaque(),
             tick: { _, _, context in
@@ -196,6 +199,21 @@ struct LoopState: ~Copyable {
     var inIteration = false
     /// Callbacks run in the current iteration, for ``EventLoop/runOnce(blocking:)``.
     var callbacksRun = 0
+
+    /// What must end when the loop shuts down, by owner, with the order of registration.
+    var shutdownObservers: [ObjectIdentifier: (sequence: UInt64, body: () -> Void)] = [:]
+    var nextShutdownObserverSequence: UInt64 = 0
+
+    mutating func addShutdownObserver(_ owner: ObjectIdentifier, _ body: @escaping () -> Void) {
+        nextShutdownObserverSequence &+= 1
+        shutdownObservers[owner] = (nextShutdownObserverSequence, body)
+    }
+
+    /// Every observer, in registration order; none stays registered.
+    mutating func takeShutdownObservers() -> [() -> Void] {
+        defer { shutdownObservers = [:] }
+        return shutdownObservers.values.sorted { $0.sequence < $1.sequence }.map(\.body)
+    }
 
     mutating func releaseAll() {
         while let entry = timers.popMin() { entry.timer.markCancelled() }

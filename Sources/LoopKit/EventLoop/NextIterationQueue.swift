@@ -22,7 +22,9 @@ import Synchronization
 ///    snapshot (R3).
 /// 4. ``putBack(_:)`` returns what a drain limit left unrun to the front, ahead of anything queued since.
 /// 5. ``close()`` makes every later push throw ``EventLoopError/shutDown`` (R10); what is queued stays
-///    until drained.
+///    until drained. Swift concurrency jobs (``EventLoop/enqueue(_:)-(ExecutorJob)``) cannot be refused:
+///    they are still taken, with `acceptingExecutorJobs`, until ``seal()`` at the end of the final drain,
+///    so a task resumed by the shutdown itself (a connection ending, a waiter told) runs to its end there.
 ///
 /// Safe from any thread where a method says so; the others belong to the loop thread (checked in debug
 /// builds).
@@ -33,6 +35,8 @@ final class NextIterationQueue: Sendable {
         var jobs = JobBuffer(capacity: 64)
         /// False once the queue is closed.
         var isOpen = true
+        /// False once the queue is sealed: not even a Swift concurrency job is taken.
+        var takesExecutorJobs = true
         /// The loop has been (or is being) woken for the jobs in the inbox.
         var wakeUpSent = false
     }
@@ -56,6 +60,8 @@ final class NextIterationQueue: Sendable {
     private let inboxHasJobs = Atomic<Bool>(false)
     /// A lock-free copy of the inbox's `isOpen`, set under the lock.
     private let accepting = Atomic<Bool>(true)
+    /// A lock-free copy of the inbox's `takesExecutorJobs`, set under the lock.
+    private let acceptingExecutorJobs = Atomic<Bool>(true)
     private let outbox: LoopConfined<Outbox>
 
     /// Creates an empty, open queue belonging to `owner`'s loop thread.
@@ -69,10 +75,12 @@ final class NextIterationQueue: Sendable {
     ///
     /// - Returns: Whether this is the first job since the last drain asked for one (an attached loop
     ///   must then ask its host's base for a drain).
+    /// - Parameter isExecutorJob: A Swift concurrency job, taken after ``close()`` until ``seal()``.
     /// - Throws: ``EventLoopError/shutDown`` once closed.
     @inline(__always)
-    func pushOnLoopThread(_ job: __owned Job) throws(EventLoopError) -> Bool {
-        guard accepting.load(ordering: .relaxed) else { throw .shutDown }
+    func pushOnLoopThread(_ job: __owned Job, isExecutorJob: Bool = false) throws(EventLoopError) -> Bool {
+        guard accepting.load(ordering: .relaxed)
+                || (isExecutorJob && acceptingExecutorJobs.load(ordering: .relaxed)) else { throw .shutDown }
         if inboxHasJobs.load(ordering: .acquiring) { moveInboxToOutbox() }
         outbox.value.jobs.append(job)
         guard !outbox.value.drainRequested else { return false }
@@ -83,13 +91,14 @@ final class NextIterationQueue: Sendable {
     /// Queues a job from a thread other than the loop's.
     ///
     /// - Returns: Whether the caller must wake the loop: true for exactly one push between two snapshots.
+    /// - Parameter isExecutorJob: A Swift concurrency job, taken after ``close()`` until ``seal()``.
     /// - Throws: ``EventLoopError/shutDown`` once closed; the job is not kept.
     ///
     /// Safe from any thread.
     @inline(__always)
-    func pushFromAnotherThread(_ job: __owned Job) throws(EventLoopError) -> Bool {
+    func pushFromAnotherThread(_ job: __owned Job, isExecutorJob: Bool = false) throws(EventLoopError) -> Bool {
         try inbox.withLock { (inbox) throws(EventLoopError) -> Bool in
-            guard inbox.isOpen else { throw .shutDown }
+            guard inbox.isOpen || (isExecutorJob && inbox.takesExecutorJobs) else { throw .shutDown }
             inbox.jobs.append(job)
             inboxHasJobs.store(true, ordering: .releasing)
             guard !inbox.wakeUpSent else { return false }
@@ -161,6 +170,23 @@ final class NextIterationQueue: Sendable {
         inbox.withLock { inbox in
             inbox.isOpen = false
             accepting.store(false, ordering: .releasing)
+        }
+    }
+
+    /// Refuses even Swift concurrency jobs from now on, if nothing is queued: the final drain is over.
+    /// Checked and sealed under the inbox's lock, so no job from another thread slips in between.
+    /// Loop thread only.
+    ///
+    /// - Returns: Whether the queue was empty and is now sealed; false means drain again first.
+    func sealIfEmpty() -> Bool {
+        guard outbox.value.jobs.isEmpty else { return false }
+        return inbox.withLock { inbox in
+            guard inbox.jobs.isEmpty else { return false }
+            inbox.isOpen = false
+            inbox.takesExecutorJobs = false
+            accepting.store(false, ordering: .releasing)
+            acceptingExecutorJobs.store(false, ordering: .releasing)
+            return true
         }
     }
 

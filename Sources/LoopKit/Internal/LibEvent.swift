@@ -229,6 +229,17 @@ final class LoopEvents: @unchecked Sendable {
         tick.remove()
     }
 
+    /// Runs what libevent deferred to its base's next pass, once the loop has shut down: a freed
+    /// bufferevent is finalised there (closing its socket), and an owned base has no next pass after
+    /// the shutdown. LoopKit's own events are gone by then, so only libevent's deferred work and events a
+    /// host registered on the base itself can run. Loop thread only; not for an attached loop (its host
+    /// keeps polling its base).
+    ///
+    /// The corresponding libevent call is `event_base_loop` with `EVLOOP_NONBLOCK`.
+    func finishDeferredWork() throws(EventLoopError) {
+        try base.poll(.nonBlocking)
+    }
+
     /// Frees the events (before the base goes) and closes their fds. Call once, when the loop is torn down.
     func uninstall() {
         tick = nil

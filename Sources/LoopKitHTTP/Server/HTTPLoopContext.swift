@@ -49,6 +49,20 @@ final class HTTPLoopContext: @unchecked Sendable {
     /// Starts the timeout sweep. Call on the loop's thread.
     func start() throws {
         sweepTimer = try loop.schedule(after: sweepInterval, repeating: sweepInterval) { [self] in sweep() }
+        // A loop that shuts down under a running server takes its connections with it: sockets closed,
+        // nothing left watching them.
+        guard loop.addShutdownObserver(ObjectIdentifier(self), { [unowned self] in loopIsShuttingDown() }) else {
+            throw EventLoopError.shutDown
+        }
+    }
+
+    /// The loop shuts down (its shutdown observer): stop accepting and close every connection now.
+    private func loopIsShuttingDown() {
+        isDraining = true
+        listener?.close()
+        listener = nil
+        closeAllNow()
+        finish()
     }
 
     /// Binds a raw listening socket on this loop (the ``HTTPServer/Engine/sockets`` engine) and accepts.
@@ -129,6 +143,7 @@ final class HTTPLoopContext: @unchecked Sendable {
     }
 
     private func finish() {
+        loop.removeShutdownObserver(ObjectIdentifier(self))
         sweepTimer?.cancel()
         sweepTimer = nil
         forceCloseTimer?.cancel()

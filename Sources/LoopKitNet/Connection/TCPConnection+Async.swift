@@ -48,15 +48,27 @@ extension TCPConnection {
     /// The next inbound chunk; suspends until bytes arrive or the input ends. Loop thread only.
     func nextInboundChunk() async throws(NetError) -> Bytes? {
         checkThread("inbound")
-        if let buffers, buffers.inputCount > 0 { return takeInputChunk() }
-        if case .closed(let reason) = machine.state {
-            if reason.isClean { return nil }
-            throw .connectionClosed(reason)
-        }
-        if machine.inputEnded { return nil }
+        if let chunk = inboundReadyNow() { return try chunk.get() }
         precondition(readWaiter == nil, "TCPConnection.inbound has one consumer at a time")
-        let result = await withUnsafeContinuation { readWaiter = $0 }
+        let result = await withUnsafeContinuation { continuation in
+            // The task may have hopped before this runs (from an actor's isolation, say): look again, or
+            // bytes that arrived meanwhile would wait for a read event that never comes.
+            if let ready = inboundReadyNow() {
+                continuation.resume(returning: ready)
+            } else {
+                readWaiter = continuation
+            }
+        }
         return try result.get()
+    }
+
+    /// What a reader gets without waiting: a chunk, the end, or the error; nil when it must wait.
+    private func inboundReadyNow() -> Result<Bytes?, NetError>? {
+        if let buffers, buffers.inputCount > 0 { return .success(takeInputChunk()) }
+        if case .closed(let reason) = machine.state {
+            return reason.isClean ? .success(nil) : .failure(.connectionClosed(reason))
+        }
+        return machine.inputEnded ? .success(nil) : nil
     }
 
     /// Writes `bytes` (by reference, no copy) and suspends while the output is above
@@ -86,7 +98,16 @@ extension TCPConnection {
     public func waitUntilWritable() async throws(NetError) {
         checkThread()
         guard let buffers, buffers.outputCount > options.writeHighWaterMark else { return }
-        let result = await withUnsafeContinuation { writeWaiters.append($0) }
+        let result = await withUnsafeContinuation { continuation in
+            // As for reads: the output may have drained while the task hopped here.
+            if let buffers = self.buffers, buffers.outputCount > options.writeHighWaterMark, !machine.isClosed {
+                writeWaiters.append(continuation)
+            } else if case .closed(let reason) = machine.state, !reason.isClean {
+                continuation.resume(returning: .failure(.connectionClosed(reason)))
+            } else {
+                continuation.resume(returning: .success(()))
+            }
+        }
         try result.get()
     }
 }

@@ -81,6 +81,10 @@ extension TCPConnection {
                     let buffers = try LibEventBuffers.socket(base: loop.eventBase, fd: -1)
                     let connection = TCPConnection(loop: loop, buffers: buffers, isSocket: true, connected: false, options: options)
                     connection.remoteAddress = target
+                    if let reason = connection.closeReason {  // the loop began shutting down
+                        continuation.resume(returning: .failure(reason == .shutDown ? .loopShutDown : .connectionClosed(reason)))
+                        return
+                    }
                     connection.connectWaiter = continuation
                     let timer = LibEventTimer(base: loop.eventBase) { [unowned connection] in
                         connection.connectDidFail(error: .connectTimedOut)
@@ -116,10 +120,19 @@ extension TCPConnection {
             connectWaiter = nil
             waiter.resume(returning: .success(self))
         }
-        if let resolver {
-            self.resolver = nil
-            let box = UncheckedSendableBox(resolver)
-            try? loop.enqueue { box.value.free() }
+        releaseResolver()
+    }
+
+    /// Frees the name resolver in the loop's next drain: never inside evdns's own callback, which may be
+    /// on the stack now. Loop thread only.
+    func releaseResolver() {
+        guard let resolver else { return }
+        self.resolver = nil
+        let box = UncheckedSendableBox(resolver)
+        do {
+            try loop.enqueueCleanup { box.value.free() }
+        } catch {
+            resolver.free()  // the loop has finished shutting down: no evdns callback can be on the stack
         }
     }
 

@@ -73,6 +73,12 @@ public final class TCPConnection: @unchecked Sendable {
         keepAlive = Unmanaged.passRetained(self)
         buffers.route(to: Unmanaged.passUnretained(self).toOpaque())
         buffers.setWatermarks(readHigh: options.readHighWaterMark, writeLow: options.writeLowWaterMark)
+        // The loop's shutdown ends the connection (.shutDown); a loop already shutting down ends it now.
+        let registered = loop.addShutdownObserver(ObjectIdentifier(self)) { [unowned self] in end(.shutDown) }
+        guard registered else {
+            end(.shutDown)
+            return
+        }
         if connected { start() }
     }
 
@@ -122,7 +128,11 @@ public final class TCPConnection: @unchecked Sendable {
         checkThread()
         readHandler = handler
         if let buffers, buffers.inputCount > 0 {
-            try? loop.enqueue { [self] in if self.readHandler != nil { self.dispatchRead() } }
+            do {
+                try loop.enqueue { [self] in if self.readHandler != nil { self.dispatchRead() } }
+            } catch {
+                // Refused: the loop is shutting down and its shutdown ends this connection; no read is due.
+            }
         }
     }
 
@@ -398,15 +408,12 @@ public final class TCPConnection: @unchecked Sendable {
 
     /// The one way a connection ends. Runs once (the state machine returns `finish` once).
     private func finish(_ reason: CloseReason, reset: Bool) {
+        loop.removeShutdownObserver(ObjectIdentifier(self))
         idleTimer?.free()
         idleTimer = nil
         connectTimer?.free()
         connectTimer = nil
-        if let resolver {
-            self.resolver = nil
-            let box = UncheckedSendableBox(resolver)
-            try? loop.enqueue { box.value.free() }  // never inside evdns's own callback
-        }
+        releaseResolver()
         if let buffers {
             buffers.unroute()
             if !isSocket { buffers.finishPairOutput() }  // the partner reads end of file

@@ -56,13 +56,32 @@ final class ListenerEndpoint: @unchecked Sendable {
     }
 
     private func registerOnLoop() throws(NetError) {
-        listener = try LibEventListener(base: loop.eventBase, fd: fd, context: Unmanaged.passUnretained(self).toOpaque())
+        // The loop's shutdown stops accepting (its connections end through their own observers).
+        guard loop.addShutdownObserver(ObjectIdentifier(self), { [unowned self] in closeOnLoop() }) else {
+            throw .loopShutDown
+        }
+        do throws(NetError) {
+            listener = try LibEventListener(base: loop.eventBase, fd: fd, context: Unmanaged.passUnretained(self).toOpaque())
+        } catch {
+            loop.removeShutdownObserver(ObjectIdentifier(self))
+            throw error
+        }
         fd = -1  // the listener owns it now
     }
 
-    /// Runs `body` on the loop's thread: now when on it, else in its next iteration.
+    /// Runs `body` on the loop's thread: now when on it, else in its next iteration. A loop that refuses
+    /// the work is shutting down, and its shutdown closes the endpoint (its observer): nothing is left
+    /// for `body` to pause, resume or close.
     func onLoop(_ body: @escaping @Sendable (ListenerEndpoint) -> Void) {
-        if loop.isCurrent { body(self) } else { try? loop.enqueue { [self] in body(self) } }
+        if loop.isCurrent {
+            body(self)
+            return
+        }
+        do {
+            try loop.enqueue { [self] in body(self) }
+        } catch {
+            // Refused: the shutdown observer closes (or has closed) the endpoint on the loop's thread.
+        }
     }
 
     func pause() {
@@ -88,6 +107,7 @@ final class ListenerEndpoint: @unchecked Sendable {
     func closeOnLoop() {
         guard !isClosed else { return }
         isClosed = true
+        loop.removeShutdownObserver(ObjectIdentifier(self))
         retryTimer?.free()
         retryTimer = nil
         listener?.free()
@@ -96,31 +116,30 @@ final class ListenerEndpoint: @unchecked Sendable {
     }
 
     /// Closes every connection gracefully; returns when all have ended (aborting any left at `deadline`).
+    /// On a loop that is shutting down it returns at once: the loop's shutdown ends the connections.
     func closeConnections(deadline: Duration) async {
-        // On the loop's own executor, so the continuation is created and resumed on the loop thread: no
-        // cross-thread resume racing the continuation's set-up (which TSan cannot see into).
-        await withTaskExecutorPreference(loop) {
-            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-                let work: @Sendable () -> Void = { [self] in
-                    closeOnLoop()
-                    if connections.isEmpty, runningHandlers == 0 {
-                        continuation.resume()
-                        return
-                    }
-                    drainWaiters.append(continuation)
-                    for connection in Array(connections.values) { connection.close() }
-                    guard !connections.isEmpty else { return }
-                    do {
-                        _ = try loop.schedule(after: deadline) { [self] in abortConnections() }
-                    } catch {
-                        abortConnections()  // the loop is shutting down: no deadline to wait for
-                    }
+        // The awaiting task stays where it is (never hopping onto the loop, which may have shut down);
+        // the loop's thread resumes it once the last connection has ended.
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            let work: @Sendable () -> Void = { [self] in
+                closeOnLoop()
+                if connections.isEmpty, runningHandlers == 0 {
+                    continuation.resume()
+                    return
                 }
-                if loop.isCurrent {
-                    work()
-                } else {
-                    do { try loop.enqueue(work) } catch { continuation.resume() }
+                drainWaiters.append(continuation)
+                for connection in Array(connections.values) { connection.close() }
+                guard !connections.isEmpty else { return }
+                do {
+                    _ = try loop.schedule(after: deadline) { [self] in abortConnections() }
+                } catch {
+                    abortConnections()  // the loop is shutting down: no deadline to wait for
                 }
+            }
+            if loop.isCurrent {
+                work()
+            } else {
+                do { try loop.enqueue(work) } catch { continuation.resume() }
             }
         }
     }
@@ -134,6 +153,10 @@ final class ListenerEndpoint: @unchecked Sendable {
 
     /// A connection was accepted.
     func accepted(fd: Int32, address: SocketAddress?) {
+        guard loop.isAcceptingWork else {  // accepted in the loop's last iteration: nothing may start now
+            Glibc.close(fd)
+            return
+        }
         let buffers: LibEventBuffers
         do throws(NetError) {
             buffers = try LibEventBuffers.socket(base: loop.eventBase, fd: fd)
@@ -156,7 +179,7 @@ final class ListenerEndpoint: @unchecked Sendable {
         }
         switch acceptor {
         case .callback(let onAccept):
-            onAccept(connection)
+            do { try onAccept(connection) } catch { connection.close() }
         case .task(let handler):
             runningHandlers += 1
             Task(executorPreference: loop) { [self] in

@@ -15,7 +15,8 @@ import Synchronization
 /// the kernel spreads new connections across them; each connection lives on the loop that accepted it.
 /// With the `handler:` variants each connection runs in a `Task` on its loop (the loop is the task's
 /// executor), and is closed gracefully when the handler returns or throws; with `onAccept:` the callback
-/// runs on the loop's thread and the connection is the callback's to handle.
+/// runs on the loop's thread and the connection is the callback's to handle (closed gracefully if the
+/// callback throws). A trailing closure that awaits picks `handler:`; one that does not picks `onAccept:`.
 ///
 /// Safe from any thread: every method hops to the listening loops as needed.
 public final class TCPListener: Sendable {
@@ -33,7 +34,7 @@ public final class TCPListener: Sendable {
 
     /// What a listener does with each accepted connection.
     enum Acceptor: Sendable {
-        case callback(@Sendable (TCPConnection) -> Void)
+        case callback(@Sendable (TCPConnection) throws -> Void)
         case task(@Sendable (TCPConnection) async throws -> Void)
     }
 
@@ -45,7 +46,8 @@ public final class TCPListener: Sendable {
     ///   - address: A numeric IPv4/IPv6 address and port (port 0 picks a free port), or a Unix-domain path.
     ///   - loop: The loop that accepts and owns the connections.
     ///   - options: Backlog and per-connection settings.
-    ///   - onAccept: Called on the loop's thread with each connection, already reading.
+    ///   - onAccept: Called on the loop's thread with each connection, already reading; if it throws, the
+    ///     connection is closed gracefully.
     /// - Returns: The listener, accepting.
     /// - Throws: ``NetError/addressInUse(_:)``, ``NetError/permissionDenied(_:)``,
     ///   ``NetError/invalidAddress(_:)``, ``NetError/loopShutDown``, ``NetError/system(_:_:)``.
@@ -53,7 +55,7 @@ public final class TCPListener: Sendable {
     /// Safe from any thread. The corresponding libevent call is `evconnlistener_new`.
     public static func bind(
         to address: SocketAddress, on loop: EventLoop, options: ListenerOptions = .init(),
-        onAccept: @escaping @Sendable (TCPConnection) -> Void
+        onAccept: @escaping @Sendable (TCPConnection) throws -> Void
     ) throws(NetError) -> TCPListener {
         try bind(to: address, loops: [loop], reusePort: false, options: options, acceptor: .callback(onAccept))
     }
@@ -91,7 +93,7 @@ public final class TCPListener: Sendable {
     /// Safe from any thread (not from one of the group's loops: binding waits for each of them).
     public static func bind(
         to address: SocketAddress, on group: LoopGroup, options: ListenerOptions = .init(),
-        onAccept: @escaping @Sendable (TCPConnection) -> Void
+        onAccept: @escaping @Sendable (TCPConnection) throws -> Void
     ) throws(NetError) -> TCPListener {
         try bind(to: address, loops: group.loops, reusePort: group.loops.count > 1, options: options, acceptor: .callback(onAccept))
     }
@@ -128,7 +130,7 @@ public final class TCPListener: Sendable {
     /// Safe from any thread.
     public static func bind(
         host: String, port: Int, on loop: EventLoop, options: ListenerOptions = .init(),
-        onAccept: @escaping @Sendable (TCPConnection) -> Void
+        onAccept: @escaping @Sendable (TCPConnection) throws -> Void
     ) throws(NetError) -> TCPListener {
         try bind(to: SocketAddress(ipAddress: host, port: port), on: loop, options: options, onAccept: onAccept)
     }
@@ -166,7 +168,7 @@ public final class TCPListener: Sendable {
     /// Safe from any thread (not from one of the group's loops).
     public static func bind(
         host: String, port: Int, on group: LoopGroup, options: ListenerOptions = .init(),
-        onAccept: @escaping @Sendable (TCPConnection) -> Void
+        onAccept: @escaping @Sendable (TCPConnection) throws -> Void
     ) throws(NetError) -> TCPListener {
         try bind(to: SocketAddress(ipAddress: host, port: port), on: group, options: options, onAccept: onAccept)
     }

@@ -1,0 +1,74 @@
+import LoopKit
+import LoopKitNet
+import LoopKitTesting
+import Testing
+
+/// A loop that shuts down under its listeners and connections ends them: each connection once, with
+/// ``CloseReason/shutDown``, its waiters resumed, its socket closed.
+@Suite("Loop shutdown ends what lives on the loop")
+struct LoopShutdownTests {
+    @Test func aLoopShuttingDownEndsItsConnectionsAndResumesTheirReaders() async throws {
+        let serverGroup = try LoopGroup(threads: 1)
+        let clientGroup = try LoopGroup(threads: 1)
+        defer { clientGroup.shutdown() }
+        let serverLoop = serverGroup.loops[0], clientLoop = clientGroup.loops[0]
+        let reasons = Recorder<CloseReason>()
+        let readerEnds = Recorder<String>()
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: serverLoop) { connection in
+            connection.onClose { reasons.record($0) }
+            do {
+                for try await _ in connection.inbound {}
+                readerEnds.record("end of input")
+            } catch {
+                readerEnds.record("\(error)")
+            }
+        }
+        let port = listener.localAddress.port
+        let client = try await onLoop(clientLoop) { try await TCPConnection.connect(to: listener.localAddress, on: clientLoop) }
+        #expect(await eventually { listener.connectionCount == 1 })
+
+        serverGroup.shutdown()  // no listener.shutdown(): the loop's own shutdown must end everything
+
+        #expect(reasons.all == [.shutDown])
+        #expect(readerEnds.all == ["\(NetError.connectionClosed(.shutDown))"])
+        #expect(listener.connectionCount == 0)
+        let received = try await onLoop(clientLoop) { try await readToEnd(from: client) }
+        #expect(received.isEmpty)  // the server's side closed cleanly: the client reads end of file
+        #expect(openDescriptors(onPort: port) == 0)  // listening socket and both ends closed
+        await listener.shutdown()  // after the loop's end: returns at once, nothing left to do
+    }
+
+    @Test func bothEndsOfAnInMemoryPairEndWithTheirLoop() throws {
+        let driver = try LoopDriver()
+        let pair = try InMemoryConnectionPair(driver: driver)
+        let reasons = Recorder<String>()
+        pair.client.onClose { reasons.record("client: \($0)") }
+        pair.server.onClose { reasons.record("server: \($0)") }
+        let server = pair.server
+        let reader = Task(executorPreference: driver.loop) {
+            do {
+                for try await _ in server.inbound {}
+                reasons.record("reader: end of input")
+            } catch {
+                reasons.record("reader: \(error)")
+            }
+        }
+        try driver.step(3)  // the reader waits for input
+        driver.loop.shutdown()
+        #expect(reasons.all == [
+            "client: \(CloseReason.shutDown)", "server: \(CloseReason.shutDown)",
+            "reader: \(NetError.connectionClosed(.shutDown))",
+        ])
+        _ = reader
+    }
+
+    @Test func aConnectOnALoopThatShutDownFailsWithLoopShutDown() async throws {
+        let group = try LoopGroup(threads: 1)
+        let loop = group.loops[0]
+        group.shutdown()
+        await #expect(throws: NetError.loopShutDown) {
+            _ = try await TCPConnection.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9), on: loop)
+        }
+    }
+}
+

@@ -1,0 +1,72 @@
+import LoopKit
+import Synchronization
+import Testing
+
+/// What lives on a loop and must end with it: observers run by the loop's shutdown, and the tasks they
+/// resume, run in the final drain.
+@Suite("Shutdown observers")
+struct ShutdownObserverTests {
+    final class Owner: Sendable {}
+
+    @Test("observers run once, in registration order, after the work queued before the shutdown")
+    func observersRunInOrderAfterQueuedWork() throws {
+        let loop = try EventLoop()
+        let trace = Mutex<[String]>([])
+        let first = Owner(), second = Owner(), removed = Owner()
+        #expect(loop.addShutdownObserver(ObjectIdentifier(first)) { trace.withLock { $0.append("first") } })
+        #expect(loop.addShutdownObserver(ObjectIdentifier(second)) { trace.withLock { $0.append("second") } })
+        #expect(loop.addShutdownObserver(ObjectIdentifier(removed)) { trace.withLock { $0.append("removed") } })
+        loop.removeShutdownObserver(ObjectIdentifier(removed))
+        try loop.enqueue { trace.withLock { $0.append("queued") } }
+        loop.shutdown()  // on the loop's thread, outside an iteration: finishes now
+        loop.shutdown()
+        #expect(trace.withLock { $0 } == ["queued", "first", "second"])
+    }
+
+    @Test("a loop that has begun shutting down registers no observer")
+    func registrationIsRefusedOnceShuttingDown() throws {
+        let loop = try EventLoop()
+        let late = Owner()
+        let ran = Mutex(false)
+        try loop.enqueue {
+            loop.shutdown()  // inside an iteration: the shutdown finishes at its end
+            #expect(!loop.addShutdownObserver(ObjectIdentifier(late)) { ran.withLock { $0 = true } })
+        }
+        _ = try loop.runOnce(blocking: false)
+        #expect(!loop.isAcceptingWork)
+        #expect(!ran.withLock { $0 })
+    }
+
+    @Test("a task the shutdown resumes runs to its end on the loop, in the final drain")
+    func aTaskResumedByTheShutdownRunsInTheFinalDrain() throws {
+        let loop = try EventLoop()
+        let owner = Owner()
+        let finishedOnLoop = Mutex<Bool?>(nil)
+        let task = Task(executorPreference: loop) {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                _ = loop.addShutdownObserver(ObjectIdentifier(owner)) { continuation.resume() }
+            }
+            finishedOnLoop.withLock { $0 = loop.isCurrent }
+        }
+        while loop.hasQueuedWork { _ = try loop.runOnce(blocking: false) }  // the task starts and suspends
+        #expect(finishedOnLoop.withLock { $0 } == nil)
+        loop.shutdown()
+        #expect(finishedOnLoop.withLock { $0 } == true)
+        _ = task
+    }
+
+    @Test("cleanup work is taken while the loop shuts down, where ordinary work is refused")
+    func cleanupWorkRunsInTheFinalDrain() throws {
+        let loop = try EventLoop()
+        let trace = Mutex<[String]>([])
+        let owner = Owner()
+        _ = loop.addShutdownObserver(ObjectIdentifier(owner)) {
+            #expect(throws: EventLoopError.shutDown) { try loop.enqueue {} }
+            #expect(throws: Never.self) { try loop.enqueueCleanup { trace.withLock { $0.append("cleanup") } } }
+            trace.withLock { $0.append("observer") }
+        }
+        loop.shutdown()
+        #expect(trace.withLock { $0 } == ["observer", "cleanup"])
+        #expect(throws: EventLoopError.shutDown) { try loop.enqueueCleanup {} }
+    }
+}
