@@ -36,6 +36,18 @@ struct ConcurrencyTests {
         #expect(onLoop)
     }
 
+    @Test("a task preferring a loop that has finished shutting down goes on off the loop, not trapped or dropped")
+    func taskPreferringAShutDownLoop() async throws {
+        let group = try LoopGroup(threads: 1)
+        let loop = group.next()
+        group.shutdown()
+        let ranOnLoop = await Task(executorPreference: loop) { () async -> Bool in
+            await Task.yield()  // suspends and resumes: each job goes to the global executor
+            return loop.isCurrent
+        }.value
+        #expect(ranOnLoop == false)
+    }
+
     @Test("perform hops onto the loop, returns the value and rethrows the error")
     func perform() async throws {
         let group = try LoopGroup(threads: 1)

@@ -131,14 +131,18 @@ struct EventLoopPreconditionTests {
         }
     }
 
-    @Test("a Swift concurrency job on a shut-down loop stops the process")
-    func executorJobAfterShutdown() async {
+    @Test("an actor pinned to a loop that has finished shutting down, given work, stops the process")
+    func actorJobAfterShutdown() async {
         await #expect(processExitsWith: .failure) {
+            actor Pinned {
+                let loop: EventLoop
+                init(loop: EventLoop) { self.loop = loop }
+                nonisolated var unownedExecutor: UnownedSerialExecutor { loop.unownedExecutor }
+                func touch() {}
+            }
             let loop = try! EventLoop()
             loop.shutdown()
-            await withCheckedContinuation { continuation in
-                Task(executorPreference: loop) { continuation.resume() }
-            }
+            await Pinned(loop: loop).touch()
         }
     }
 }

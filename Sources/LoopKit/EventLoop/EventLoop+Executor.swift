@@ -5,29 +5,30 @@ extension EventLoop: TaskExecutor {
     /// a loop is a `TaskExecutor` (`Task(executorPreference: loop) { … }`), and actors pin themselves to
     /// it through ``unownedExecutor``.
     ///
-    /// A job cannot be refused: after ``shutdown()`` jobs are still taken until the loop's final drain
-    /// has run (so a task that the shutdown itself resumes — a connection ending, a waiter told — runs to
-    /// its end or its next suspension there). Enqueuing one after that, on a loop that has finished
-    /// shutting down, is a programmer error and stops the process with a message.
+    /// A job is never refused nor dropped: after ``shutdown()`` jobs are still taken until the loop's
+    /// final drain has run (so a task that the shutdown itself resumes — a connection ending, a waiter
+    /// told — runs to its end or its next suspension on the loop). On a loop that has finished shutting
+    /// down, a task that merely prefers it goes on on Swift's global concurrent executor (a preference,
+    /// not a requirement); an actor pinned to such a loop cannot, and stops the process with a message.
     ///
     /// Safe from any thread.
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        appendExecutorJob(Job { [self] in job.runSynchronously(on: self.asUnownedTaskExecutor()) })
+        do {
+            try append(Job { [self] in job.runSynchronously(on: self.asUnownedTaskExecutor()) }, isExecutorJob: true)
+        } catch {
+            globalConcurrentExecutor.enqueue(ExecutorJob(job))  // the loop is gone; the task goes on
+        }
     }
 
     /// Queues a job an actor pinned to the loop enqueued on its serial executor (``LoopIsolation``).
     func enqueueIsolated(_ job: UnownedJob) {
-        appendExecutorJob(Job { [self] in
-            job.runSynchronously(isolatedTo: isolation.asUnownedSerialExecutor(), taskExecutor: self.asUnownedTaskExecutor())
-        })
-    }
-
-    private func appendExecutorJob(_ job: __owned Job) {
         do {
-            try append(job, isExecutorJob: true)
+            try append(Job { [self] in
+                job.runSynchronously(isolatedTo: isolation.asUnownedSerialExecutor(), taskExecutor: self.asUnownedTaskExecutor())
+            }, isExecutorJob: true)
         } catch {
-            fatalError("LoopKit: a Swift concurrency job was scheduled on an EventLoop that has finished shutting down")
+            fatalError("LoopKit: an actor pinned to an EventLoop that has finished shutting down was given work")
         }
     }
 

@@ -95,6 +95,10 @@ public final class TCPConnection: @unchecked Sendable {
         }
         buffers.setTimeouts(read: options.readTimeout, write: options.writeTimeout)
         buffers.enable(reading: true, writing: !isSocket)
+        // A socket bufferevent starts with writing enabled, which would wait for the socket to be
+        // writable before every send (two epoll_ctl calls and a poll per message): writes go straight to
+        // the socket instead (flush()), and writing is enabled only while the socket is full.
+        if isSocket, buffers.outputCount == 0 { buffers.disable(writing: true) }
         if let idle = options.idleTimeout {
             lastActivity = libEventCachedTime(loop.eventBase)
             let timer = LibEventTimer(base: loop.eventBase) { [unowned self] in self.idleTimerFired() }

@@ -318,10 +318,16 @@ struct LibEventBuffers {
     }
 
     /// Writes as much of the output as the socket takes now, without waiting for the loop's next poll.
+    ///
+    /// A socket bufferevent keeps the start of its output frozen (only the bufferevent drains it), so
+    /// this thaws it for the write, as libevent's own write callback does; a frozen buffer would refuse
+    /// the write with -1 and a stale `errno`.
     /// - Returns: Bytes written, 0 when the socket would block, or the negated `errno` of a failure.
-    /// The corresponding libevent call is `evbuffer_write`.
+    /// The corresponding libevent calls are `evbuffer_unfreeze`, `evbuffer_write` and `evbuffer_freeze`.
     func writeOutputNow() -> Int {
+        _ = evbuffer_unfreeze(output, 1)
         let result = evbuffer_write(output, bufferevent_getfd(raw))
+        _ = evbuffer_freeze(output, 1)
         if result >= 0 { return Int(result) }
         let code = errno
         return code == EAGAIN || code == EWOULDBLOCK || code == EINTR ? 0 : -Int(code)

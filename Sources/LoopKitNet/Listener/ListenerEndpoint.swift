@@ -118,29 +118,37 @@ final class ListenerEndpoint: @unchecked Sendable {
     /// Closes every connection gracefully; returns when all have ended (aborting any left at `deadline`).
     /// On a loop that is shutting down it returns at once: the loop's shutdown ends the connections.
     func closeConnections(deadline: Duration) async {
-        // The awaiting task stays where it is (never hopping onto the loop, which may have shut down);
-        // the loop's thread resumes it once the last connection has ended.
-        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-            let work: @Sendable () -> Void = { [self] in
-                closeOnLoop()
-                if connections.isEmpty, runningHandlers == 0 {
-                    continuation.resume()
+        // On the loop's own executor, so the continuation is created and resumed on the loop thread: no
+        // cross-thread resume racing the continuation's set-up (which TSan cannot see into). On a loop
+        // that has finished shutting down the task runs on the global executor and returns at once.
+        await withTaskExecutorPreference(loop) {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                if loop.isCurrent {
+                    closeConnectionsOnLoop(deadline: deadline, continuation: continuation)
                     return
                 }
-                drainWaiters.append(continuation)
-                for connection in Array(connections.values) { connection.close() }
-                guard !connections.isEmpty else { return }
                 do {
-                    _ = try loop.schedule(after: deadline) { [self] in abortConnections() }
+                    try loop.enqueue { [self] in closeConnectionsOnLoop(deadline: deadline, continuation: continuation) }
                 } catch {
-                    abortConnections()  // the loop is shutting down: no deadline to wait for
+                    continuation.resume()
                 }
             }
-            if loop.isCurrent {
-                work()
-            } else {
-                do { try loop.enqueue(work) } catch { continuation.resume() }
-            }
+        }
+    }
+
+    private func closeConnectionsOnLoop(deadline: Duration, continuation: UnsafeContinuation<Void, Never>) {
+        closeOnLoop()
+        if connections.isEmpty, runningHandlers == 0 {
+            continuation.resume()
+            return
+        }
+        drainWaiters.append(continuation)
+        for connection in Array(connections.values) { connection.close() }
+        guard !connections.isEmpty else { return }
+        do {
+            _ = try loop.schedule(after: deadline) { [self] in abortConnections() }
+        } catch {
+            abortConnections()  // the loop is shutting down: no deadline to wait for
         }
     }
 
