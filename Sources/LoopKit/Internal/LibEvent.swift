@@ -216,6 +216,14 @@ final class LoopEvents: @unchecked Sendable {
         _ = timerfd_settime(timerFD, 0, &spec, nil)
     }
 
+    /// The time left before the timer event fires, to the nanosecond, or nil when it is not armed.
+    /// The corresponding Linux call is `timerfd_gettime`.
+    var timerRemainingNanoseconds: UInt64? {
+        var spec = itimerspec()
+        guard timerfd_gettime(timerFD, &spec) == 0, spec.it_value.tv_sec != 0 || spec.it_value.tv_nsec != 0 else { return nil }
+        return UInt64(spec.it_value.tv_sec) * 1_000_000_000 + UInt64(spec.it_value.tv_nsec)
+    }
+
     /// Stops the timer event from firing. The corresponding Linux call is `timerfd_settime`.
     func disarmTimer() {
         var spec = itimerspec()
