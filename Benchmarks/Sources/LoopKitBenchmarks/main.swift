@@ -7,6 +7,9 @@ import NIOPosix
 // peers in the same run (one warm-up, then the median of the timed runs) and prints the ratio
 // peer / LoopKit ("x faster") next to the design's goal.
 
+// A child process started by a scenario (the hidden sub-command) runs only its role, then exits.
+if let server = IdleConnectionServer(arguments: CommandLine.arguments) { server.run() }
+
 let options = Options.parse(CommandLine.arguments)
 /// The 1-minute load average when the run began: other processes on a shared machine inflate figures.
 let loadAtStart = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first ?? "?"

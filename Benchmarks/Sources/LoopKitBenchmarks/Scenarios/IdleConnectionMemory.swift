@@ -1,107 +1,109 @@
 import Foundation
-import LoopKit
-import LoopKitNet
-import NIOCore
-import NIOPosix
-import Synchronization
 
-/// Memory per idle connection: RSS growth while a server holds 10,000 open, idle connections.
+/// Memory per idle connection: a server's resident set growth while it holds 10,000 open, idle
+/// connections, divided by 10,000 (2,000 with `--quick`).
 ///
-/// For each server in turn (LoopKit, then SwiftNIO; one loop on its own thread each): RSS after the
-/// server is up, 10,000 plain client sockets connected from this process, wait until the server has
-/// accepted all of them, RSS again; (after − before) / count. The client sockets' kernel memory is not
-/// RSS; their userspace cost is one fd each. One measurement per server (no median: 10,000 sockets).
+/// Each server (LoopKit, then SwiftNIO) runs in a fresh child process of its own
+/// (``IdleConnectionServer``), so neither inherits heap the other freed and each process holds only
+/// about 10,000 descriptors: the server's sockets in the child, the clients' here. (In one process both
+/// ends need 20,000, which a hard limit of 20,000 cannot give.) The child reads its resident set size
+/// before it accepts and once it has accepted every connection; this process opens the plain client
+/// sockets (``LoopbackClient``), reads the child's figure, closes the clients and reaps the child. One
+/// measurement per server (no median: 10,000 sockets each).
 enum IdleConnectionMemory {
     static let nioPeer = "NIO (one loop, empty pipeline)"
 
     static func run(_ options: Options) throws -> [Row] {
-        let (count, limitNote) = raiseFileLimit(wanted: options.count(10_000, quick: 2_000))
+        let limit = DescriptorLimit.raiseToHard()
+        let wanted = options.count(10_000, quick: 2_000)
+        // The clients' descriptors here, the server's in the child (which raises its limit to the same
+        // hard limit), with room for each process's own.
+        let count = min(wanted, limit.to - 200)
 
-        let baselineFiles = openFileCount()
-        let group = try LoopGroup(threads: 1, name: "bench-idlemem")
-        var listenerOptions = ListenerOptions()
-        listenerOptions.backlog = 4096
-        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group, options: listenerOptions, onAccept: { _ in })
-        let loopKit = measure(count: count, port: listener.localAddress.port) { listener.connectionCount }
-        let ended = DispatchSemaphore(value: 0)
-        Task.detached {
-            await listener.shutdown(deadline: .seconds(5))
-            ended.signal()
-        }
-        ended.wait()
-        // The next server needs the descriptors back: wait (the loop still running) until LoopKit's are
-        // closed, then shut the group down.
-        let filesDeadline = monotonicNanoseconds() + 10_000_000_000
-        while openFileCount() > baselineFiles + 50, monotonicNanoseconds() < filesDeadline { usleep(10_000) }
-        let leftOpen = openFileCount() - baselineFiles
-        group.shutdown()
+        let loopKit = measure(.loopKit, count: count)
+        let nio = options.peers ? measure(.nio, count: count) : nil
 
-        var peers: [(name: String, figure: Figure)] = []
-        if options.peers {
-            let accepted = Atomic<Int>(0)
-            let nioGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-            let server = try ServerBootstrap(group: nioGroup)
-                .serverChannelOption(.backlog, value: 4096)
-                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                .childChannelInitializer { channel in
-                    accepted.add(1, ordering: .relaxed)
-                    return channel.eventLoop.makeSucceededVoidFuture()
-                }
-                .bind(host: "127.0.0.1", port: 0).wait()
-            let nio = measure(count: count, port: server.localAddress!.port!) { accepted.load(ordering: .relaxed) }
-            try server.close().wait()
-            try nioGroup.syncShutdownGracefully()
-            peers = [(name: nioPeer, figure: nio)]
-        }
+        var note = "RSS growth (/proc/self/statm) / \(count) of a fresh child process per server (this executable, "
+            + "\(IdleConnectionServer.subcommand)) running one server loop that holds \(count) idle connections; "
+            + "the clients are plain sockets in the benchmark process, so neither process holds more than about "
+            + "\(count) descriptors. RSS counts the server's userspace memory (heap, libevent or NIO structures, "
+            + "allocator overhead, touched thread stacks); the sockets' kernel memory is not in it. "
+            + "\(loopKit.description(as: "LoopKit"))"
+        if let nio { note += " \(nio.description(as: "NIO"))" }
+        note += " RLIMIT_NOFILE soft limit set to the hard limit with setrlimit in the benchmark process (\(limit)) "
+            + "and again in each child (\(loopKit.limit); a child inherits the benchmark process's limits)."
+        if count < wanted { note += " Only \(count) connections fit (wanted \(wanted))." }
 
         return [
-            Row(scenario: "memory per idle connection (\(count) open)", unit: .kibibytes, loopKit: loopKit,
-                peers: peers, goal: .atMostKiBAndNoMoreThan(8, peer: nioPeer),
-                note: "RSS growth (/proc/self/statm) / \(count) while one server loop holds \(count) idle connections "
-                    + "from plain client sockets in this process (their kernel memory is not RSS); LoopKit measured "
-                    + "first (NIO may reuse heap LoopKit freed). \(limitNote) "
-                    + "\(leftOpen) descriptors were still open up to 10 s after the LoopKit listener's shutdown (clients closed, loop running)."),
+            Row(scenario: "memory per idle connection (\(count) open)", unit: .kibibytes,
+                loopKit: loopKit.figure, peers: nio.map { [(name: nioPeer, figure: $0.figure)] } ?? [],
+                goal: .atMostKiBAndNoMoreThan(8, peer: nioPeer), note: note),
         ]
     }
 
-    /// Connects `count` clients, waits until `accepted()` reaches `count`, returns the RSS growth per
-    /// connection in KiB; closes the clients and waits until the server has seen them go.
-    private static func measure(count: Int, port: Int, accepted: () -> Int) -> Figure {
-        let before = MemoryIterations.residentKiB()
-        let fds = (0..<count).map { _ in LoopbackClient.connect(port: port) }
-        let deadline = monotonicNanoseconds() + 30_000_000_000
-        while accepted() < count {
-            check(monotonicNanoseconds() < deadline, "idlemem: the server accepted \(accepted()) of \(count) in 30 s")
-            usleep(1_000)
+    /// One server's figure and what the reader of the note should know about its child.
+    private struct Measurement {
+        var perConnectionKiB: Double
+        var residentBeforeKiB: Int
+        var residentAfterKiB: Int
+        /// The child's descriptor limits.
+        var limit: DescriptorLimit.Change
+        /// Set when the child did not exit cleanly once its clients closed.
+        var exitProblem: String?
+
+        var figure: Figure { Figure(median: perConnectionKiB, samples: [perConnectionKiB]) }
+
+        /// A sentence for the row's note.
+        func description(as name: String) -> String {
+            "\(name) child RSS \(residentBeforeKiB) → \(residentAfterKiB) KiB." + (exitProblem.map { " \($0)" } ?? "")
         }
-        usleep(100_000)  // let the server finish setting up the last connections it accepted
-        let after = MemoryIterations.residentKiB()
-        for fd in fds { close(fd) }
-        let perConnection = Double(after - before) / Double(count)
-        return Figure(median: perConnection, samples: [perConnection])
     }
 
-    /// The number of descriptors this process has open (entries of `/proc/self/fd`).
-    private static func openFileCount() -> Int {
-        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
+    /// Starts a child running `kind`'s server, connects `count` clients to it, reads its figure, closes
+    /// the clients and reaps the child. Stops the benchmark with a message if the child fails.
+    private static func measure(_ kind: IdleConnectionServer.Kind, count: Int) -> Measurement {
+        let child: ChildProcess
+        do {
+            child = try ChildProcess(arguments: [IdleConnectionServer.subcommand, kind.rawValue, String(count)])
+        } catch {
+            stop("idlemem: could not start the \(kind.rawValue) server's child process: \(error)")
+        }
+        /// Kills the child and stops the benchmark, saying what the child said (its `failed` line) or, when
+        /// it said nothing, `problem`.
+        func fail(_ problem: String, line: String?) -> Never {
+            let said = line.map { $0.hasPrefix("failed ") ? String($0.dropFirst(7)) : "wrote \"\($0)\"" }
+            child.kill()
+            stop("idlemem: \(kind.rawValue) server child (pid \(child.id)): \(said ?? problem); child \(child.state)")
+        }
+
+        let listening = child.readLine(timeout: .seconds(30))
+        let words = listening?.split(separator: " ").compactMap { Int($0) } ?? []
+        guard listening?.hasPrefix("listening ") == true, words.count == 4 else {
+            fail("did not report its port within 30 s", line: listening)
+        }
+        let limit = DescriptorLimit.Change(from: words[1], to: words[2], hard: words[3])
+
+        let clients = (0..<count).map { _ in LoopbackClient.connect(port: words[0]) }
+        let measured = child.readLine(timeout: .seconds(45))
+        let figures = measured?.split(separator: " ").dropFirst().compactMap { Double($0) } ?? []
+        guard measured?.hasPrefix("measured ") == true, figures.count == 3 else {
+            for fd in clients { close(fd) }
+            fail("did not report its figure within 45 s", line: measured)
+        }
+
+        for fd in clients { close(fd) }
+        child.closeInput()
+        let exited = child.waitForExit(timeout: .seconds(15))
+        return Measurement(
+            perConnectionKiB: figures[0], residentBeforeKiB: Int(figures[1]), residentAfterKiB: Int(figures[2]),
+            limit: limit,
+            exitProblem: child.succeeded ? nil
+                : "Once its clients closed, the child \(exited ? child.state : "did not exit within 15 s (killed)").")
     }
 
-    /// Raises `RLIMIT_NOFILE`'s soft limit (to the hard limit, at least 25,000 if allowed); returns how
-    /// many connections fit and a sentence for the row's note.
-    private static func raiseFileLimit(wanted: Int) -> (count: Int, note: String) {
-        var limit = rlimit()
-        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        let original = limit.rlim_cur
-        limit.rlim_cur = limit.rlim_max == rlim_t.max ? max(limit.rlim_cur, 25_000) : limit.rlim_max
-        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) != 0 {
-            getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        }
-        // Two fds per connection (client and server), plus room for server descriptors not yet released
-        // when the next server starts (seen with LoopKit: see the row's note).
-        let fit = (Int(clamping: limit.rlim_cur) - 1_000) / 3
-        let count = min(wanted, fit)
-        var note = "RLIMIT_NOFILE soft limit raised from \(original) to \(limit.rlim_cur) (setrlimit, hard \(limit.rlim_max))."
-        if count < wanted { note += " Only \(count) connections fit (wanted \(wanted))." }
-        return (count, note)
+    /// Stops the benchmark with a message (as ``check(_:_:)`` does).
+    private static func stop(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("benchmark check failed: \(message)\n".utf8))
+        exit(1)
     }
 }
