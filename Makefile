@@ -28,15 +28,15 @@ deps:
 demo: deps
 	$(SWIFT) run -c release LoopDemo
 
-## test: the whole suite: Swift Testing, the C ABI tests and example, the leak check
-test: test-swift test-c leak-check install-check
+## test: the whole suite: Swift Testing (the HTTP suites on both engines), the C ABI tests and examples,
+## the leak check, the install check
+test: test-swift test-http-net test-c leak-check install-check
 
 test-swift: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
-## test-http-net: the HTTP suites again on the LoopKitNet engine (not the default engine). Not part of
-## `make test` for now: about one run in eight fails there with a connection closed early (open, see README).
+## test-http-net: the HTTP suites again, on the LoopKitNet engine instead of the default raw-socket engine
 test-http-net: deps
 	$(SWIFT) build --build-tests
 	LOOPKIT_HTTP_ENGINE=net $(SWIFT) test --skip-build --filter LoopKitHTTPTests

@@ -96,6 +96,31 @@ public struct Bytes: Sendable {
         }
     }
 
+    /// Calls `body` with the bytes as a `Span` (safe, bounds-checked, non-escaping access with no copy).
+    ///
+    /// - Parameter body: Reads the bytes; the span cannot outlive the call.
+    /// - Returns: What `body` returns.
+    @inlinable
+    public func withSpan<Result, Failure: Error>(
+        _ body: (Span<UInt8>) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        try withUnsafeBytes { (raw) throws(Failure) -> Result in
+            try body(raw.assumingMemoryBound(to: UInt8.self).span)
+        }
+    }
+
+    /// Calls `body` with the bytes as a `RawSpan` (for loading integers and other trivial values at byte
+    /// offsets, bounds-checked, with no copy).
+    ///
+    /// - Parameter body: Reads the bytes; the span cannot outlive the call.
+    /// - Returns: What `body` returns.
+    @inlinable
+    public func withRawSpan<Result, Failure: Error>(
+        _ body: (RawSpan) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        try withUnsafeBytes { (raw) throws(Failure) -> Result in try body(raw.bytes) }
+    }
+
     /// The bytes as a string, decoding UTF-8 (invalid sequences become U+FFFD).
     public var utf8String: String {
         withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
