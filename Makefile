@@ -83,16 +83,24 @@ bench-http: deps wrk
 	cd Benchmarks && $(SWIFT) build -c release --product NIOHTTPPeer && $(SWIFT) build -c release --product HummingbirdPeer
 	flock /tmp/loopkit-bench.lock Benchmarks/http-bench.sh
 
-## docs: the DocC catalogue, with every symbol link and parameter checked (warnings are errors)
+## docs: the three DocC catalogues (LoopKit, LoopKitNet, LoopKitHTTP), every symbol link and parameter
+## checked (warnings are errors)
+DOC_TARGETS := LoopKit LoopKitNet LoopKitHTTP
 docs: deps
 	@# A build folder of its own: a cached build emits no symbol graph, and this one always has them.
-	rm -rf .build/docs && mkdir -p .build-docs/symbol-graphs
-	$(SWIFT) build --scratch-path .build-docs --target LoopKit -Xswiftc -emit-symbol-graph \
+	rm -rf .build/docs && mkdir -p .build/docs .build-docs/symbol-graphs
+	$(SWIFT) build --scratch-path .build-docs --target LoopKitHTTP -Xswiftc -emit-symbol-graph \
 		-Xswiftc -emit-symbol-graph-dir -Xswiftc $(CURDIR)/.build-docs/symbol-graphs
-	docc convert Sources/LoopKit/LoopKit.docc --additional-symbol-graph-dir .build-docs/symbol-graphs \
-		--fallback-display-name LoopKit --fallback-bundle-identifier org.loopkit.LoopKit \
-		--output-path .build/docs --warnings-as-errors
-	@echo "==> documentation in .build/docs"
+	@for target in $(DOC_TARGETS); do \
+		rm -rf .build-docs/graphs-$$target && mkdir -p .build-docs/graphs-$$target && \
+		cp .build-docs/symbol-graphs/$$target.symbols.json .build-docs/symbol-graphs/$$target@*.symbols.json \
+			.build-docs/graphs-$$target/ 2>/dev/null; \
+		echo "==> docc $$target"; \
+		docc convert Sources/$$target/$$target.docc --additional-symbol-graph-dir .build-docs/graphs-$$target \
+			--fallback-display-name $$target --fallback-bundle-identifier org.loopkit.$$target \
+			--output-path .build/docs/$$target --warnings-as-errors || exit 1; \
+	done
+	@echo "==> documentation in .build/docs/{$(shell echo $(DOC_TARGETS) | tr ' ' ',')}"
 
 ## install: loopkit.h, libLoopKitC.so and loopkit.pc under PREFIX (default /usr/local)
 install: deps

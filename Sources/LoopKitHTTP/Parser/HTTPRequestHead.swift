@@ -26,7 +26,7 @@ public enum HTTPBodyFraming: Sendable, Hashable {
     case chunked
 }
 
-/// A parsed request head: the ``HTTPRequest`` plus what HTTP/1.1 framing needs.
+/// A parsed request head: the `HTTPRequest` plus what HTTP/1.1 framing needs.
 public struct HTTPRequestHead: Sendable, Hashable {
     /// The request: method, path (the request target as sent), authority (the `Host` field) and fields.
     ///

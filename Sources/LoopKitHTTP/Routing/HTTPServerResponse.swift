@@ -50,7 +50,7 @@ public struct HTTPResponseBody: Sendable {
     public static func string(_ text: String) -> HTTPResponseBody { HTTPResponseBody(storage: .bytes(Array(text.utf8))) }
 
     /// A body written by `write`, sent chunked; `write` runs as a task on the connection's loop and each
-    /// ``HTTPBodyWriter/write(_:)`` suspends while the connection's pending output is above its high-water mark.
+    /// ``HTTPBodyWriter/write(_:)-([UInt8])`` suspends while the connection's pending output is above its high-water mark.
     ///
     /// - Parameter write: Writes the body; returning ends it, throwing aborts the connection.
     public static func stream(_ write: @escaping @Sendable (HTTPBodyWriter) async throws -> Void) -> HTTPResponseBody {

@@ -3,7 +3,7 @@ import LoopKit
 import LoopKitNet
 import ServiceLifecycle
 
-/// An HTTP/1.1 server whose connections and handlers live on the loops of a ``LoopGroup``.
+/// An HTTP/1.1 server whose connections and handlers live on the loops of a `LoopGroup`.
 ///
 /// Each loop of the group listens on the same port (`SO_REUSEPORT`) and keeps the connections it accepts;
 /// their handlers run on that loop's thread, so `loop.process` in budget mode shares the loop with every

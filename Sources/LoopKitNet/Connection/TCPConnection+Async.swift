@@ -84,8 +84,8 @@ extension TCPConnection {
         try await waitUntilWritable()
     }
 
-    /// Writes the UTF-8 bytes of `string` (one copy), suspending as ``write(_:)-(Bytes)`` does.
-    /// - Throws: As ``write(_:)-(Bytes)``.
+    /// Writes the UTF-8 bytes of `string` (one copy), suspending as `write(_:)` does.
+    /// - Throws: As `write(_:)`.
     ///
     /// Call on the loop's thread.
     public func write(_ string: String) async throws(NetError) {

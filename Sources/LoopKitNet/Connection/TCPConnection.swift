@@ -1,11 +1,11 @@
 import LoopKit
 
 /// A byte stream to a peer (TCP or Unix-domain socket, or an in-memory pair in tests) that lives on
-/// one ``EventLoop``.
+/// one `EventLoop`.
 ///
 /// Two ways to handle it, both on the loop's thread:
 /// - **Callbacks** (the lean path): ``onRead(_:)`` lends the handler the contiguous unread bytes and
-///   takes how many it consumed; ``write(_:)-(Bytes)`` and friends append to the output, which is sent
+///   takes how many it consumed; `write(_:)` and friends append to the output, which is sent
 ///   when the callback returns; ``onWritable(_:)`` and ``onClose(_:)`` report the rest.
 /// - **Async**: ``inbound`` is an `AsyncSequence` of ``Bytes`` chunks and `try await write(_:)` suspends
 ///   while the output is above the write high-water mark. Run the handler in a `Task` whose executor
@@ -275,7 +275,7 @@ public final class TCPConnection: @unchecked Sendable {
     /// buffer's last chunk has room).
     ///
     /// - Parameter buffer: The bytes to send; only read during the call.
-    /// - Throws: As ``write(_:)-(Bytes)``.
+    /// - Throws: As `write(_:)`.
     ///
     /// Call on the loop's thread. The corresponding libevent call is `evbuffer_add`.
     public func write(copying buffer: UnsafeRawBufferPointer) throws(NetError) {
@@ -286,7 +286,7 @@ public final class TCPConnection: @unchecked Sendable {
 
     /// Appends the UTF-8 bytes of `string` (one copy).
     ///
-    /// - Throws: As ``write(_:)-(Bytes)``.
+    /// - Throws: As `write(_:)`.
     ///
     /// Call on the loop's thread. The corresponding libevent call is `evbuffer_add`.
     public func write(_ string: String) throws(NetError) {
@@ -309,7 +309,7 @@ public final class TCPConnection: @unchecked Sendable {
     /// - Parameters:
     ///   - capacity: The most bytes `body` may write.
     ///   - body: Writes from the start of the buffer and returns how many bytes it wrote.
-    /// - Throws: As ``write(_:)-(Bytes)``.
+    /// - Throws: As `write(_:)`.
     ///
     /// Call on the loop's thread. The corresponding libevent calls are `evbuffer_reserve_space` and
     /// `evbuffer_commit_space`.

@@ -1,7 +1,7 @@
 import LoopKit
 import Synchronization
 
-/// Accepts connections on a TCP or Unix-domain address, on one loop or on every loop of a ``LoopGroup``.
+/// Accepts connections on a TCP or Unix-domain address, on one loop or on every loop of a `LoopGroup`.
 ///
 /// ```swift
 /// let group = try LoopGroup(threads: 2)
