@@ -28,14 +28,27 @@ start() {
     echo "server did not start: $*" >&2; exit 1
 }
 
-# wrk_row NAME URL [extra wrk args]: prints "NAME  requests/s  p99".
+# cpu_ticks: the server's user + system CPU time so far, in clock ticks (/proc/PID/stat fields 14 and 15).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+
+# wrk_row NAME URL [extra wrk args]: prints "NAME  requests/s  p99  server CPU per request  server core busy".
+# The CPU columns tell a server that is the bottleneck (core near 100%) from one waiting on wrk.
 wrk_row() {
     local name=$1 url=$2; shift 2
-    local out; out=$(taskset -c "$CLIENT_CORE" wrk -t1 -c64 -d"$DURATION" --latency "$@" "$url")
-    local rps p99
+    local before after out
+    before=$(cpu_ticks)
+    out=$(taskset -c "$CLIENT_CORE" wrk -t1 -c64 -d"$DURATION" --latency "$@" "$url")
+    after=$(cpu_ticks)
+    local rps p99 requests seconds
     rps=$(awk '/^Requests\/sec:/ {print $2}' <<< "$out")
     p99=$(awk '$1 == "99%" {print $2}' <<< "$out")
-    printf "  %-36s %12s req/s   p99 %9s\n" "$name" "$rps" "$p99"
+    requests=$(awk '/requests in/ {print $1}' <<< "$out")
+    seconds=${DURATION%s}
+    awk -v name="$name" -v rps="$rps" -v p99="$p99" -v ticks=$((after - before)) -v hz="$(getconf CLK_TCK)" \
+        -v requests="$requests" -v seconds="$seconds" 'BEGIN {
+        cpu = ticks / hz
+        printf "  %-36s %12s req/s   p99 %9s   server CPU %5.1f us/req, core %3.0f%% busy\n",
+            name, rps, p99, (requests > 0 ? cpu / requests * 1e6 : 0), cpu / seconds * 100 }'
 }
 
 # responsiveness NAME: p99 of /hello while 4 clients loop on /work?items=1000000 (server already started).
@@ -51,10 +64,12 @@ responsiveness_row() {
 echo "== HTTP: server pinned to core $SERVER_CORE, wrk -t1 -c64 -d$DURATION on core $CLIENT_CORE (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
 echo "GET /hello, keep-alive"
 start $((PORT_BASE + 1)) "$LOOPDEMO" serve --log-level warning; wrk_row "LoopKitHTTP (1 loop)" "http://127.0.0.1:$((PORT_BASE + 1))/hello"; cleanup
+start $((PORT_BASE + 11)) "$LOOPDEMO" serve --engine net --log-level warning; wrk_row "LoopKitHTTP on LoopKitNet (1 loop)" "http://127.0.0.1:$((PORT_BASE + 11))/hello"; cleanup
 start $((PORT_BASE + 2)) "$NIO_PEER"; wrk_row "NIOHTTP1 (1 event loop)" "http://127.0.0.1:$((PORT_BASE + 2))/hello"; cleanup
 start $((PORT_BASE + 3)) "$HB_PEER"; wrk_row "Hummingbird 2 (1 event loop)" "http://127.0.0.1:$((PORT_BASE + 3))/hello"; cleanup
 echo "GET /hello, Connection: close"
 start $((PORT_BASE + 4)) "$LOOPDEMO" serve --log-level warning; wrk_row "LoopKitHTTP (1 loop)" "http://127.0.0.1:$((PORT_BASE + 4))/hello" -H "Connection: close"; cleanup
+start $((PORT_BASE + 14)) "$LOOPDEMO" serve --engine net --log-level warning; wrk_row "LoopKitHTTP on LoopKitNet (1 loop)" "http://127.0.0.1:$((PORT_BASE + 14))/hello" -H "Connection: close"; cleanup
 start $((PORT_BASE + 5)) "$NIO_PEER"; wrk_row "NIOHTTP1 (1 event loop)" "http://127.0.0.1:$((PORT_BASE + 5))/hello" -H "Connection: close"; cleanup
 start $((PORT_BASE + 6)) "$HB_PEER"; wrk_row "Hummingbird 2 (1 event loop)" "http://127.0.0.1:$((PORT_BASE + 6))/hello" -H "Connection: close"; cleanup
 echo "GET /hello while 4 clients loop on /work?items=1000000 (~1 s of work each)"

@@ -48,8 +48,14 @@ final class SocketTransport: HTTPTransport {
     }
 
     /// Starts reading. Call once, after setting the delegate.
+    ///
+    /// The first read is tried at once: a client usually sends its request right behind the handshake,
+    /// so it is often waiting already when the connection is accepted, and answering it now saves a
+    /// poll (on `Connection: close` traffic, one per request). When nothing is there yet the read
+    /// returns `EAGAIN` and the watch takes over.
     func start() throws(EventLoopError) {
         try startReading()
+        readable()
     }
 
     private func startReading() throws(EventLoopError) {
