@@ -25,6 +25,20 @@ struct GracefulShutdownTests {
         group.shutdown()
     }
 
+    @Test func aLoopShuttingDownUnderARunningServerClosesItsConnections() async throws {
+        let group = try LoopGroup(threads: 1)
+        var configuration = HTTPServer.Configuration()
+        configuration.engine = testEngine
+        let server = HTTPServer(group: group, configuration: configuration, router: testRouter(), logger: quietLogger)
+        let port = try server.start()
+        let client = try RawClient(port: port)
+        #expect(try client.exchange("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n").status == 200)
+        group.shutdown()  // no server.shutdown() first: the loop's own shutdown must close the socket
+        #expect(client.isClosedByServer())
+        #expect(serverSocketCount(port: port) == 0)  // listener and accepted socket both closed
+        await server.shutdown()  // the loops are gone: returns at once
+    }
+
     @Test func idleKeepAliveConnectionsAreClosed() async throws {
         let group = try LoopGroup(threads: 1)
         let server = HTTPServer(group: group, router: testRouter(), logger: quietLogger)

@@ -23,6 +23,20 @@ struct ShutdownObserverTests {
         #expect(trace.withLock { $0 } == ["queued", "first", "second"])
     }
 
+    @Test("an observer that unregisters a later one (a server closing its connections) stops that one running")
+    func anObserverMayUnregisterALaterOne() throws {
+        let loop = try EventLoop()
+        let trace = Mutex<[String]>([])
+        let server = Owner(), connection = Owner()
+        _ = loop.addShutdownObserver(ObjectIdentifier(server)) {
+            trace.withLock { $0.append("server closes its connection") }
+            loop.removeShutdownObserver(ObjectIdentifier(connection))  // the connection ended, unregistered
+        }
+        _ = loop.addShutdownObserver(ObjectIdentifier(connection)) { trace.withLock { $0.append("connection") } }
+        loop.shutdown()
+        #expect(trace.withLock { $0 } == ["server closes its connection"])
+    }
+
     @Test("a loop that has begun shutting down registers no observer")
     func registrationIsRefusedOnceShuttingDown() throws {
         let loop = try EventLoop()

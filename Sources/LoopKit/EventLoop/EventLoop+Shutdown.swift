@@ -56,8 +56,12 @@ extension EventLoop {
         drainUntilEmpty()
         // What lives on the loop ends now, with the work queued before the shutdown done: connections
         // close and tell their waiters, whose tasks run in the drain that follows.
-        let observers = state.value.takeShutdownObservers()
-        CurrentLoop.with(self) { for observer in observers { observer() } }
+        // One at a time, each looked up again: an observer may end (and unregister) what a later one
+        // observes, as a server closing its connections does.
+        for owner in state.value.shutdownObserverOrder() {
+            guard let observer = state.value.shutdownObservers.removeValue(forKey: owner) else { continue }
+            CurrentLoop.with(self) { observer.body() }
+        }
         repeat { drainUntilEmpty() } while !queue.sealIfEmpty()
         state.value.releaseAll()
         events.stopListening()

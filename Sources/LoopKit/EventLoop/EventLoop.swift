@@ -209,10 +209,9 @@ struct LoopState: ~Copyable {
         shutdownObservers[owner] = (nextShutdownObserverSequence, body)
     }
 
-    /// Every observer, in registration order; none stays registered.
-    mutating func takeShutdownObservers() -> [() -> Void] {
-        defer { shutdownObservers = [:] }
-        return shutdownObservers.values.sorted { $0.sequence < $1.sequence }.map(\.body)
+    /// The owners of the registered observers, in registration order.
+    func shutdownObserverOrder() -> [ObjectIdentifier] {
+        shutdownObservers.sorted { $0.value.sequence < $1.value.sequence }.map(\.key)
     }
 
     mutating func releaseAll() {

@@ -51,7 +51,7 @@ final class HTTPLoopContext: @unchecked Sendable {
         sweepTimer = try loop.schedule(after: sweepInterval, repeating: sweepInterval) { [self] in sweep() }
         // A loop that shuts down under a running server takes its connections with it: sockets closed,
         // nothing left watching them.
-        guard loop.addShutdownObserver(ObjectIdentifier(self), { [unowned self] in loopIsShuttingDown() }) else {
+        guard loop.addShutdownObserver(ObjectIdentifier(self), { [weak self] in self?.loopIsShuttingDown() }) else {
             throw EventLoopError.shutDown
         }
     }

@@ -74,7 +74,7 @@ public final class TCPConnection: @unchecked Sendable {
         buffers.route(to: Unmanaged.passUnretained(self).toOpaque())
         buffers.setWatermarks(readHigh: options.readHighWaterMark, writeLow: options.writeLowWaterMark)
         // The loop's shutdown ends the connection (.shutDown); a loop already shutting down ends it now.
-        let registered = loop.addShutdownObserver(ObjectIdentifier(self)) { [unowned self] in end(.shutDown) }
+        let registered = loop.addShutdownObserver(ObjectIdentifier(self)) { [weak self] in self?.end(.shutDown) }
         guard registered else {
             end(.shutDown)
             return

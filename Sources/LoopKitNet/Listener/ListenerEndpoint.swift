@@ -57,7 +57,7 @@ final class ListenerEndpoint: @unchecked Sendable {
 
     private func registerOnLoop() throws(NetError) {
         // The loop's shutdown stops accepting (its connections end through their own observers).
-        guard loop.addShutdownObserver(ObjectIdentifier(self), { [unowned self] in closeOnLoop() }) else {
+        guard loop.addShutdownObserver(ObjectIdentifier(self), { [weak self] in self?.closeOnLoop() }) else {
             throw .loopShutDown
         }
         do throws(NetError) {
