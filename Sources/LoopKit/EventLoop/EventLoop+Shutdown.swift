@@ -1,6 +1,6 @@
 extension EventLoop {
-    /// Shuts the loop down: new work is refused from now on, work queued before runs, timers and watches
-    /// are cancelled (R10).
+    /// Shuts the loop down: new work is refused from now on, work queued before runs, what lives on the
+    /// loop ends (LoopKitNet's listeners and connections), timers and watches are cancelled (R10).
     ///
     /// On the loop's thread outside an iteration, everything happens before the call returns. Inside one
     /// of the loop's callbacks it happens at the end of that iteration. From another thread the call
