@@ -62,6 +62,28 @@ struct LoopShutdownTests {
         _ = reader
     }
 
+    @Test func aConnectInFlightWhenItsLoopShutsDownFailsWithLoopShutDown() async throws {
+        let unanswered = try UnansweredAddress()  // a full accept queue: the SYN gets no answer
+        defer { unanswered.close() }
+        let group = try LoopGroup(threads: 1)
+        let loop = group.loops[0]
+        let address = unanswered.address
+        let outcome = Task {
+            do {
+                _ = try await TCPConnection.connect(to: address, on: loop, timeout: .seconds(60))
+                return "connected"
+            } catch {
+                return "\(error)"
+            }
+        }
+        // Let the connect get under way; whether it has or not, the outcome must be the same.
+        await Task.yield()
+        try await read(on: loop) { () }
+        try await read(on: loop) { () }
+        group.shutdown()
+        #expect(await outcome.value == "\(NetError.loopShutDown)")  // told at once, not after 60 s
+    }
+
     @Test func aConnectOnALoopThatShutDownFailsWithLoopShutDown() async throws {
         let group = try LoopGroup(threads: 1)
         let loop = group.loops[0]

@@ -99,3 +99,36 @@ func openDescriptors(onPort port: Int) -> Int {
     }
     return count
 }
+
+/// A listening socket whose accept queue is full, so a connect to it gets no answer (the kernel drops the
+/// SYNs): for connect timeouts, and for connects still under way when something else happens.
+final class UnansweredAddress {
+    let address: SocketAddress
+    private let listener: Int32
+    private var fillers: [Int32] = []
+
+    init() throws {
+        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var raw = sockaddr_in()
+        raw.sin_family = sa_family_t(AF_INET)
+        raw.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let listener = listener
+        _ = withUnsafePointer(to: &raw) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
+        listen(listener, 0)
+        _ = withUnsafeMutablePointer(to: &raw) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        for _ in 0..<3 {
+            let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            _ = withUnsafePointer(to: &raw) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) } }
+            fillers.append(filler)
+        }
+        address = try SocketAddress(ipAddress: "127.0.0.1", port: Int(UInt16(bigEndian: raw.sin_port)))
+    }
+
+    /// Closes the listening socket and the connections that fill its queue.
+    func close() {
+        for filler in fillers { Glibc.close(filler) }
+        fillers = []
+        Glibc.close(listener)
+    }
+}

@@ -48,24 +48,9 @@ struct TimeoutTests {
     }
 
     @Test func aConnectThatGetsNoAnswerTimesOut() async throws {
-        // A listening socket with a full accept queue: the kernel drops further SYNs, the connect hangs.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        listen(fd, 0)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        let port = Int(UInt16(bigEndian: address.sin_port))
-        var fillers: [Int32] = []
-        defer { for filler in fillers { close(filler) } }
-        for _ in 0..<3 {
-            let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-            _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) } }
-            fillers.append(filler)
-        }
+        let unanswered = try UnansweredAddress()
+        defer { unanswered.close() }
+        let port = unanswered.address.port
         let group = try LoopGroup(threads: 1)
         defer { group.shutdown() }
         let loop = group.loops[0]

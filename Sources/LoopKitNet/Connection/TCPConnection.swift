@@ -427,7 +427,7 @@ public final class TCPConnection: @unchecked Sendable {
         }
         if let waiter = connectWaiter {
             connectWaiter = nil
-            waiter.resume(returning: .failure(.connectionClosed(reason)))
+            waiter.resume(returning: .failure(reason == .shutDown ? .loopShutDown : .connectionClosed(reason)))
         }
         if let waiter = readWaiter {
             readWaiter = nil
