@@ -55,9 +55,9 @@ extension EventLoop {
         // New work is refused; only Swift concurrency jobs (tasks resumed) can still join the drain.
         drainUntilEmpty()
         // What lives on the loop ends now, with the work queued before the shutdown done: connections
-        // close and tell their waiters, whose tasks run in the drain that follows.
-        // One at a time, each looked up again: an observer may end (and unregister) what a later one
-        // observes, as a server closing its connections does.
+        // close and tell their waiters, whose tasks run in the drain that follows. Observers run one at a
+        // time, each looked up again: one may end (and unregister) what a later one observes, as a server
+        // closing its connections does.
         for owner in state.value.shutdownObserverOrder() {
             guard let observer = state.value.shutdownObservers.removeValue(forKey: owner) else { continue }
             CurrentLoop.with(self) { observer.body() }
@@ -104,6 +104,12 @@ extension EventLoop {
         return true
     }
 
+    /// Unregisters the observer `owner` registered (it ended on its own). Loop thread only.
+    package func removeShutdownObserver(_ owner: ObjectIdentifier) {
+        precondition(isCurrent, "EventLoop.removeShutdownObserver called off the loop's thread")
+        state.value.shutdownObservers[owner] = nil
+    }
+
     /// Queues cleanup work that must run even while the loop shuts down (freeing a resource that may not
     /// be freed inside the callback that gave it up): taken until the final drain is over, like a Swift
     /// concurrency job, where ``enqueue(_:)`` is refused as soon as the shutdown begins.
@@ -113,11 +119,5 @@ extension EventLoop {
     /// Safe from any thread.
     package func enqueueCleanup(_ work: @escaping @Sendable () -> Void) throws(EventLoopError) {
         try append(Job(work), isExecutorJob: true)
-    }
-
-    /// Unregisters the observer `owner` registered (it ended on its own). Loop thread only.
-    package func removeShutdownObserver(_ owner: ObjectIdentifier) {
-        precondition(isCurrent, "EventLoop.removeShutdownObserver called off the loop's thread")
-        state.value.shutdownObservers[owner] = nil
     }
 }
