@@ -26,6 +26,19 @@ struct PipeliningTests {
         }
     }
 
+    @Test func aBodyLargerThanOneReadArrivesWholeAndTheNextRequestAfterIt() async throws {
+        // 200 KB: more than the loop's shared read buffer (64 KiB), so it arrives over several reads, and
+        // the request behind it starts mid-read.
+        try await withServer { _, port in
+            let client = try RawClient(port: port)
+            let body = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+            client.send(Array("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body
+                + Array("GET /users/3 HTTP/1.1\r\nHost: t\r\n\r\n".utf8))
+            #expect(try client.readResponse().body == body)
+            #expect(try client.readResponse().text == "user 3")
+        }
+    }
+
     @Test func requestAfterConnectionCloseIsNotAnswered() async throws {
         try await withServer { _, port in
             let client = try RawClient(port: port)

@@ -7,9 +7,11 @@ import LoopKit
 
 /// A non-blocking TCP socket watched by a loop: the raw-fd transport under ``HTTPConnection``.
 ///
-/// Reads go into one growable buffer that the connection parses in place (borrowed bytes, no copy);
-/// writes go straight to the socket, and only what the kernel does not take is kept, with a writable watch
-/// until it drains. The only file with socket system calls, with ``SocketListener``.
+/// Reads go into the loop's ``SharedReadBuffer`` and the connection parses them in place (borrowed bytes,
+/// no copy); bytes it leaves unconsumed move to a buffer of the connection's own, which later reads extend
+/// until it is consumed, and which is freed then. Writes go straight to the socket, and only what the
+/// kernel does not take is kept, with a writable watch until it drains. The only file with socket system
+/// calls, with ``SocketListener``.
 ///
 /// Loop-confined: created, used and released on its loop's thread.
 final class SocketTransport: HTTPTransport {
@@ -19,10 +21,12 @@ final class SocketTransport: HTTPTransport {
     var delegate: (any HTTPTransportDelegate)?
     private let lowWaterMark: Int
 
-    private var inbound: UnsafeMutableRawPointer
-    private var inboundCapacity: Int
-    private var inboundStart = 0
-    private var inboundEnd = 0
+    private let shared: SharedReadBuffer
+    /// Bytes received and not consumed yet, when there are any (nil otherwise: an idle connection).
+    private var leftover: UnsafeMutableRawPointer?
+    private var leftoverCapacity = 0
+    private var leftoverStart = 0
+    private var leftoverEnd = 0
 
     private var outbound: [UInt8] = []
     private var outboundOffset = 0
@@ -32,18 +36,18 @@ final class SocketTransport: HTTPTransport {
     private var closeWhenFlushed = false
     private(set) var isClosed = false
 
-    static let initialCapacity = 4096
+    /// The least a connection's own buffer grows by.
+    static let leftoverGrowth = 4096
 
-    init(fd: Int32, loop: EventLoop, lowWaterMark: Int) {
+    init(fd: Int32, loop: EventLoop, readBuffer: SharedReadBuffer, lowWaterMark: Int) {
         self.fd = fd
         self.loop = loop
+        shared = readBuffer
         self.lowWaterMark = lowWaterMark
-        inboundCapacity = Self.initialCapacity
-        inbound = UnsafeMutableRawPointer.allocate(byteCount: inboundCapacity, alignment: 16)
     }
 
     deinit {
-        inbound.deallocate()
+        leftover?.deallocate()
         if !isClosed { Glibc.close(fd) }
     }
 
@@ -64,45 +68,72 @@ final class SocketTransport: HTTPTransport {
     }
 
     private func readable() {
-        // Room for at least 4 KiB more: compact, then grow.
-        if inboundCapacity - inboundEnd < 4096 {
-            if inboundStart > 0 {
-                let pending = inboundEnd - inboundStart
-                if pending > 0 { (inbound + 0).copyMemory(from: inbound + inboundStart, byteCount: pending) }
-                inboundStart = 0
-                inboundEnd = pending
+        let count: Int
+        if leftoverEnd == leftoverStart {
+            // Nothing left over: read into the loop's shared buffer and parse there.
+            count = Glibc.read(fd, shared.base, shared.capacity)
+            if count > 0 {
+                let consumed = delegate?.transportReceived(UnsafeRawBufferPointer(start: shared.base, count: count)) ?? 0
+                if consumed < count, !isClosed { keepLeftover(UnsafeRawBufferPointer(start: shared.base + consumed, count: count - consumed)) }
+                return
             }
-            if inboundCapacity - inboundEnd < 4096 {
-                let capacity = inboundCapacity * 2
-                let grown = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
-                grown.copyMemory(from: inbound, byteCount: inboundEnd)
-                inbound.deallocate()
-                inbound = grown
-                inboundCapacity = capacity
+        } else {
+            // A request in pieces: extend the connection's own buffer, parse it whole.
+            reserveLeftover(Self.leftoverGrowth)
+            count = Glibc.read(fd, leftover! + leftoverEnd, leftoverCapacity - leftoverEnd)
+            if count > 0 {
+                leftoverEnd += count
+                if let delegate { consumeBufferedInput { delegate.transportReceived($0) } }
+                return
             }
         }
-        let count = Glibc.read(fd, inbound + inboundEnd, inboundCapacity - inboundEnd)
-        if count > 0 {
-            inboundEnd += count
-            if let delegate { consumeBufferedInput { delegate.transportReceived($0) } }
-        } else if count == 0 {
+        if count == 0 {
             close(flushing: true)
         } else if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
             close(flushing: false)
         }
     }
 
+    /// Copies unconsumed bytes into the connection's own buffer, behind what it already holds.
+    private func keepLeftover(_ bytes: UnsafeRawBufferPointer) {
+        reserveLeftover(bytes.count)
+        (leftover! + leftoverEnd).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+        leftoverEnd += bytes.count
+    }
+
+    /// Makes room for `count` more bytes at the end of the connection's own buffer: compacts, then grows.
+    private func reserveLeftover(_ count: Int) {
+        if leftoverCapacity - leftoverEnd >= count { return }
+        let pending = leftoverEnd - leftoverStart
+        if leftoverStart > 0, let leftover {
+            if pending > 0 { leftover.copyMemory(from: leftover + leftoverStart, byteCount: pending) }
+            leftoverStart = 0
+            leftoverEnd = pending
+            if leftoverCapacity - leftoverEnd >= count { return }
+        }
+        let capacity = max(leftoverCapacity * 2, pending + max(count, Self.leftoverGrowth))
+        let grown = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+        if let leftover {
+            grown.copyMemory(from: leftover, byteCount: pending)
+            leftover.deallocate()
+        }
+        leftover = grown
+        leftoverCapacity = capacity
+    }
+
     func consumeBufferedInput(_ body: (UnsafeRawBufferPointer) -> Int) {
-        let consumed = body(UnsafeRawBufferPointer(start: inbound + inboundStart, count: inboundEnd - inboundStart))
-        inboundStart += consumed
-        if inboundStart == inboundEnd {
-            inboundStart = 0
-            inboundEnd = 0
-            if inboundCapacity > 64 * 1024 {  // a large body passed through: give the memory back
-                inbound.deallocate()
-                inboundCapacity = Self.initialCapacity
-                inbound = UnsafeMutableRawPointer.allocate(byteCount: inboundCapacity, alignment: 16)
-            }
+        guard let leftover else {
+            _ = body(UnsafeRawBufferPointer(start: nil, count: 0))
+            return
+        }
+        let consumed = body(UnsafeRawBufferPointer(start: leftover + leftoverStart, count: leftoverEnd - leftoverStart))
+        leftoverStart += consumed
+        if leftoverStart == leftoverEnd {  // all consumed: an idle connection holds no read buffer
+            leftover.deallocate()
+            self.leftover = nil
+            leftoverCapacity = 0
+            leftoverStart = 0
+            leftoverEnd = 0
         }
     }
 

@@ -13,6 +13,8 @@ final class HTTPLoopContext: @unchecked Sendable {
     let logger: Logger
     var dateCache = HTTPDateCache()
     private var connections: [ObjectIdentifier: HTTPConnection] = [:]
+    /// The socket engine's read buffer, shared by this loop's connections.
+    private let readBuffer = SharedReadBuffer()
     private var listener: SocketListener?
     private var sweepTimer: ScheduledTimer?
     private var forceCloseTimer: ScheduledTimer?
@@ -82,7 +84,7 @@ final class HTTPLoopContext: @unchecked Sendable {
 
     /// Serves a socket accepted by ``SocketListener``.
     private func accept(fd: Int32) {
-        let transport = SocketTransport(fd: fd, loop: loop, lowWaterMark: configuration.writeLowWaterMark)
+        let transport = SocketTransport(fd: fd, loop: loop, readBuffer: readBuffer, lowWaterMark: configuration.writeLowWaterMark)
         let connection = HTTPConnection(context: self, transport: transport)
         transport.delegate = connection
         connections[ObjectIdentifier(connection)] = connection
