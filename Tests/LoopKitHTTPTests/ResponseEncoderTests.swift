@@ -21,6 +21,22 @@ struct ResponseEncoderTests {
         #expect(text == "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Length: 2\r\n\r\nhi")
     }
 
+    @Test func anIdleEncoderHoldsLittleAndALargeBodysCapacityIsGivenBack() {
+        var encoder = HTTPResponseEncoder()
+        #expect(encoder.buffer.capacity == 0)  // nothing before the first response
+        encoder.appendHead(HTTPResponse(status: .ok), framing: .length(2), keepAlive: true, http10: false, date: date)
+        Array("hi".utf8).withUnsafeBytes { encoder.appendBody($0) }
+        encoder.written()
+        let small = encoder.buffer.capacity
+        #expect(small > 0 && small <= HTTPResponseEncoder.keptCapacity)  // kept for the next response
+        let large = [UInt8](repeating: 7, count: 100_000)
+        encoder.appendHead(HTTPResponse(status: .ok), framing: .length(large.count), keepAlive: true, http10: false, date: date)
+        large.withUnsafeBytes { encoder.appendBody($0) }
+        encoder.written()
+        #expect(encoder.buffer.isEmpty)
+        #expect(encoder.buffer.capacity <= HTTPResponseEncoder.keptCapacity)  // 100 KB not kept while idle
+    }
+
     @Test func handlerFramingFieldsAreReplacedByTheServers() {
         let text = encoded { encoder in
             encoder.appendHead(HTTPResponse(status: .notFound, headerFields: [.contentLength: "99", .connection: "x"]),

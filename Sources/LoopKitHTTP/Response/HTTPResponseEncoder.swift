@@ -6,11 +6,20 @@ import HTTPTypes
 /// The server sets `Date`, `Content-Length` or `Transfer-Encoding: chunked`, and `Connection`; those
 /// fields are dropped from the handler's response. Loop-confined: one per connection.
 struct HTTPResponseEncoder {
-    /// The bytes waiting to be written.
+    /// The bytes waiting to be written. Nothing is reserved before the first response, and after a
+    /// write at most ``keptCapacity`` stays reserved, so an idle connection holds little or nothing here.
     var buffer: [UInt8] = []
 
-    init() {
-        buffer.reserveCapacity(4096)
+    /// The most capacity the buffer keeps between writes (a large body's capacity is given back).
+    static let keptCapacity = 4096
+    /// What the buffer reserves for its first response: a typical head and a short body.
+    static let firstCapacity = 512
+
+    init() {}
+
+    /// Empties the buffer once its bytes are written, keeping a small capacity for the next response.
+    mutating func written() {
+        buffer.removeAll(keepingCapacity: buffer.capacity <= Self.keptCapacity)
     }
 
     /// How the body of a response is framed on the wire.
@@ -33,6 +42,7 @@ struct HTTPResponseEncoder {
     ///   - date: The cached `Date` field line.
     mutating func appendHead(_ response: HTTPResponse, framing: BodyFraming, keepAlive: Bool, http10: Bool,
                              date: [UInt8]) {
+        if buffer.capacity == 0 { buffer.reserveCapacity(Self.firstCapacity) }
         appendStatusLine(response.status)
         for field in response.headerFields {
             switch field.name {

@@ -251,7 +251,7 @@ final class HTTPConnection: HTTPTransportDelegate, @unchecked Sendable {
         if !isClosed {
             encoder.buffer.withUnsafeBytes { transport.write($0) }
         }
-        encoder.buffer.removeAll(keepingCapacity: true)
+        encoder.written()
     }
 
     private func logAccess(_ head: HTTPRequestHead, status: Int) {
