@@ -113,7 +113,13 @@ enum IdleConnectionMemory {
         var clients: [Int32] = []
         clients.reserveCapacity(count)
         for _ in 0..<count {
-            let fd = LoopbackClient.connect(port: words[0])
+            let fd: Int32
+            switch LoopbackClient.tryConnect(port: words[0]) {
+            case .success(let connected): fd = connected
+            case .failure(let problem):
+                for fd in clients { close(fd) }
+                fail("connection \(clients.count + 1) of \(count): \(problem.message)", line: nil)
+            }
             clients.append(fd)
             // An HTTP server answers one request on each connection before the next opens.
             if kind.servesHTTP, let problem = LoopbackClient.requestHello(on: fd, timeoutSeconds: 10) {
