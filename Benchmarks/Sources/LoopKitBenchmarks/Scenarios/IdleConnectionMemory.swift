@@ -118,7 +118,9 @@ enum IdleConnectionMemory {
             case .success(let connected): fd = connected
             case .failure(let problem):
                 for fd in clients { close(fd) }
-                fail("connection \(clients.count + 1) of \(count): \(problem.message)", line: nil)
+                // A refused connect usually means the child has stopped listening: say what it said.
+                let said = child.readLine(timeout: .seconds(1)).map { "; the child wrote \"\($0)\"" } ?? ""
+                fail("connection \(clients.count + 1) of \(count): \(problem.message)\(said)", line: nil)
             }
             clients.append(fd)
             // An HTTP server answers one request on each connection before the next opens.
