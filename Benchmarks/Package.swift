@@ -11,6 +11,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         // HTTP peers of LoopKitHTTP (Benchmarks/http-bench.sh starts them as pinned subprocesses).
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // LoopKitHTTP's logger, silenced in the idle keep-alive connection row's child.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .executableTarget(
@@ -18,8 +20,12 @@ let package = Package(
             dependencies: [
                 .product(name: "LoopKit", package: "LoopKit"),
                 .product(name: "LoopKitNet", package: "LoopKit"),
+                // The idle keep-alive connection row (`idlemem`) serves HTTP with LoopKitHTTP and NIOHTTP1.
+                .product(name: "LoopKitHTTP", package: "LoopKit"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         // A minimal NIOHTTP1 server: /hello, and /work run inline or on NIOThreadPool.

@@ -10,8 +10,15 @@ import Foundation
 /// before it accepts and once it has accepted every connection; this process opens the plain client
 /// sockets (``LoopbackClient``), reads the child's figure, closes the clients and reaps the child. One
 /// measurement per server (no median: 10,000 sockets each).
+///
+/// A second row does the same with HTTP servers holding idle keep-alive connections: LoopKitHTTP's
+/// `HTTPServer` and NIOHTTP1's server pipeline, each on one loop. There the parent sends one keep-alive
+/// `GET /hello` on each connection as it opens it and reads the whole response before opening the next
+/// (``LoopbackClient/requestHello(on:timeoutSeconds:)``); the child measures once it has accepted every
+/// connection and answered every request.
 enum IdleConnectionMemory {
     static let nioPeer = "NIO (one loop, empty pipeline)"
+    static let nioHTTPPeer = "NIOHTTP1 (one loop)"
 
     static func run(_ options: Options) throws -> [Row] {
         let limit = DescriptorLimit.raiseToHard()
@@ -22,6 +29,8 @@ enum IdleConnectionMemory {
 
         let loopKit = measure(.loopKit, count: count)
         let nio = options.peers ? measure(.nio, count: count) : nil
+        let http = measure(.http, count: count)
+        let nioHTTP = options.peers ? measure(.nioHTTP, count: count) : nil
 
         var note = "RSS growth (/proc/self/statm) / \(count) of a fresh child process per server (this executable, "
             + "\(IdleConnectionServer.subcommand)) running one server loop that holds \(count) idle connections; "
@@ -34,10 +43,28 @@ enum IdleConnectionMemory {
             + "and again in each child (\(loopKit.limit); a child inherits the benchmark process's limits)."
         if count < wanted { note += " Only \(count) connections fit (wanted \(wanted))." }
 
+        var httpNote = "RSS growth (/proc/self/statm) / \(count) of a fresh child process per server (this executable, "
+            + "\(IdleConnectionServer.subcommand) http|nio-http): LoopKitHTTP's HTTPServer (LoopGroup of one thread, "
+            + "default engine .sockets, backlog 4096, idle timeout 120 s, logger silenced) or NIO with "
+            + "configureHTTPServerPipeline and a /hello handler (one loop, backlog 4096). The benchmark process opens "
+            + "\(count) plain client sockets one after another, sends one keep-alive GET /hello on each and reads the whole "
+            + "response, then leaves it open and idle; the child measures before its first accept and once it has "
+            + "accepted \(count) connections and answered \(count) requests, after 100 ms to settle. So the figure is an "
+            + "idle keep-alive connection that has served one request (its buffers as the server keeps them between "
+            + "requests), not a connection that never sent anything. RSS counts the server's userspace memory (heap, "
+            + "read/write buffers, parser and timer state, allocator overhead, touched thread stacks); the sockets' "
+            + "kernel memory is not in it. \(http.description(as: "LoopKitHTTP"))"
+        if let nioHTTP { httpNote += " \(nioHTTP.description(as: "NIOHTTP1"))" }
+        httpNote += " Descriptor limits as in the row above (child: \(http.limit))."
+        if count < wanted { httpNote += " Only \(count) connections fit (wanted \(wanted))." }
+
         return [
             Row(scenario: "memory per idle connection (\(count) open)", unit: .kibibytes,
                 loopKit: loopKit.figure, peers: nio.map { [(name: nioPeer, figure: $0.figure)] } ?? [],
                 goal: .atMostKiBAndNoMoreThan(8, peer: nioPeer), note: note),
+            Row(scenario: "memory per idle HTTP keep-alive connection (\(count) open)", unit: .kibibytes,
+                loopKit: http.figure, peers: nioHTTP.map { [(name: nioHTTPPeer, figure: $0.figure)] } ?? [],
+                goal: .atMostKiBAndNoMoreThan(8, peer: nioHTTPPeer), note: httpNote),
         ]
     }
 
@@ -83,7 +110,25 @@ enum IdleConnectionMemory {
         }
         let limit = DescriptorLimit.Change(from: words[1], to: words[2], hard: words[3])
 
-        let clients = (0..<count).map { _ in LoopbackClient.connect(port: words[0]) }
+        var clients: [Int32] = []
+        clients.reserveCapacity(count)
+        for _ in 0..<count {
+            let fd: Int32
+            switch LoopbackClient.tryConnect(port: words[0]) {
+            case .success(let connected): fd = connected
+            case .failure(let problem):
+                for fd in clients { close(fd) }
+                // A refused connect usually means the child has stopped listening: say what it said.
+                let said = child.readLine(timeout: .seconds(1)).map { "; the child wrote \"\($0)\"" } ?? ""
+                fail("connection \(clients.count + 1) of \(count): \(problem.message)\(said)", line: nil)
+            }
+            clients.append(fd)
+            // An HTTP server answers one request on each connection before the next opens.
+            if kind.servesHTTP, let problem = LoopbackClient.requestHello(on: fd, timeoutSeconds: 10) {
+                for fd in clients { close(fd) }
+                fail("connection \(clients.count) of \(count): \(problem)", line: nil)
+            }
+        }
         let measured = child.readLine(timeout: .seconds(45))
         let figures = measured?.split(separator: " ").dropFirst().compactMap { Double($0) } ?? []
         guard measured?.hasPrefix("measured ") == true, figures.count == 3 else {

@@ -7,14 +7,17 @@ import Synchronization
 
 /// The server half of ``IdleConnectionMemory``: one server in a fresh process of its own, measuring its
 /// own resident set while it holds idle connections. The benchmark starts it as
-/// `LoopKitBenchmarks --idlemem-server loopkit|nio COUNT` (a hidden sub-command; ``ChildProcess``).
+/// `LoopKitBenchmarks --idlemem-server loopkit|nio|http|nio-http COUNT` (a hidden sub-command;
+/// ``ChildProcess``).
 ///
 /// The child raises its descriptor limit to the hard limit (`setrlimit`), starts one server loop on
 /// 127.0.0.1, port 0 (LoopKit: a one-thread `LoopGroup` and a `TCPListener` doing nothing with its
 /// connections; SwiftNIO: a one-thread `MultiThreadedEventLoopGroup` and a `ServerBootstrap` with an
-/// empty pipeline; backlog 4096 for both) and reads its resident set size (`/proc/self/statm`). Then it
-/// tells the parent its port, waits until it has accepted COUNT connections (30 s at most), lets them
-/// settle for 100 ms and reads its resident set size again. The parent holds the clients.
+/// empty pipeline; backlog 4096 for both; the HTTP servers `http` and `nio-http` are in
+/// ``startLoopKitHTTP()`` and ``startNIOHTTP()``) and reads its resident set size (`/proc/self/statm`).
+/// Then it tells the parent its port, waits until it has accepted COUNT connections (an HTTP server: and
+/// answered COUNT requests, one per connection; 30 s at most), lets them settle for 100 ms and reads its
+/// resident set size again. The parent holds the clients.
 ///
 /// It answers on stdout, one line each:
 /// - `listening PORT LIMIT_BEFORE LIMIT_AFTER LIMIT_HARD` once the server is up (the descriptor limits);
@@ -31,6 +34,13 @@ struct IdleConnectionServer {
     enum Kind: String {
         case loopKit = "loopkit"
         case nio
+        /// LoopKitHTTP's `HTTPServer` (``startLoopKitHTTP()``).
+        case http
+        /// SwiftNIO with NIOHTTP1's server pipeline (``startNIOHTTP()``).
+        case nioHTTP = "nio-http"
+
+        /// Whether the parent sends one request on each connection and reads its response.
+        var servesHTTP: Bool { self == .http || self == .nioHTTP }
     }
 
     var kind: Kind
@@ -42,7 +52,7 @@ struct IdleConnectionServer {
     init?(arguments: [String]) {
         guard arguments.count > 1, arguments[1] == Self.subcommand else { return nil }
         guard arguments.count == 4, let kind = Kind(rawValue: arguments[2]), let count = Int(arguments[3]), count > 0 else {
-            Self.fail("usage: \(Self.subcommand) loopkit|nio COUNT")
+            Self.fail("usage: \(Self.subcommand) loopkit|nio|http|nio-http COUNT")
         }
         self.kind = kind
         self.count = count
@@ -63,7 +73,12 @@ struct IdleConnectionServer {
 
         let server: Server
         do {
-            server = try kind == .loopKit ? Self.startLoopKit() : Self.startNIO()
+            switch kind {
+            case .loopKit: server = try Self.startLoopKit()
+            case .nio: server = try Self.startNIO()
+            case .http: server = try Self.startLoopKitHTTP()
+            case .nioHTTP: server = try Self.startNIOHTTP()
+            }
         } catch {
             Self.fail("\(kind.rawValue) server did not start: \(error)")
         }
@@ -71,10 +86,11 @@ struct IdleConnectionServer {
         Self.say("listening \(server.port) \(limit.from) \(limit.to) \(limit.hard)")
 
         let deadline = ContinuousClock.now + .seconds(30)
-        while server.accepted() < count {
+        while server.served() < count || server.accepted() < count {
             if inputClosed.wait(timeout: .now()) == .success { exit(1) }  // the parent is gone
             if ContinuousClock.now >= deadline {
-                Self.fail("the \(kind.rawValue) server accepted \(server.accepted()) of \(count) connections in 30 s")
+                Self.fail("the \(kind.rawValue) server accepted \(server.accepted()) of \(count) connections "
+                    + "and answered \(server.served()) requests in 30 s")
             }
             usleep(1_000)
         }
@@ -88,10 +104,12 @@ struct IdleConnectionServer {
     }
 
     /// A running server, whichever it is.
-    private struct Server {
+    struct Server {
         var port: Int
         /// The connections it has accepted so far.
         var accepted: () -> Int
+        /// The requests it has answered so far (an HTTP server), or `Int.max` (the others: nothing to wait for).
+        var served: () -> Int = { Int.max }
         /// Closes the listening socket and every connection, stops the loop; returns when done.
         var shutDown: () -> Void
     }
@@ -129,8 +147,8 @@ struct IdleConnectionServer {
         }
     }
 
-    /// The NIO server's accept count, shared between its loop and the main thread.
-    private final class Counter: Sendable {
+    /// A server's accept or request count, shared between its loop and the main thread.
+    final class Counter: Sendable {
         let value = Atomic<Int>(0)
     }
 
@@ -141,7 +159,7 @@ struct IdleConnectionServer {
     }
 
     /// Tells the parent what went wrong and exits with status 1.
-    private static func fail(_ message: String) -> Never {
+    static func fail(_ message: String) -> Never {
         say("failed \(message)")
         exit(1)
     }

@@ -5,9 +5,25 @@ import Foundation
 
 enum LoopbackClient {
     /// Opens a TCP connection to 127.0.0.1:`port` (blocking connect), `TCP_NODELAY`, then non-blocking.
+    /// Stops the benchmark with a message if it cannot.
     static func connect(port: Int) -> Int32 {
+        switch tryConnect(port: port) {
+        case .success(let fd): return fd
+        case .failure(let problem): check(false, problem.message)
+        }
+        fatalError("unreachable: check(false, _) exits")
+    }
+
+    /// Why ``tryConnect(port:)`` could not connect.
+    struct ConnectFailure: Error {
+        var message: String
+    }
+
+    /// Opens a TCP connection to 127.0.0.1:`port` (blocking connect), `TCP_NODELAY`, then non-blocking;
+    /// or says why it could not.
+    static func tryConnect(port: Int) -> Result<Int32, ConnectFailure> {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        check(fd >= 0, "socket() failed: errno \(errno)")
+        guard fd >= 0 else { return .failure(ConnectFailure(message: "socket() failed: errno \(errno)")) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port)).bigEndian
@@ -17,11 +33,15 @@ enum LoopbackClient {
                 Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        check(result == 0, "connect() to port \(port) failed: errno \(errno)")
+        guard result == 0 else {
+            let code = errno
+            close(fd)
+            return .failure(ConnectFailure(message: "connect() to port \(port) failed: errno \(code) (\(String(cString: strerror(code))))"))
+        }
         var one: Int32 = 1
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        return fd
+        return .success(fd)
     }
 
     /// What ``echo(port:connections:roundTrips:size:)`` measured.
