@@ -99,6 +99,22 @@ struct ListenerTests {
         await listener.shutdown()
     }
 
+    @Test func theBacklogAskedForIsTheAcceptQueue() async throws {
+        // While the listener is paused, the kernel completes handshakes only while its accept queue has
+        // room: with a backlog of 300, 200 connects complete (libevent's default of 128 would leave the
+        // rest waiting on dropped SYNs).
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        var options = ListenerOptions()
+        options.backlog = 300
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], options: options, onAccept: { _ in })
+        listener.pause()
+        try await read(on: group.loops[0]) { () }  // the pause has happened
+        let completed = connectNonBlocking(200, to: listener.localAddress.port, waitingAtMost: .seconds(10))
+        #expect(completed == 200)
+        await listener.shutdown()
+    }
+
     @Test func anAcceptCallbackThatThrowsClosesTheConnection() async throws {
         struct Refused: Error {}
         let group = try LoopGroup(threads: 1)

@@ -132,3 +132,36 @@ final class UnansweredAddress {
         Glibc.close(listener)
     }
 }
+
+/// Starts `count` non-blocking connects to 127.0.0.1:`port` and returns how many completed their
+/// handshake within `limit` (a safety net for a handshake that never completes, not a timing assertion);
+/// closes every socket before returning.
+func connectNonBlocking(_ count: Int, to port: Int, waitingAtMost limit: Duration) -> Int {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var descriptors: [pollfd] = []
+    for _ in 0..<count {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        descriptors.append(pollfd(fd: fd, events: Int16(POLLOUT), revents: 0))
+    }
+    defer { for descriptor in descriptors { close(descriptor.fd) } }
+    let clock = ContinuousClock()
+    let deadline = clock.now + limit
+    var completed = Set<Int32>()
+    while completed.count < count, clock.now < deadline {
+        var waiting = descriptors.filter { !completed.contains($0.fd) }
+        _ = poll(&waiting, nfds_t(waiting.count), 100)
+        for descriptor in waiting where descriptor.revents & Int16(POLLOUT) != 0 {
+            var error: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(descriptor.fd, SOL_SOCKET, SO_ERROR, &error, &length)
+            if error == 0 { completed.insert(descriptor.fd) }
+        }
+    }
+    return completed.count
+}

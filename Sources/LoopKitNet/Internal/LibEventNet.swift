@@ -126,13 +126,15 @@ enum NetSocket {
 final class LibEventListener {
     let raw: OpaquePointer
 
-    /// Wraps `fd`, already listening. The corresponding libevent call is `evconnlistener_new`.
+    /// Wraps `fd`, already listening with its own backlog. The corresponding libevent call is
+    /// `evconnlistener_new`, with backlog 0: "already listening" (a negative one would make libevent call
+    /// `listen(fd, 128)` again, shrinking the accept queue the caller asked for).
     init(base: OpaquePointer, fd: Int32, context: UnsafeMutableRawPointer) throws(NetError) {
         let flags = UInt32(LEV_OPT_CLOSE_ON_FREE) | UInt32(LEV_OPT_CLOSE_ON_EXEC)
         guard let listener = evconnlistener_new(base, { _, fd, address, _, context in
             let endpoint = Unmanaged<ListenerEndpoint>.fromOpaque(context!).takeUnretainedValue()
             endpoint.accepted(fd: fd, address: address.map { SocketAddress(UnsafePointer($0)) } ?? nil)
-        }, context, flags, -1, fd) else {
+        }, context, flags, 0, fd) else {
             throw .libevent("evconnlistener_new")
         }
         raw = listener
