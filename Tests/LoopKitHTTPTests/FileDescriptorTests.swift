@@ -12,10 +12,7 @@ struct FileDescriptorTests {
                 #expect(response.status == 200)
             }
             #expect(serverSocketCount(port: port) >= 1)
-            for _ in 0..<2000 where try await server.openConnectionCount() > 0 {
-                try await Task.sleep(for: .milliseconds(5))
-            }
-            #expect(try await server.openConnectionCount() == 0)
+            #expect(try await eventually { try await server.openConnectionCount() == 0 })
             #expect(serverSocketCount(port: port) == 1)  // the listener alone
         }
     }

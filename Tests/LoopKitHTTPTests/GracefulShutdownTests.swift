@@ -13,9 +13,9 @@ struct GracefulShutdownTests {
         let port = try server.start()
         let client = try RawClient(port: port)
         client.send("GET /gate HTTP/1.1\r\nHost: t\r\n\r\n")
-        while gate.arrivals == 0 { try await Task.sleep(for: .milliseconds(2)) }
+        try await eventually { gate.arrivals > 0 }
         let shutdown = Task { await server.shutdown() }
-        while (try? RawClient(port: port)) != nil { try await Task.sleep(for: .milliseconds(2)) }  // stopped accepting
+        try await eventually { (try? RawClient(port: port)) == nil }  // stopped accepting
         gate.open()
         let response = try client.readResponse()
         #expect(response.text == "opened")
@@ -59,13 +59,13 @@ struct GracefulShutdownTests {
         let port = try server.start()
         let client = try RawClient(port: port)
         client.send("GET /gate HTTP/1.1\r\nHost: t\r\n\r\n")
-        while gate.arrivals == 0 { try await Task.sleep(for: .milliseconds(2)) }
+        try await eventually { gate.arrivals > 0 }
         await server.shutdown()
         #expect(client.readUntilClosed().isEmpty)
-        // Let the abandoned handler finish on its loop before the loop goes away (a task resuming on a
-        // loop that has shut down stops the process).
+        // Let the abandoned handler finish on its loop before the loop goes away, so the test leaves no
+        // task behind.
         gate.open()
-        while gate.departures.load(ordering: .relaxed) == 0 { try await Task.sleep(for: .milliseconds(2)) }
+        try await eventually { gate.departures.load(ordering: .relaxed) > 0 }
         try await group.loops[0].perform {}
         group.shutdown()
     }
@@ -75,7 +75,7 @@ struct GracefulShutdownTests {
         let server = HTTPServer(group: group, router: testRouter(), logger: quietLogger)
         let services = ServiceGroup(services: [server], logger: quietLogger)
         let running = Task { try await services.run() }
-        while server.port == nil { try await Task.sleep(for: .milliseconds(2)) }
+        try await eventually { server.port != nil }
         let port = try #require(server.port)
         #expect(try RawClient(port: port).exchange("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n").status == 200)
         await services.triggerGracefulShutdown()

@@ -236,6 +236,17 @@ var quietLogger: Logger {
 let testEngine: HTTPServer.Engine = getenv("LOOPKIT_HTTP_ENGINE").map { String(cString: $0) } == "net"
     ? .loopKitNet : HTTPServer.Configuration().engine
 
+/// Waits, polling every 2 ms for at most 20 s, until `condition` holds; returns whether it did. A wait for
+/// an event (a count reaching zero, a handler arriving), never for an order or a duration.
+@discardableResult
+func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
+    for _ in 0..<10_000 {
+        if try await condition() { return true }
+        try await Task.sleep(for: .milliseconds(2))
+    }
+    return try await condition()
+}
+
 /// Runs `body` with a started one-loop server, then shuts it down and the group with it.
 func withServer(
     engine: HTTPServer.Engine = testEngine,

@@ -10,24 +10,15 @@ struct StreamingBackpressureTests {
             let total = 256 * 1024 * 1024
             var client: RawClient? = try RawClient(port: port)
             client?.send("GET /stream?bytes=\(total) HTTP/1.1\r\nHost: t\r\n\r\n")
-            // Wait until the writer has stopped: the kernel's buffers are full and the writer is suspended.
-            var previous = -1
-            var stableRounds = 0
-            for _ in 0..<2000 where stableRounds < 20 {
-                try await Task.sleep(for: .milliseconds(5))
-                let now = StreamCounter.written.load(ordering: .relaxed)
-                stableRounds = now == previous && now > 0 ? stableRounds + 1 : 0
-                previous = now
-            }
+            // Wait until the writer is suspended: the kernel's buffers are full and the server's pending
+            // output has gone above the high-water mark (a write is never refused, the writer then waits).
+            #expect(try await eventually { try await server.pendingOutputBytes() > highWater })
             let pending = try await server.pendingOutputBytes()
             #expect(pending <= highWater + 16 * 1024 + 256)  // the mark, plus one chunk and its framing
             #expect(StreamCounter.written.load(ordering: .relaxed) < total / 8)
             // The client goes away: the suspended writer ends on its loop before the loop shuts down.
             client = nil
-            for _ in 0..<2000 where try await server.openConnectionCount() > 0 {
-                try await Task.sleep(for: .milliseconds(5))
-            }
-            #expect(try await server.openConnectionCount() == 0)
+            #expect(try await eventually { try await server.openConnectionCount() == 0 })
         }
     }
 
@@ -38,10 +29,7 @@ struct StreamingBackpressureTests {
                 client.send("GET /stream?bytes=100000000 HTTP/1.1\r\nHost: t\r\n\r\n")
                 _ = client.fill()
             }  // closed without reading the rest
-            for _ in 0..<2000 where try await server.openConnectionCount() > 0 {
-                try await Task.sleep(for: .milliseconds(5))
-            }
-            #expect(try await server.openConnectionCount() == 0)
+            #expect(try await eventually { try await server.openConnectionCount() == 0 })
         }
     }
 }

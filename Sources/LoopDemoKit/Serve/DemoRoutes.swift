@@ -36,9 +36,10 @@ public enum DemoRoutes {
             guard let items = request.query("items").flatMap({ Int($0) }), items >= 0 else {
                 return .text("items=N required\n", status: .badRequest)
             }
-            let sink = SinkBox()
+            // Keeps the work's result observable so the optimiser cannot drop it (loop thread only).
+            let sink = LoopBound(UInt64(0), on: request.loop)
             // The budget is per job and iteration: 1 ms each keeps four concurrent jobs within ~4 ms a turn.
-            try await request.loop.process(0..<items, budget: workBudget, each: { item in sink.add(work(item)) })
+            try await request.loop.process(0..<items, budget: workBudget, each: { item in sink.value &+= work(item) })
             return .text("processed \(items)")
         }
         return router
@@ -48,10 +49,4 @@ public enum DemoRoutes {
 
     /// The time each `/work` job may take per loop iteration.
     public static let workBudget = ProcessingBudget.time(.milliseconds(1))
-}
-
-/// Keeps the work's result observable so the optimiser cannot drop it; touched only on the loop thread.
-private final class SinkBox: @unchecked Sendable {
-    var value: UInt64 = 0
-    func add(_ x: UInt64) { value &+= x }
 }

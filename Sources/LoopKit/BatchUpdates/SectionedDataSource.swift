@@ -9,7 +9,11 @@
 /// ```swift
 /// let source = try SectionedDataSource<Header, Row>(on: loop, diffingOn: workers)
 /// try source.onChanges { [weak source] changes in
-///     try? source?.commit(changes, to: table)
+///     do {
+///         try source?.commit(changes, to: table)
+///     } catch {
+///         print("changes not applied: \(error)")   // a BatchUpdateError says why
+///     }
 /// }
 /// try source.submit(newSections)            // any thread
 /// ```
