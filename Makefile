@@ -11,7 +11,7 @@ C_TEST       := .build/c-tests/c_api_test
 VALGRIND     := valgrind --quiet --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite --error-exitcode=1
 INSTALL_CONFIG ?= release
 
-.PHONY: all deps demo test test-swift test-http-net test-c leak-check install-check test-sanitize bench bench-http wrk docs install clean
+.PHONY: all deps demo test test-swift test-c leak-check install-check test-sanitize bench bench-http wrk docs install clean
 
 all: test
 
@@ -28,18 +28,12 @@ deps:
 demo: deps
 	$(SWIFT) run -c release LoopDemo
 
-## test: the whole suite: Swift Testing (the HTTP suites on both engines), the C ABI tests and examples,
-## the leak check, the install check
-test: test-swift test-http-net test-c leak-check install-check
+## test: the whole suite: Swift Testing, the C ABI tests and examples, the leak check, the install check
+test: test-swift test-c leak-check install-check
 
 test-swift: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
-
-## test-http-net: the HTTP suites again, on the LoopKitNet engine instead of the default raw-socket engine
-test-http-net: deps
-	$(SWIFT) build --build-tests
-	LOOPKIT_HTTP_ENGINE=net $(SWIFT) test --skip-build --filter LoopKitHTTPTests
 
 ## test-c: the C ABI seen from C (every function, every error code, R1-R11) and the two C examples
 test-c: deps

@@ -6,7 +6,7 @@ let package = Package(
     products: [
         .library(name: "LoopKit", targets: ["LoopKit"]),
         .library(name: "LoopKitTesting", targets: ["LoopKitTesting"]),
-        // TCP and Unix-domain listeners and connections on the loop (bufferevent, evconnlistener).
+        // TCP and Unix-domain listeners and connections on the loop (non-blocking sockets the loop watches).
         .library(name: "LoopKitNet", targets: ["LoopKitNet"]),
         // The C ABI (loopkit.h) as a shared library: libLoopKitC.so.
         .library(name: "LoopKitC", type: .dynamic, targets: ["LoopKitC"]),
@@ -37,8 +37,8 @@ let package = Package(
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
-        .target(name: "LoopKitNet", dependencies: ["LoopKit", "CEvent"]),
-        // Depends on LoopKitNet for the in-memory connection pair (a libevent bufferevent pair, no sockets).
+        .target(name: "LoopKitNet", dependencies: ["LoopKit"]),
+        // Depends on LoopKitNet for the in-memory connection pair.
         .target(name: "LoopKitTesting", dependencies: ["LoopKit", "LoopKitNet"]),
         .target(name: "CLoopKit"),
         .target(name: "LoopKitC", dependencies: ["LoopKit", "CLoopKit"]),

@@ -27,9 +27,7 @@ struct GracefulShutdownTests {
 
     @Test func aLoopShuttingDownUnderARunningServerClosesItsConnections() async throws {
         let group = try LoopGroup(threads: 1)
-        var configuration = HTTPServer.Configuration()
-        configuration.engine = testEngine
-        let server = HTTPServer(group: group, configuration: configuration, router: testRouter(), logger: quietLogger)
+        let server = HTTPServer(group: group, configuration: HTTPServer.Configuration(), router: testRouter(), logger: quietLogger)
         let port = try server.start()
         let client = try RawClient(port: port)
         #expect(try client.exchange("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n").status == 200)

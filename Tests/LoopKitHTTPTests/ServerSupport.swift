@@ -232,10 +232,6 @@ var quietLogger: Logger {
     return logger
 }
 
-/// The engine the server tests use: the default, or LoopKitNet with `LOOPKIT_HTTP_ENGINE=net`.
-let testEngine: HTTPServer.Engine = getenv("LOOPKIT_HTTP_ENGINE").map { String(cString: $0) } == "net"
-    ? .loopKitNet : HTTPServer.Configuration().engine
-
 /// Waits, polling every 2 ms for at most 20 s, until `condition` holds; returns whether it did. A wait for
 /// an event (a count reaching zero, a handler arriving), never for an order or a duration.
 @discardableResult
@@ -249,14 +245,12 @@ func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
 
 /// Runs `body` with a started one-loop server, then shuts it down and the group with it.
 func withServer(
-    engine: HTTPServer.Engine = testEngine,
     router: HTTPRouter = testRouter(),
     configure: (inout HTTPServer.Configuration) -> Void = { _ in },
     _ body: (HTTPServer, Int) async throws -> Void
 ) async throws {
     let group = try LoopGroup(threads: 1, name: "http-test")
     var configuration = HTTPServer.Configuration()
-    configuration.engine = engine
     configure(&configuration)
     let server = HTTPServer(group: group, configuration: configuration, router: router, logger: quietLogger)
     let port = try server.start()

@@ -55,7 +55,7 @@ struct BackpressureTests {
         let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], options: options) { connection in
             let chunk = Bytes(Array(repeating: 3, count: 16 * 1024))
             for _ in 0..<2_048 {  // 32 MiB: far more than the socket buffers
-                try await connection.write(chunk)
+                try await connection.send(chunk)
                 outputAfterWrite.record(connection.bufferedOutputCount)
             }
             finished.record(true)

@@ -13,12 +13,12 @@ struct ConnectionLifecycleTests {
         // The server reads to the end, then answers with the byte count: only possible with half-close.
         let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], options: options) { connection in
             let received = try await readToEnd(from: connection)
-            try await connection.write("got \(received.count)")
+            try await connection.send("got \(received.count)")
         }
         let loop = group.loops[0]
         let answer = try await onLoop(loop) {
             let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
-            try await client.write(Bytes(Array(repeating: 1, count: 5_000)))
+            try await client.send(Bytes(Array(repeating: 1, count: 5_000)))
             client.shutdownOutput()
             #expect(throws: NetError.self) { try client.write("late") }
             let answer = try await readToEnd(from: client)
@@ -57,7 +57,7 @@ struct ConnectionLifecycleTests {
         let loop = group.loops[0]
         try await onLoop(loop) {
             let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
-            try await client.write("x")
+            try await client.send("x")
             client.abort()
             #expect(client.closeReason == .aborted)
         }
@@ -77,7 +77,7 @@ struct ConnectionLifecycleTests {
             let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
             let chunk = Bytes(Array(repeating: 0, count: 64 * 1024))
             for _ in 0..<200 {
-                do { try await client.write(chunk) } catch { break }
+                do { try await client.send(chunk) } catch { break }
                 try await Task.sleep(for: .milliseconds(1))
             }
             return client.closeReason

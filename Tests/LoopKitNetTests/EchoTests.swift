@@ -13,7 +13,7 @@ struct EchoTests {
         let message = Array("hello, loop".utf8)
         let echoed = try await onLoop(group.loops[0]) {
             let client = try await TCPConnection.connect(to: listener.localAddress, on: group.loops[0])
-            try await client.write(Bytes(message))
+            try await client.send(Bytes(message))
             let answer = try await readBytes(message.count, from: client)
             client.close()
             return answer
@@ -26,12 +26,12 @@ struct EchoTests {
         let group = try LoopGroup(threads: 1)
         defer { group.shutdown() }
         let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0]) { connection in
-            for try await chunk in connection.inbound { try await connection.write(chunk) }
+            for try await chunk in connection.inbound { try await connection.send(chunk) }
         }
         let message = Array(repeating: UInt8(ascii: "x"), count: 300_000)
         let echoed = try await onLoop(group.loops[0]) {
             let client = try await TCPConnection.connect(host: "127.0.0.1", port: listener.localAddress.port, on: group.loops[0])
-            try await client.write(Bytes(message))
+            try await client.send(Bytes(message))
             let answer = try await readBytes(message.count, from: client)
             client.close()
             return answer
@@ -47,7 +47,7 @@ struct EchoTests {
         #expect(listener.localAddress.family == .ipv6)
         let echoed = try await onLoop(group.loops[0]) {
             let client = try await TCPConnection.connect(to: listener.localAddress, on: group.loops[0])
-            try await client.write("v6")
+            try await client.send("v6")
             let answer = try await readBytes(2, from: client)
             client.close()
             return answer
@@ -65,7 +65,7 @@ struct EchoTests {
         #expect(listener.localAddress == address)
         let echoed = try await onLoop(group.loops[0]) {
             let client = try await TCPConnection.connect(to: address, on: group.loops[0])
-            try await client.write("unix")
+            try await client.send("unix")
             let answer = try await readBytes(4, from: client)
             client.close()
             return answer
@@ -81,7 +81,7 @@ struct EchoTests {
         let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], onAccept: echoByCallbacks)
         let echoed = try await onLoop(group.loops[0]) {
             let client = try await TCPConnection.connect(host: "localhost", port: listener.localAddress.port, on: group.loops[0])
-            try await client.write("name")
+            try await client.send("name")
             let answer = try await readBytes(4, from: client)
             client.close()
             return answer

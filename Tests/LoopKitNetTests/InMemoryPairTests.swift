@@ -57,7 +57,7 @@ struct InMemoryPairTests {
         let server = pair.server
         let writer = Task(executorPreference: driver.loop) {
             for _ in 0..<64 {
-                try await server.write(Bytes(Array(repeating: 1, count: 1024)))
+                try await server.send(Bytes(Array(repeating: 1, count: 1024)))
                 outputAfterWrite.record(server.bufferedOutputCount)
             }
             server.close()

@@ -68,7 +68,7 @@ struct ListenerTests {
                 clients.append(try await TCPConnection.connect(to: listener.localAddress, on: loops[0]))
             }
             for client in clients {
-                try await client.write("x")
+                try await client.send("x")
                 _ = try await readBytes(1, from: client)
                 client.close()
             }
@@ -88,7 +88,7 @@ struct ListenerTests {
         listener.pause()
         let loop = group.loops[0]
         let client = try await onLoop(loop) { try await TCPConnection.connect(to: listener.localAddress, on: loop) }
-        try await onLoop(loop) { try await client.write("p") }  // queued in the kernel's backlog
+        try await onLoop(loop) { try await client.send("p") }  // queued in the kernel's backlog
         try await read(on: loop) { () }  // one more iteration of the loop after the connect
         #expect(accepted.all.isEmpty)
         listener.resume()

@@ -15,7 +15,7 @@ struct ServeCommand: ParsableCommand {
         abstract: "Serve /hello, /echo, /stream?bytes=N and /work?items=N over HTTP/1.1 (SIGINT/SIGTERM stop it gracefully)."
     )
 
-    @Option(help: "The IPv4 address to listen on.")
+    @Option(help: "The numeric IPv4 or IPv6 address to listen on.")
     var host = "127.0.0.1"
 
     @Option(help: "The port; 0 picks a free one.")
@@ -30,15 +30,11 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info (an access line per request), notice, warning, error, critical.")
     var logLevel = "info"
 
-    @Option(help: "What carries the bytes: sockets (the default: non-blocking fds watched by the loop) or net (LoopKitNet bufferevents).")
-    var engine = "sockets"
-
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1") }
         guard maxBody >= 0 else { throw ValidationError("--max-body must not be negative") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
-        guard engine == "net" || engine == "sockets" else { throw ValidationError("--engine is net or sockets") }
     }
 
     func run() throws {
@@ -49,7 +45,6 @@ struct ServeCommand: ParsableCommand {
         let group = try LoopGroup(threads: threads, name: "serve")
         var configuration = HTTPServer.Configuration(host: host, port: port)
         configuration.maxBodySize = maxBody
-        configuration.engine = engine == "net" ? .loopKitNet : .sockets
         let server = HTTPServer(group: group, configuration: configuration,
                                 router: DemoRoutes.router(work: .calibrated(nanosecondsPerItem: 1_000)), logger: logger)
         let port = try server.start()

@@ -195,6 +195,8 @@ struct LoopState: ~Copyable {
     /// The deadline the internal libevent timer is set for, if any.
     var armedTimerDeadline: UInt64?
     var watches: [ObjectIdentifier: Watch] = [:]
+    /// Values that belong to the loop (``EventLoop/localValue(for:_:)``).
+    var locals: [ObjectIdentifier: AnyObject] = [:]
     /// True while an iteration (or an attached drain) is on the stack: re-entry is refused (R11).
     var inIteration = false
     /// Callbacks run in the current iteration, for ``EventLoop/runOnce(blocking:)``.

@@ -20,6 +20,8 @@ public final class Watch: Sendable {
     struct Registration {
         let event: LibEventHandle
         let handler: (IOEvents) -> Void
+        /// False while paused.
+        var isActive = true
     }
 
     init(loop: EventLoop) {
@@ -70,6 +72,42 @@ public final class Watch: Sendable {
                 // is (or is about to be) cancelled, which is what was asked.
             }
         }
+    }
+
+    /// Stops reporting readiness until ``resume()``, keeping the watch (no allocation either way): how a
+    /// connection stops reading while its peer is slow, and starts again.
+    ///
+    /// Pausing a paused or finished watch does nothing.
+    ///
+    /// Call on the loop's thread. The corresponding libevent call is `event_del`.
+    public func pause() {
+        guard let loop else { return }
+        precondition(loop.isCurrent, "LoopKit: Watch.pause() called off its loop's thread")
+        guard var current = registration.value, current.isActive else { return }
+        current.event.remove()
+        current.isActive = false
+        registration.value = current
+    }
+
+    /// Reports readiness again after ``pause()``. Resuming an active or finished watch does nothing.
+    ///
+    /// - Throws: ``EventLoopError/libevent(_:errno:)`` when libevent refuses the descriptor again.
+    ///
+    /// Call on the loop's thread. The corresponding libevent call is `event_add`.
+    public func resume() throws(EventLoopError) {
+        guard let loop else { return }
+        precondition(loop.isCurrent, "LoopKit: Watch.resume() called off its loop's thread")
+        guard var current = registration.value, !current.isActive else { return }
+        try current.event.add()
+        current.isActive = true
+        registration.value = current
+    }
+
+    /// Whether the watch reports readiness now: not paused, not finished. Call on the loop's thread.
+    public var isActive: Bool {
+        guard let loop else { return false }
+        precondition(loop.isCurrent, "LoopKit: Watch.isActive read off its loop's thread")
+        return registration.value?.isActive ?? false
     }
 
     /// Whether the watch has finished: cancelled, or its loop shut down. Its handler is not called again.

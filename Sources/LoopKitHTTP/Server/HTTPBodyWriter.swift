@@ -40,13 +40,11 @@ public final class HTTPBodyWriter: @unchecked Sendable {
             if chunked { connection.encoder.appendChunk(raw) } else { connection.encoder.appendBody(raw) }
         }
         connection.flush()
-        guard connection.transport.pendingOutputCount > connection.context.configuration.writeHighWaterMark else { return }
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            if connection.isClosed {
-                continuation.resume(throwing: HTTPServerError.connectionClosed)
-            } else {
-                connection.drainWaiter = continuation
-            }
+        do {
+            try await connection.tcp.waitUntilWritable()
+        } catch {
+            throw HTTPServerError.connectionClosed
         }
+        guard !connection.isClosed else { throw HTTPServerError.connectionClosed }
     }
 }

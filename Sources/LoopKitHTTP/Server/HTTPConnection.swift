@@ -1,16 +1,17 @@
 import HTTPTypes
 import Logging
 import LoopKit
+import LoopKitNet
 
-/// One HTTP/1.1 connection: parses straight out of the transport's inbound bytes, runs handlers on the
-/// loop, and writes each batch of responses with one write.
+/// One HTTP/1.1 connection: parses straight out of the TCP connection's inbound bytes (lent in place by
+/// its read callback), runs handlers on the loop, and writes each batch of responses with one write.
 ///
 /// Loop-confined: created, used and released on its loop's thread. It is `@unchecked Sendable` only so
 /// the tasks of async handlers and streamed bodies (which run on the same loop's executor) can hold it;
 /// every entry point checks it runs on the loop (in debug builds).
-final class HTTPConnection: HTTPTransportDelegate, @unchecked Sendable {
+final class HTTPConnection: @unchecked Sendable {
     let context: HTTPLoopContext
-    let transport: any HTTPTransport
+    let tcp: TCPConnection
     var machine = HTTPConnectionStateMachine()
     var parser: HTTPRequestParser
     var encoder = HTTPResponseEncoder()
@@ -20,43 +21,33 @@ final class HTTPConnection: HTTPTransportDelegate, @unchecked Sendable {
     var body: [UInt8] = []
     /// The sweep tick at which the current state began (timeouts).
     var stateSince: UInt64 = 0
-    /// A streamed body waiting for the output to drain.
-    var drainWaiter: CheckedContinuation<Void, any Error>?
-    /// Set when the transport has closed.
+    /// Set when the TCP connection has closed.
     var isClosed = false
     /// True while `receive` runs (a sync handler's response is flushed at its end).
     private var isReceiving = false
 
-    init(context: HTTPLoopContext, transport: any HTTPTransport) {
+    init(context: HTTPLoopContext, tcp: TCPConnection) {
         self.context = context
-        self.transport = transport
+        self.tcp = tcp
         parser = HTTPRequestParser(limits: context.configuration.limits)
         stateSince = context.tick
     }
 
-    // MARK: Transport events
-
-    func transportReceived(_ bytes: UnsafeRawBufferPointer) -> Int {
-        assert(context.loop.isCurrent)
-        guard machine.canParse else { return 0 }
-        return receive(bytes)
-    }
-
-    func transportDrained() {
-        if let waiter = drainWaiter {
-            drainWaiter = nil
-            waiter.resume()
+    /// Takes the TCP connection's events. The TCP connection holds its handlers, and so this connection,
+    /// until it closes (it drops them then): the HTTP connection lives exactly as long as the socket.
+    func start() {
+        tcp.onRead { [self] bytes in
+            guard machine.canParse else { return 0 }
+            return receive(bytes)
         }
+        tcp.onClose { [self] _ in closed() }
     }
 
-    func transportClosed() {
+    /// The TCP connection has ended (either side, or an error); its streamed-body writers are resumed by it.
+    private func closed() {
         guard !isClosed else { return }
         isClosed = true
         machine.transportClosed()
-        if let waiter = drainWaiter {
-            drainWaiter = nil
-            waiter.resume(throwing: HTTPServerError.connectionClosed)
-        }
         context.remove(self)
     }
 
@@ -118,7 +109,7 @@ final class HTTPConnection: HTTPTransportDelegate, @unchecked Sendable {
         encoder.appendHead(HTTPResponse(status: status), framing: .length(0), keepAlive: false, http10: false,
                            date: context.dateCache.fieldLine)
         flush()
-        transport.close(flushing: true)
+        tcp.close()
     }
 
     // MARK: Handlers
@@ -147,7 +138,7 @@ final class HTTPConnection: HTTPTransportDelegate, @unchecked Sendable {
             }
             send(response)
         case .async(let run):
-            transport.pauseReading()
+            tcp.pauseReading()
             let logger = context.logger
             Task(executorPreference: context.loop) {
                 let response: HTTPServerResponse
@@ -205,7 +196,7 @@ final class HTTPConnection: HTTPTransportDelegate, @unchecked Sendable {
             encoder.appendHead(response.head, framing: chunked ? .chunked : .none, keepAlive: keepAlive && chunked,
                                http10: head.version.minor == 0, date: context.dateCache.fieldLine)
             flush()
-            transport.pauseReading()
+            tcp.pauseReading()
             let writer = HTTPBodyWriter(connection: self, chunked: chunked)
             Task(executorPreference: context.loop) {
                 do {
@@ -214,7 +205,7 @@ final class HTTPConnection: HTTPTransportDelegate, @unchecked Sendable {
                 } catch {
                     self.onLoop { connection in
                         connection.context.logger.error("streamed body failed", metadata: ["error": "\(error)"])
-                        connection.transport.close(flushing: false)
+                        connection.tcp.abort()
                     }
                 }
             }
@@ -234,22 +225,28 @@ final class HTTPConnection: HTTPTransportDelegate, @unchecked Sendable {
             stateSince = context.tick
             if !isReceiving {
                 flush()
-                transport.resumeReading()
-                transport.consumeBufferedInput { bytes in receive(bytes) }
+                tcp.resumeReading()
+                tcp.consumeBufferedInput { bytes in receive(bytes) }
             }
         case .closeAfterFlush:
             flush()
-            transport.close(flushing: true)
+            tcp.close()
         default:
             break
         }
     }
 
-    /// Writes what the encoder holds, with one write.
+    /// Writes what the encoder holds, with one write (inside the read callback, into the loop's write
+    /// batch: the batch of responses to pipelined requests goes out with one `writev`).
     func flush() {
         guard !encoder.buffer.isEmpty else { return }
         if !isClosed {
-            encoder.buffer.withUnsafeBytes { transport.write($0) }
+            let written = encoder.buffer.withUnsafeBytes { bytes in
+                Result { () throws(NetError) in try tcp.write(copying: bytes) }
+            }
+            if case .failure = written {
+                // Closing or closed: the close handler tells this connection.
+            }
         }
         encoder.written()
     }
@@ -274,7 +271,7 @@ final class HTTPConnection: HTTPTransportDelegate, @unchecked Sendable {
         guard tick &- stateSince >= limit else { return }
         switch machine.timedOut() {
         case .closeNow:
-            transport.close(flushing: false)
+            tcp.close()
         case .refuse(let status):
             context.logger.notice("request timed out", metadata: ["status": "\(status.code)"])
             writeRefusal(status)
@@ -286,6 +283,6 @@ final class HTTPConnection: HTTPTransportDelegate, @unchecked Sendable {
     /// Graceful shutdown: close now when idle, else after the current response.
     func shutdown() {
         guard !isClosed else { return }
-        if machine.shutdownRequested() == .closeNow { transport.close(flushing: false) }
+        if machine.shutdownRequested() == .closeNow { tcp.close() }
     }
 }

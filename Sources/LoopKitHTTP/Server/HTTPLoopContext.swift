@@ -2,7 +2,7 @@ import Logging
 import LoopKit
 import LoopKitNet
 
-/// A server's presence on one loop: its listener, its connections, the cached `Date`, the timeout sweep.
+/// A server's presence on one loop: its connections, the cached `Date`, the timeout sweep.
 ///
 /// Loop-confined: created and used on its loop's thread. It is `@unchecked Sendable` only so the server
 /// can hand it to `loop.invoke` and the sweep timer can capture it; both run on the same loop.
@@ -13,9 +13,6 @@ final class HTTPLoopContext: @unchecked Sendable {
     let logger: Logger
     var dateCache = HTTPDateCache()
     private var connections: [ObjectIdentifier: HTTPConnection] = [:]
-    /// The socket engine's read buffer, shared by this loop's connections.
-    private let readBuffer = SharedReadBuffer()
-    private var listener: SocketListener?
     private var sweepTimer: ScheduledTimer?
     private var forceCloseTimer: ScheduledTimer?
     private var onFinished: (@Sendable () -> Void)?
@@ -46,7 +43,7 @@ final class HTTPLoopContext: @unchecked Sendable {
     var connectionCount: Int { connections.count }
 
     /// Output queued on every connection and not yet sent.
-    var pendingOutputBytes: Int { connections.values.reduce(0) { $0 + $1.transport.pendingOutputCount } }
+    var pendingOutputBytes: Int { connections.values.reduce(0) { $0 + $1.tcp.bufferedOutputCount } }
 
     /// Starts the timeout sweep. Call on the loop's thread.
     func start() throws {
@@ -58,53 +55,23 @@ final class HTTPLoopContext: @unchecked Sendable {
         }
     }
 
-    /// The loop shuts down (its shutdown observer): stop accepting and close every connection now.
+    /// The loop shuts down (its shutdown observer): close every connection now (the listener's own
+    /// observer stops accepting).
     private func loopIsShuttingDown() {
         isDraining = true
-        listener?.close()
-        listener = nil
         closeAllNow()
         finish()
     }
 
-    /// Binds a raw listening socket on this loop (the ``HTTPServer/Engine/sockets`` engine) and accepts.
-    /// Call on the loop's thread.
-    /// - Returns: The bound port.
-    func listen(port: Int) throws -> Int {
-        let listener = try SocketListener(host: configuration.host, port: port, backlog: configuration.backlog)
-        do {
-            try listener.start(on: loop) { [unowned self] fd in self.accept(fd: fd) }
-        } catch {
-            listener.close()
-            throw error
-        }
-        self.listener = listener
-        return listener.port
-    }
-
-    /// Serves a socket accepted by ``SocketListener``.
-    private func accept(fd: Int32) {
-        let transport = SocketTransport(fd: fd, loop: loop, readBuffer: readBuffer, lowWaterMark: configuration.writeLowWaterMark)
-        let connection = HTTPConnection(context: self, transport: transport)
-        transport.delegate = connection
-        connections[ObjectIdentifier(connection)] = connection
-        do {
-            try transport.start()
-        } catch {
-            transport.close(flushing: false)
-        }
-    }
-
-    /// Serves a connection accepted by LoopKitNet's listener. Call on the loop's thread.
+    /// Serves a connection the server's listener accepted on this loop. Call on the loop's thread.
     func accept(_ tcp: TCPConnection) {
         guard !isDraining else {
             tcp.abort()
             return
         }
-        let transport = NetTransport(connection: tcp)
-        let connection = HTTPConnection(context: self, transport: transport)
+        let connection = HTTPConnection(context: self, tcp: tcp)
         connections[ObjectIdentifier(connection)] = connection
-        transport.start(delegate: connection)
+        connection.start()
     }
 
     func remove(_ connection: HTTPConnection) {
@@ -125,8 +92,6 @@ final class HTTPLoopContext: @unchecked Sendable {
         guard !isDraining else { return }
         isDraining = true
         self.onFinished = onFinished
-        listener?.close()
-        listener = nil
         for connection in Array(connections.values) { connection.shutdown() }
         if connections.isEmpty {
             finish()
@@ -141,7 +106,7 @@ final class HTTPLoopContext: @unchecked Sendable {
 
     /// Closes every connection at once (the graceful deadline passed). Loop thread.
     private func closeAllNow() {
-        for connection in Array(connections.values) { connection.transport.close(flushing: false) }
+        for connection in Array(connections.values) { connection.tcp.abort() }
     }
 
     private func finish() {

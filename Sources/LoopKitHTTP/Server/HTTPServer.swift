@@ -22,7 +22,7 @@ import ServiceLifecycle
 public final class HTTPServer: Service, Sendable {
     /// What the server listens on, its limits and its timeouts; every value has a safe default.
     public struct Configuration: Sendable {
-        /// The IPv4 address to listen on (default `127.0.0.1`).
+        /// The numeric IPv4 or IPv6 address to listen on (default `127.0.0.1`).
         public var host: String
         /// The port (default 0: the kernel picks one; see ``HTTPServer/port``).
         public var port: Int
@@ -42,8 +42,6 @@ public final class HTTPServer: Service, Sendable {
         public var writeLowWaterMark: Int = 16 * 1024
         /// The listen backlog (default 1024).
         public var backlog: Int32 = 1024
-        /// What carries the bytes (default ``Engine/sockets``, the faster one measured; see the README).
-        public var engine: Engine = .sockets
 
         /// The largest request body, a shortcut for `limits.maxBodySize` (default 1 MiB).
         public var maxBodySize: Int {
@@ -54,7 +52,7 @@ public final class HTTPServer: Service, Sendable {
         /// A configuration; the values not given keep their defaults.
         ///
         /// - Parameters:
-        ///   - host: The IPv4 address to listen on.
+        ///   - host: The numeric IPv4 or IPv6 address to listen on.
         ///   - port: The port, 0 for any.
         ///   - limits: The parser's limits.
         public init(host: String = "127.0.0.1", port: Int = 0, limits: HTTPParserLimits = HTTPParserLimits()) {
@@ -64,24 +62,15 @@ public final class HTTPServer: Service, Sendable {
         }
     }
 
-    /// What carries a server's bytes.
-    public enum Engine: Sendable, Hashable {
-        /// LoopKitNet: `evconnlistener` and bufferevents, read in place, writes coalesced into one `writev`.
-        case loopKitNet
-        /// Non-blocking sockets watched by the loop directly: one `read` into the connection's own buffer,
-        /// parsed in place, one `send` per batch of responses.
-        case sockets
-    }
-
     /// Where the server is in its life.
     enum Lifecycle {
         /// Created; ``HTTPServer/start()`` has not run.
         case initial
         /// Accepting on every loop.
-        case running(contexts: [HTTPLoopContext], listener: TCPListener?, port: Int)
+        case running(contexts: [HTTPLoopContext], listener: TCPListener, port: Int)
         /// Graceful shutdown under way: `remaining` loops still have connections. The listener is kept
-        /// until then: LoopKitNet's listener must outlive the connections it accepted.
-        case draining(remaining: Int, port: Int, listener: TCPListener?)
+        /// until then, closed (it accepts nothing), so the connections it accepted end with their loops.
+        case draining(remaining: Int, port: Int, listener: TCPListener)
         /// Every connection and listener is gone.
         case stopped
     }
@@ -122,7 +111,8 @@ public final class HTTPServer: Service, Sendable {
     /// Starts listening on every loop of the group; returns the port. Starting twice returns the same port.
     ///
     /// - Returns: The bound port.
-    /// - Throws: ``HTTPServerError/cannotListen(_:)`` when the address cannot be bound;
+    /// - Throws: ``HTTPServerError/cannotListen(_:)`` with the ``NetError`` when the address cannot be bound
+    ///   (in use, not a numeric address, not permitted);
     ///   ``HTTPServerError/invalidConfiguration(_:)`` for a server already stopped.
     ///
     /// Safe from any thread.
@@ -130,42 +120,39 @@ public final class HTTPServer: Service, Sendable {
     public func start() throws -> Int {
         if let port { return port }
         var contexts: [HTTPLoopContext] = []
-        var port = configuration.port
-        var listener: TCPListener?
+        let listener: TCPListener
         do {
             for loop in group.loops {
-                let (context, bound) = try loop.invokeAndWait { [configuration, router, logger, port] in
+                let context = try loop.invokeAndWait { [configuration, router, logger] in
                     let context = HTTPLoopContext(loop: loop, configuration: configuration, router: router, logger: logger)
                     try context.start()
-                    let bound = configuration.engine == .sockets ? try context.listen(port: port) : port
-                    return (context, bound)
+                    return context
                 }
                 contexts.append(context)
-                port = bound
             }
-            if configuration.engine == .loopKitNet {
-                var options = ListenerOptions()
-                options.backlog = configuration.backlog
-                options.connection.writeHighWaterMark = configuration.writeHighWaterMark
-                options.connection.writeLowWaterMark = configuration.writeLowWaterMark
-                let byLoop = contexts
-                let bound = try TCPListener.bind(host: configuration.host, port: port, on: group, options: options) { tcp in
-                    for context in byLoop where context.loop === tcp.loop { context.accept(tcp) }
-                }
-                listener = bound
-                port = bound.localAddress.port
+            var options = ListenerOptions()
+            options.backlog = configuration.backlog
+            options.connection.writeHighWaterMark = configuration.writeHighWaterMark
+            options.connection.writeLowWaterMark = configuration.writeLowWaterMark
+            let byLoop = Dictionary(uniqueKeysWithValues: contexts.map { (ObjectIdentifier($0.loop), $0) })
+            listener = try TCPListener.bind(host: configuration.host, port: configuration.port, on: group, options: options) { tcp in
+                byLoop[ObjectIdentifier(tcp.loop)]?.accept(tcp)
             }
+        } catch let error as NetError {
+            shutDownNow(contexts)
+            throw HTTPServerError.cannotListen(error)
         } catch {
             shutDownNow(contexts)
-            throw HTTPServerError.cannotListen("\(configuration.host):\(configuration.port): \(error)")
+            throw HTTPServerError.cannotListen(.loopShutDown)  // a loop refused the context: it is shutting down
         }
+        let port = listener.localAddress.port
         let started = state.withLock { state -> Bool in
             guard case .initial = state.lifecycle else { return false }
             state.lifecycle = .running(contexts: contexts, listener: listener, port: port)
             return true
         }
         guard started else {
-            listener?.close()
+            listener.close()
             shutDownNow(contexts)
             if let current = self.port { return current }
             throw HTTPServerError.invalidConfiguration("the server has already stopped")

@@ -189,3 +189,9 @@ extension Bytes: CustomStringConvertible {
         return "Bytes(\(count): \(head)\(count > 16 ? " …" : ""))"
     }
 }
+
+extension Bytes {
+    /// The address of the first byte (nil when empty), for `writev`: valid while this value (or a copy
+    /// of it) lives, since the storage is never mutated or moved.
+    var baseAddress: UnsafeMutableRawPointer? { storage.map { $0.base + lower } }
+}

@@ -6,7 +6,8 @@ public struct ConnectionOptions: Sendable, Hashable {
     /// ``TCPConnection/inbound`` consumer) takes some. Bounds what a peer can make the connection buffer.
     /// Default 64 KiB.
     public var readHighWaterMark: Int = 64 * 1024
-    /// Above this many buffered output bytes, ``TCPConnection/isWritable`` is false and async writes suspend.
+    /// Above this many buffered output bytes, ``TCPConnection/isWritable`` is false, async writes suspend
+    /// and (unless ``readsWhileOutputIsFull``) the connection is not read.
     /// Default 64 KiB.
     public var writeHighWaterMark: Int = 64 * 1024
     /// Once a connection that went above ``writeHighWaterMark`` has drained to this many bytes, it is
@@ -28,6 +29,12 @@ public struct ConnectionOptions: Sendable, Hashable {
     /// When the peer ends its side, keep this side open for writing until it closes (half-close). When
     /// false (default), the connection closes gracefully once the input is read and the output flushed.
     public var allowsHalfClosure: Bool = false
+    /// Keep reading while the unsent output is above ``writeHighWaterMark``. When false (default), a
+    /// connection whose output is above the high-water mark is not read until the output drains to
+    /// ``writeLowWaterMark``: a handler that writes what it reads (an echo, a proxy) then holds no more
+    /// than the watermarks against a peer that never reads. Set it for a protocol that must keep reading
+    /// while its peer is slow to read, and bound the output by other means (``TCPConnection/isWritable``).
+    public var readsWhileOutputIsFull: Bool = false
 
     /// The defaults.
     public init() {}

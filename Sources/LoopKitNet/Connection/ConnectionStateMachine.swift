@@ -1,6 +1,6 @@
 /// The lifecycle of one connection, as a value: events go in, the actions to perform come out.
 ///
-/// The connection performs the actions (libevent calls, resuming waiters, calling handlers); this type
+/// The connection performs the actions (system calls, resuming waiters, calling handlers); this type
 /// only decides. It guarantees the rule the whole layer rests on: ``Action/finish(_:)`` is returned
 /// exactly once per connection, whatever happens and in whatever order, and never before the end.
 struct ConnectionStateMachine {

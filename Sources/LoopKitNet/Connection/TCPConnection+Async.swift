@@ -4,10 +4,10 @@ extension TCPConnection {
     /// The inbound bytes as an asynchronous sequence of chunks, each at most
     /// ``ConnectionOptions/readHighWaterMark`` bytes.
     ///
-    /// The sequence's demand drives reading: bytes wait in the connection's input buffer until the
-    /// consumer asks for the next chunk, and once the read high-water mark is buffered the socket is no
-    /// longer read. Each chunk is one copy out of libevent's buffer. The sequence ends (nil) when the peer
-    /// ends its side and every byte has been read, or when this side closes; it throws
+    /// The sequence's demand drives reading: bytes wait in the connection's input until the consumer
+    /// asks for the next chunk, and once the read high-water mark is buffered the socket is no longer
+    /// read. Each chunk is one copy out of the read buffer. The sequence ends (nil) when the peer ends its
+    /// side and every byte has been read, or when this side closes; it throws
     /// ``NetError/connectionClosed(_:)`` when the connection ends with an error (reset, timeout, …).
     /// One consumer at a time.
     ///
@@ -57,6 +57,7 @@ extension TCPConnection {
                 continuation.resume(returning: ready)
             } else {
                 readWaiter = continuation
+                updateReadInterest()
             }
         }
         return try result.get()
@@ -64,43 +65,50 @@ extension TCPConnection {
 
     /// What a reader gets without waiting: a chunk, the end, or the error; nil when it must wait.
     private func inboundReadyNow() -> Result<Bytes?, NetError>? {
-        if let buffers, buffers.inputCount > 0 { return .success(takeInputChunk()) }
+        if !input.isEmpty { return .success(takeInputChunk()) }
         if case .closed(let reason) = machine.state {
             return reason.isClean ? .success(nil) : .failure(.connectionClosed(reason))
         }
         return machine.inputEnded ? .success(nil) : nil
     }
 
-    /// Writes `bytes` (by reference, no copy) and suspends while the output is above
+    /// Sends `bytes` (by reference, no copy) and suspends while the output is above
     /// ``ConnectionOptions/writeHighWaterMark``, until it drains to ``ConnectionOptions/writeLowWaterMark``.
+    ///
+    /// The async counterpart of ``write(_:)-(Bytes)``, under its own name so that a forgotten `await`
+    /// cannot pick the write that does not wait.
     ///
     /// - Parameter bytes: The bytes to send.
     /// - Throws: ``NetError/connectionClosed(_:)`` when the connection is closed, or ends with an error
-    ///   while the write waits.
+    ///   while the send waits.
     ///
     /// Call on the loop's thread (from a `Task` whose executor preference is ``loop``).
-    public func write(_ bytes: Bytes) async throws(NetError) {
-        try append(bytes)
+    public func send(_ bytes: Bytes) async throws(NetError) {
+        try write(bytes)
         try await waitUntilWritable()
     }
 
-    /// Writes the UTF-8 bytes of `string` (one copy), suspending as `write(_:)` does.
-    /// - Throws: As `write(_:)`.
+    /// Sends the UTF-8 bytes of `string` (one copy at most), suspending as ``send(_:)-(Bytes)`` does.
+    /// - Throws: As ``send(_:)-(Bytes)``.
     ///
     /// Call on the loop's thread.
-    public func write(_ string: String) async throws(NetError) {
-        try append(string)
+    public func send(_ string: String) async throws(NetError) {
+        try write(string)
         try await waitUntilWritable()
     }
 
-    /// Suspends while the output is above the write high-water mark. Loop thread only.
+    /// Suspends while the output is above the write high-water mark. Any number of tasks may wait; all
+    /// resume together at the low-water mark, or when the connection ends.
+    ///
     /// - Throws: ``NetError/connectionClosed(_:)`` when the connection ends with an error meanwhile.
+    ///
+    /// Call on the loop's thread.
     public func waitUntilWritable() async throws(NetError) {
         checkThread()
-        guard let buffers, buffers.outputCount > options.writeHighWaterMark else { return }
+        guard aboveHighWater, !machine.isClosed else { return }
         let result = await withUnsafeContinuation { continuation in
             // As for reads: the output may have drained while the task hopped here.
-            if let buffers = self.buffers, buffers.outputCount > options.writeHighWaterMark, !machine.isClosed {
+            if aboveHighWater, !machine.isClosed {
                 writeWaiters.append(continuation)
             } else if case .closed(let reason) = machine.state, !reason.isClean {
                 continuation.resume(returning: .failure(.connectionClosed(reason)))

@@ -1,10 +1,5 @@
+import Dispatch
 import LoopKit
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 extension TCPConnection {
     /// Connects to a numeric address (IPv4, IPv6 or a Unix-domain socket) from a connection on `loop`.
@@ -18,20 +13,18 @@ extension TCPConnection {
     /// - Throws: ``NetError/connectionRefused(_:)``, ``NetError/connectTimedOut``,
     ///   ``NetError/loopShutDown``, ``NetError/system(_:_:)`` for other socket errors.
     ///
-    /// Safe from any thread. The corresponding libevent call is `bufferevent_socket_connect`.
+    /// Safe from any thread. The corresponding system call is a non-blocking `connect`.
     public static func connect(
         to address: SocketAddress, on loop: EventLoop, options: ConnectionOptions = .init(),
         timeout: Duration = .seconds(10)
     ) async throws(NetError) -> TCPConnection {
-        try await start(on: loop, options: options, timeout: timeout, target: address) { buffers throws(NetError) in
-            try buffers.connect(to: address)
-            return nil
-        }
+        let deadline = loop.clockNanoseconds &+ UInt64(max(0, timeout / .nanoseconds(1)))
+        return try await connect(toAny: [address], on: loop, options: options, deadline: deadline)
     }
 
-    /// Resolves `host` (off the loop's thread's critical path, with libevent's asynchronous evdns, which
-    /// reads `/etc/hosts` and `/etc/resolv.conf`), then connects to `host:port` from a connection on `loop`.
-    /// A numeric host skips resolution.
+    /// Resolves `host` (off the loop's thread, with the system resolver: `/etc/hosts`, then DNS), then
+    /// connects to `host:port` from a connection on `loop`, trying each address in the resolver's order
+    /// until one answers. A numeric host skips resolution.
     ///
     /// - Parameters:
     ///   - host: A host name or numeric address.
@@ -43,7 +36,7 @@ extension TCPConnection {
     /// - Throws: ``NetError/nameResolutionFailed(host:reason:)`` besides what
     ///   ``connect(to:on:options:timeout:)`` throws; ``NetError/invalidAddress(_:)`` for a bad port.
     ///
-    /// Safe from any thread. The corresponding libevent call is `bufferevent_socket_connect_hostname`.
+    /// Safe from any thread. The corresponding C call is `getaddrinfo`, on a Dispatch queue.
     public static func connect(
         host: String, port: Int, on loop: EventLoop, options: ConnectionOptions = .init(),
         timeout: Duration = .seconds(10)
@@ -55,130 +48,136 @@ extension TCPConnection {
         } catch {
             numeric = nil  // not a numeric address: a name, resolved below (its failures are thrown there)
         }
-        if let numeric {
-            return try await connect(to: numeric, on: loop, options: options, timeout: timeout)
-        }
-        return try await start(on: loop, options: options, timeout: timeout, target: nil) { buffers throws(NetError) in
-            let resolver = try LibEventResolver(base: loop.eventBase)
-            do throws(NetError) {
-                try buffers.connect(toHost: host, port: port, resolver: resolver)
-            } catch {
-                resolver.free()
-                throw error
+        if let numeric { return try await connect(to: numeric, on: loop, options: options, timeout: timeout) }
+        let deadline = loop.clockNanoseconds &+ UInt64(max(0, timeout / .nanoseconds(1)))
+        let resolved = await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<[SocketAddress], NetError>, Never>) in
+                DispatchQueue.global().async { continuation.resume(returning: Socket.resolve(host: host, port: port)) }
             }
-            return resolver
+        } onCancel: {}
+        let addresses = try resolved.get()
+        guard loop.clockNanoseconds < deadline else { throw .connectTimedOut }
+        return try await connect(toAny: addresses, on: loop, options: options, deadline: deadline)
+    }
+
+    /// Tries `addresses` in order until one connects; throws the last failure.
+    private static func connect(
+        toAny addresses: [SocketAddress], on loop: EventLoop, options: ConnectionOptions, deadline: UInt64
+    ) async throws(NetError) -> TCPConnection {
+        var lastError = NetError.connectTimedOut
+        for address in addresses {
+            let now = loop.clockNanoseconds
+            guard now < deadline else { throw .connectTimedOut }
+            let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<TCPConnection, NetError>, Never>) in
+                let work: @Sendable () -> Void = {
+                    startConnect(to: address, on: loop, options: options,
+                                 timeout: .nanoseconds(Int64(deadline - now)), continuation: continuation)
+                }
+                if loop.isCurrent {
+                    work()
+                } else {
+                    do { try loop.enqueue(work) } catch { continuation.resume(returning: .failure(.loopShutDown)) }
+                }
+            }
+            switch result {
+            case .success(let connection):
+                return connection
+            case .failure(let error):
+                if error == .loopShutDown || error == .connectTimedOut { throw error }
+                lastError = error
+            }
+        }
+        throw lastError
+    }
+
+    /// Opens a socket and starts a non-blocking connect; the connection resumes `continuation` once.
+    /// Loop thread only.
+    private static func startConnect(
+        to address: SocketAddress, on loop: EventLoop, options: ConnectionOptions, timeout: Duration,
+        continuation: UnsafeContinuation<Result<TCPConnection, NetError>, Never>
+    ) {
+        guard loop.isAcceptingWork else {
+            continuation.resume(returning: .failure(.loopShutDown))
+            return
+        }
+        let fd: Int32
+        do throws(NetError) {
+            fd = try Socket.open(address.family)
+        } catch {
+            continuation.resume(returning: .failure(error))
+            return
+        }
+        let connection = TCPConnection(loop: loop, fd: fd, isTCP: address.family != .unix, connected: false, options: options)
+        connection.cachedRemoteAddress = address
+        if let reason = connection.closeReason {  // the loop began shutting down
+            continuation.resume(returning: .failure(reason == .shutDown ? .loopShutDown : .connectionClosed(reason)))
+            return
+        }
+        connection.connectWaiter = continuation
+        do throws(NetError) {
+            switch try Socket.connect(fd, to: address) {
+            case .connected:
+                connection.connectDidFinish()
+                return
+            case .inProgress:
+                connection.writeWatch = try wrapped { () throws(EventLoopError) in
+                    try loop.watch(fd, for: .writable) { [unowned connection] _ in connection.connectBecameWritable(address) }
+                }
+                connection.isWriteWatchActive = true
+                connection.connectTimer = try wrapped { () throws(EventLoopError) in
+                    try loop.schedule(after: timeout) { [weak connection] in
+                        connection?.connectDidFail(error: .connectTimedOut)
+                    }
+                }
+            }
+        } catch {
+            connection.connectDidFail(error: error)
         }
     }
 
-    private static func start(
-        on loop: EventLoop, options: ConnectionOptions, timeout: Duration, target: SocketAddress?,
-        _ begin: @escaping (LibEventBuffers) throws(NetError) -> LibEventResolver?
-    ) async throws(NetError) -> TCPConnection {
-        let begin = UncheckedSendableBox(begin)
-        let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<TCPConnection, NetError>, Never>) in
-            let work: @Sendable () -> Void = {
-                do throws(NetError) {
-                    let buffers = try LibEventBuffers.socket(base: loop.eventBase, fd: -1)
-                    let connection = TCPConnection(loop: loop, buffers: buffers, isSocket: true, connected: false, options: options)
-                    connection.remoteAddress = target
-                    if let reason = connection.closeReason {  // the loop began shutting down
-                        continuation.resume(returning: .failure(reason == .shutDown ? .loopShutDown : .connectionClosed(reason)))
-                        return
-                    }
-                    connection.connectWaiter = continuation
-                    let timer = LibEventTimer(base: loop.eventBase) { [unowned connection] in
-                        connection.connectDidFail(error: .connectTimedOut)
-                    }
-                    timer.arm(after: timeout)
-                    connection.connectTimer = timer
-                    do throws(NetError) {
-                        connection.resolver = try begin.value(buffers)
-                    } catch {
-                        connection.connectDidFail(error: error)
-                    }
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
-            if loop.isCurrent {
-                work()
-            } else {
-                do { try loop.enqueue(work) } catch { continuation.resume(returning: .failure(.loopShutDown)) }
-            }
+    /// A loop error while setting up a connect, as the connect's error.
+    private static func wrapped<Value>(_ body: () throws(EventLoopError) -> Value) throws(NetError) -> Value {
+        do {
+            return try body()
+        } catch .shutDown {
+            throw .loopShutDown
+        } catch {
+            throw .system("watch", 0)
         }
-        return try result.get()
+    }
+
+    /// The socket became writable: the connect is done, one way or the other.
+    private func connectBecameWritable(_ address: SocketAddress) {
+        guard case .connecting = machine.state else { return }
+        if let error = Socket.connectResult(fd, address) {
+            connectDidFail(error: error)
+        } else {
+            connectDidFinish()
+        }
     }
 
     /// The connect finished: start the connection and hand it out. Loop thread only.
-    func connectDidFinish() {
-        connectTimer?.free()
+    private func connectDidFinish() {
+        connectTimer?.cancel()
         connectTimer = nil
+        writeWatch?.cancel()  // the connect's watch; output makes its own when it needs one
+        writeWatch = nil
+        isWriteWatchActive = false
         _ = machine.connected()
-        if let buffers { remoteAddress = NetSocket.remoteAddress(of: buffers.fd) ?? remoteAddress }
         start()
         if let waiter = connectWaiter {
             connectWaiter = nil
-            waiter.resume(returning: .success(self))
-        }
-        releaseResolver()
-    }
-
-    /// Frees the name resolver in the loop's next drain: never inside evdns's own callback, which may be
-    /// on the stack now. Loop thread only.
-    func releaseResolver() {
-        guard let resolver else { return }
-        self.resolver = nil
-        let box = UncheckedSendableBox(resolver)
-        do {
-            try loop.enqueueCleanup { box.value.free() }
-        } catch {
-            resolver.free()  // the loop has finished shutting down: no evdns callback can be on the stack
-        }
-    }
-
-    /// The connect failed with a socket error (or a resolution error). Loop thread only.
-    func connectDidFail(code: Int32) {
-        if let message = buffers?.resolutionError {
-            connectDidFail(error: .nameResolutionFailed(host: remoteAddress?.host ?? "host", reason: message))
-            return
-        }
-        switch code {
-        case ECONNREFUSED, ENOENT:
-            connectDidFail(error: remoteAddress.map { .connectionRefused($0) } ?? .system("connect", code))
-        case EACCES, EPERM:
-            connectDidFail(error: .permissionDenied("cannot connect to \(remoteAddress.map(String.init(describing:)) ?? "host")"))
-        case ETIMEDOUT:
-            connectDidFail(error: .connectTimedOut)
-        default:
-            connectDidFail(error: .system("connect", code))
+            waiter.resume(returning: machine.isClosed ? .failure(.loopShutDown) : .success(self))
         }
     }
 
     /// Fails the connect with `error` and ends the (never handed out) connection. Loop thread only.
     func connectDidFail(error: NetError) {
+        guard case .connecting = machine.state else { return }
         if let waiter = connectWaiter {
             connectWaiter = nil
             waiter.resume(returning: .failure(error))
         }
         perform(machine.failed(.failed(0)))
-    }
-}
-
-extension TCPConnection {
-    /// Two connections joined in memory on `loop` (a libevent bufferevent pair): what one writes the
-    /// other reads, with the same watermarks, backpressure and close reasons as sockets (no socket
-    /// options, no timeouts except the idle timeout). Callbacks are deferred to the loop's next pass, so a
-    /// test drives them iteration by iteration. `LoopKitTesting`'s `InMemoryConnectionPair` is the public face.
-    ///
-    /// Call on the loop's thread. The corresponding libevent call is `bufferevent_pair_new`.
-    package static func makeInMemoryPair(on loop: EventLoop, options: ConnectionOptions) throws(NetError) -> (TCPConnection, TCPConnection) {
-        precondition(loop.isCurrent, "makeInMemoryPair(on:options:) called off the loop's thread")
-        let (first, second) = try LibEventBuffers.pair(base: loop.eventBase)
-        var pairOptions = options
-        pairOptions.readTimeout = nil
-        pairOptions.writeTimeout = nil
-        let a = TCPConnection(loop: loop, buffers: first, isSocket: false, connected: true, options: pairOptions)
-        let b = TCPConnection(loop: loop, buffers: second, isSocket: false, connected: true, options: pairOptions)
-        return (a, b)
     }
 }

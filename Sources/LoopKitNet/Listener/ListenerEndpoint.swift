@@ -20,7 +20,9 @@ final class ListenerEndpoint: @unchecked Sendable {
     let openConnections = Atomic<Int>(0)
 
     private var fd: Int32
-    private var listener: LibEventListener?
+    /// Whether the listening socket is TCP (accepted sockets get the TCP options).
+    private let isTCP: Bool
+    private var watch: Watch?
     private var isClosed = false
     private var isPaused = false
     private var connections: [ObjectIdentifier: TCPConnection] = [:]
@@ -28,17 +30,18 @@ final class ListenerEndpoint: @unchecked Sendable {
     /// Handler tasks that have not returned yet: shutdown waits for them too, so no task is left to be
     /// scheduled on a loop that shuts down after it.
     private var runningHandlers = 0
-    private var retryTimer: LibEventTimer?
+    private var retryTimer: ScheduledTimer?
 
     init(loop: EventLoop, fd: Int32, options: ConnectionOptions, acceptor: TCPListener.Acceptor, unixPath: String?) {
         self.loop = loop
         self.fd = fd
+        isTCP = unixPath == nil
         self.options = options
         self.acceptor = acceptor
         self.unixPath = unixPath
     }
 
-    /// Wraps the socket in an evconnlistener on the loop's thread, waiting for it when called elsewhere.
+    /// Watches the listening socket on the loop's thread, waiting for that when called elsewhere.
     func register() throws(NetError) {
         if loop.isCurrent {
             try registerOnLoop()
@@ -60,13 +63,12 @@ final class ListenerEndpoint: @unchecked Sendable {
         guard loop.addShutdownObserver(ObjectIdentifier(self), { [weak self] in self?.closeOnLoop() }) else {
             throw .loopShutDown
         }
-        do throws(NetError) {
-            listener = try LibEventListener(base: loop.eventBase, fd: fd, context: Unmanaged.passUnretained(self).toOpaque())
+        do {
+            watch = try loop.watch(fd, for: .readable) { [unowned self] _ in self.acceptAll() }
         } catch {
             loop.removeShutdownObserver(ObjectIdentifier(self))
-            throw error
+            throw .system("watch", 0)
         }
-        fd = -1  // the listener owns it now
     }
 
     /// Runs `body` on the loop's thread: now when on it, else in its next iteration. A loop that refuses
@@ -86,19 +88,28 @@ final class ListenerEndpoint: @unchecked Sendable {
 
     func pause() {
         isPaused = true
-        listener?.disable()
+        watch?.pause()
     }
 
     func resume() {
         isPaused = false
-        if retryTimer == nil { listener?.enable() }
+        if retryTimer == nil { resumeWatch() }
+    }
+
+    private func resumeWatch() {
+        guard !isClosed, let watch else { return }
+        do {
+            try watch.resume()
+        } catch {
+            closeOnLoop()  // the socket can no longer be watched: stop accepting rather than pretend
+        }
     }
 
     func closeFromAnyThread() {
-        if listener == nil, fd >= 0 {  // never registered (bind failed on a later loop)
-            Glibc.close(fd)
+        if watch == nil, fd >= 0 {  // never registered (bind failed on a later loop)
+            Socket.close(fd)
             fd = -1
-            if let unixPath { NetSocket.unlink(path: unixPath) }
+            if let unixPath { Socket.unlink(path: unixPath) }
             return
         }
         onLoop { $0.closeOnLoop() }
@@ -108,11 +119,15 @@ final class ListenerEndpoint: @unchecked Sendable {
         guard !isClosed else { return }
         isClosed = true
         loop.removeShutdownObserver(ObjectIdentifier(self))
-        retryTimer?.free()
+        retryTimer?.cancel()
         retryTimer = nil
-        listener?.free()
-        listener = nil
-        if let unixPath { NetSocket.unlink(path: unixPath) }
+        watch?.cancel()
+        watch = nil
+        if fd >= 0 {
+            Socket.close(fd)
+            fd = -1
+        }
+        if let unixPath { Socket.unlink(path: unixPath) }
     }
 
     /// Closes every connection gracefully; returns when all have ended (aborting any left at `deadline`).
@@ -157,23 +172,32 @@ final class ListenerEndpoint: @unchecked Sendable {
         for connection in Array(connections.values) { connection.abort() }
     }
 
-    // MARK: libevent callbacks (loop thread)
+    // MARK: Accepting (loop thread)
+
+    /// The listening socket is readable: accept what waits, up to 64 connections per iteration so one
+    /// busy listener does not starve the loop's other work.
+    private func acceptAll() {
+        for _ in 0..<64 where !isClosed {
+            switch Socket.accept(fd) {
+            case .connection(let client):
+                accepted(fd: client)
+            case .none:
+                return
+            case .exhausted(let code):
+                backOff(code)
+                return
+            }
+        }
+    }
 
     /// A connection was accepted.
-    func accepted(fd: Int32, address: SocketAddress?) {
+    private func accepted(fd: Int32) {
         guard loop.isAcceptingWork else {  // accepted in the loop's last iteration: nothing may start now
-            Glibc.close(fd)
+            Socket.close(fd)
             return
         }
-        let buffers: LibEventBuffers
-        do throws(NetError) {
-            buffers = try LibEventBuffers.socket(base: loop.eventBase, fd: fd)
-        } catch {
-            return  // out of memory: the socket was closed, the peer sees a reset
-        }
-        let connection = TCPConnection(loop: loop, buffers: buffers, isSocket: true, connected: false, options: options)
-        connection.remoteAddress = address
-        _ = connection.machine.connected()
+        let connection = TCPConnection(loop: loop, fd: fd, isTCP: isTCP, connected: true, options: options)
+        guard !connection.machine.isClosed else { return }
         connection.start()
         let key = ObjectIdentifier(connection)
         connections[key] = connection
@@ -187,7 +211,16 @@ final class ListenerEndpoint: @unchecked Sendable {
         }
         switch acceptor {
         case .callback(let onAccept):
-            do { try onAccept(connection) } catch { connection.close() }
+            do {
+                try onAccept(connection)
+            } catch {
+                connection.close()
+                return
+            }
+            // The first read, now: a client usually sends right behind its handshake, so its bytes are
+            // often here already, and reading them now saves a poll (one per request on
+            // `Connection: close` traffic). Nothing there: the read returns EAGAIN and the watch goes on.
+            if connection.readHandler != nil, !connection.machine.isClosed { connection.socketIsReadable() }
         case .task(let handler):
             runningHandlers += 1
             Task(executorPreference: loop) { [self] in
@@ -206,22 +239,23 @@ final class ListenerEndpoint: @unchecked Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// `accept` failed (out of file descriptors, most likely): stop accepting for 100 ms rather than spin.
-    func acceptFailed(errno code: Int32) {
-        guard code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM, listener != nil else { return }
-        listener?.disable()
-        let timer = retryTimer ?? LibEventTimer(base: loop.eventBase) { [unowned self] in
-            retryTimer?.free()
-            retryTimer = nil
-            if !isPaused, !isClosed { listener?.enable() }
+    /// `accept` failed for want of descriptors or memory: stop accepting for 100 ms rather than spin on
+    /// a socket that stays readable (the waiting connections stay in the kernel's backlog).
+    private func backOff(_ code: Int32) {
+        guard retryTimer == nil, !isClosed else { return }
+        watch?.pause()
+        do {
+            retryTimer = try loop.schedule(after: .milliseconds(100)) { [weak self] in
+                guard let self else { return }
+                retryTimer = nil
+                if !isPaused { resumeWatch() }
+            }
+        } catch {
+            closeOnLoop()  // the loop is shutting down: nothing more to accept
         }
-        retryTimer = timer
-        timer.arm(after: .milliseconds(100))
     }
 
     deinit {
-        // The listener handle references this endpoint unretained: it must be gone first.
-        listener?.free()
-        if fd >= 0 { Glibc.close(fd) }
+        if fd >= 0 { Socket.close(fd) }
     }
 }

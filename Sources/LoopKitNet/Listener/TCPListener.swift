@@ -6,7 +6,7 @@ import Synchronization
 /// ```swift
 /// let group = try LoopGroup(threads: 2)
 /// let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group) { connection in
-///     for try await chunk in connection.inbound { try await connection.write(chunk) }   // echo
+///     for try await chunk in connection.inbound { try await connection.send(chunk) }   // echo
 /// }
 /// print("listening on \(listener.localAddress)")
 /// ```
@@ -40,161 +40,93 @@ public final class TCPListener: Sendable {
 
     // MARK: Binding
 
-    /// Binds to `address` on `loop`, calling `onAccept` on the loop's thread with each new connection.
+    /// Binds to `address` on `loops` (one loop, or every loop of a `LoopGroup`), calling `onAccept` on the
+    /// accepting loop's thread with each new connection.
+    ///
+    /// On a group each loop gets a socket of its own on the same address (`SO_REUSEPORT`, set only for a
+    /// group's sockets: a single listener on a port in use fails with ``NetError/addressInUse(_:)``).
     ///
     /// - Parameters:
-    ///   - address: A numeric IPv4/IPv6 address and port (port 0 picks a free port), or a Unix-domain path.
-    ///   - loop: The loop that accepts and owns the connections.
+    ///   - address: A numeric IPv4/IPv6 address and port (port 0 picks a free port, shared by a group's
+    ///     loops), or a Unix-domain path (one loop only).
+    ///   - loops: An `EventLoop`, or a `LoopGroup`: the loops that accept and own the connections.
     ///   - options: Backlog and per-connection settings.
-    ///   - onAccept: Called on the loop's thread with each connection, already reading; if it throws, the
-    ///     connection is closed gracefully.
+    ///   - onAccept: Called on the accepting loop's thread with each connection, already reading; if it
+    ///     throws, the connection is closed gracefully.
     /// - Returns: The listener, accepting.
     /// - Throws: ``NetError/addressInUse(_:)``, ``NetError/permissionDenied(_:)``,
     ///   ``NetError/invalidAddress(_:)``, ``NetError/loopShutDown``, ``NetError/system(_:_:)``.
     ///
-    /// Safe from any thread. The corresponding libevent call is `evconnlistener_new`.
+    /// Safe from any thread, except from a loop of a group when binding on the group (binding waits for
+    /// each loop). The corresponding system calls are `socket`, `bind` and `listen`.
     public static func bind(
-        to address: SocketAddress, on loop: EventLoop, options: ListenerOptions = .init(),
+        to address: SocketAddress, on loops: some AcceptingLoops, options: ListenerOptions = .init(),
         onAccept: @escaping @Sendable (TCPConnection) throws -> Void
     ) throws(NetError) -> TCPListener {
-        try bind(to: address, loops: [loop], reusePort: false, options: options, acceptor: .callback(onAccept))
+        try bind(to: address, loops: loops.acceptingLoops, options: options, acceptor: .callback(onAccept))
     }
 
-    /// Binds to `address` on `loop`, running `handler` for each connection in a `Task` on the loop.
+    /// Binds to `address` on `loops`, running `handler` for each connection in a `Task` on the
+    /// connection's loop (its task executor); the connection is closed gracefully when `handler` returns
+    /// or throws.
     ///
-    /// The connection is closed gracefully when `handler` returns or throws.
     /// - Parameters:
     ///   - address: A numeric address and port, or a Unix-domain path.
-    ///   - loop: The loop that accepts and owns the connections, and runs the handlers.
+    ///   - loops: An `EventLoop`, or a `LoopGroup`.
     ///   - options: Backlog and per-connection settings.
-    ///   - handler: Runs on the loop (its task executor) for each connection.
+    ///   - handler: Runs on the connection's loop for each connection.
     /// - Returns: The listener, accepting.
-    /// - Throws: As ``bind(to:on:options:onAccept:)-(SocketAddress,EventLoop,_,_)``.
+    /// - Throws: As ``bind(to:on:options:onAccept:)``.
     ///
-    /// Safe from any thread.
+    /// Safe from any thread (see ``bind(to:on:options:onAccept:)``).
     public static func bind(
-        to address: SocketAddress, on loop: EventLoop, options: ListenerOptions = .init(),
+        to address: SocketAddress, on loops: some AcceptingLoops, options: ListenerOptions = .init(),
         handler: @escaping @Sendable (TCPConnection) async throws -> Void
     ) throws(NetError) -> TCPListener {
-        try bind(to: address, loops: [loop], reusePort: false, options: options, acceptor: .task(handler))
+        try bind(to: address, loops: loops.acceptingLoops, options: options, acceptor: .task(handler))
     }
 
-    /// Binds to `address` on every loop of `group` (`SO_REUSEPORT`), calling `onAccept` on the
-    /// accepting loop's thread. Not for Unix-domain addresses (use one loop).
-    ///
-    /// - Parameters:
-    ///   - address: A numeric address and port; port 0 picks one free port shared by all loops.
-    ///   - group: The loops; each accepts and owns its connections.
-    ///   - options: Backlog and per-connection settings.
-    ///   - onAccept: Called on the accepting loop's thread with each connection.
-    /// - Returns: The listener, accepting on every loop.
-    /// - Throws: As ``bind(to:on:options:onAccept:)-(SocketAddress,EventLoop,_,_)``.
-    ///
-    /// Safe from any thread (not from one of the group's loops: binding waits for each of them).
-    public static func bind(
-        to address: SocketAddress, on group: LoopGroup, options: ListenerOptions = .init(),
-        onAccept: @escaping @Sendable (TCPConnection) throws -> Void
-    ) throws(NetError) -> TCPListener {
-        try bind(to: address, loops: group.loops, reusePort: group.loops.count > 1, options: options, acceptor: .callback(onAccept))
-    }
-
-    /// Binds to `address` on every loop of `group` (`SO_REUSEPORT`), running `handler` for each
-    /// connection in a `Task` on its loop; the connection is closed gracefully when `handler` ends.
-    ///
-    /// - Parameters:
-    ///   - address: A numeric address and port; port 0 picks one free port shared by all loops.
-    ///   - group: The loops; each accepts and owns its connections and runs their handlers.
-    ///   - options: Backlog and per-connection settings.
-    ///   - handler: Runs on the connection's loop (its task executor).
-    /// - Returns: The listener, accepting on every loop.
-    /// - Throws: As ``bind(to:on:options:onAccept:)-(SocketAddress,EventLoop,_,_)``.
-    ///
-    /// Safe from any thread (not from one of the group's loops).
-    public static func bind(
-        to address: SocketAddress, on group: LoopGroup, options: ListenerOptions = .init(),
-        handler: @escaping @Sendable (TCPConnection) async throws -> Void
-    ) throws(NetError) -> TCPListener {
-        try bind(to: address, loops: group.loops, reusePort: group.loops.count > 1, options: options, acceptor: .task(handler))
-    }
-
-    /// Binds to a numeric `host` and `port` on `loop`; see ``bind(to:on:options:onAccept:)-(SocketAddress,EventLoop,_,_)``.
+    /// Binds to a numeric `host` and `port` on `loops`; see ``bind(to:on:options:onAccept:)``.
     /// - Parameters:
     ///   - host: A numeric IPv4 or IPv6 address (`127.0.0.1`, `::1`, `0.0.0.0`).
     ///   - port: 0 to 65535; 0 picks a free port.
-    ///   - loop: The loop that accepts and owns the connections.
-    ///   - options: Backlog and per-connection settings.
-    ///   - onAccept: Called on the loop's thread with each connection.
-    /// - Returns: The listener.
-    /// - Throws: As ``bind(to:on:options:onAccept:)-(SocketAddress,EventLoop,_,_)``.
-    ///
-    /// Safe from any thread.
-    public static func bind(
-        host: String, port: Int, on loop: EventLoop, options: ListenerOptions = .init(),
-        onAccept: @escaping @Sendable (TCPConnection) throws -> Void
-    ) throws(NetError) -> TCPListener {
-        try bind(to: SocketAddress(ipAddress: host, port: port), on: loop, options: options, onAccept: onAccept)
-    }
-
-    /// Binds to a numeric `host` and `port` on `loop` with an async handler; see
-    /// ``bind(to:on:options:handler:)-(SocketAddress,EventLoop,_,_)``.
-    /// - Parameters:
-    ///   - host: A numeric IPv4 or IPv6 address.
-    ///   - port: 0 to 65535; 0 picks a free port.
-    ///   - loop: The loop that accepts and owns the connections.
-    ///   - options: Backlog and per-connection settings.
-    ///   - handler: Runs on the loop for each connection.
-    /// - Returns: The listener.
-    /// - Throws: As ``bind(to:on:options:onAccept:)-(SocketAddress,EventLoop,_,_)``.
-    ///
-    /// Safe from any thread.
-    public static func bind(
-        host: String, port: Int, on loop: EventLoop, options: ListenerOptions = .init(),
-        handler: @escaping @Sendable (TCPConnection) async throws -> Void
-    ) throws(NetError) -> TCPListener {
-        try bind(to: SocketAddress(ipAddress: host, port: port), on: loop, options: options, handler: handler)
-    }
-
-    /// Binds to a numeric `host` and `port` on every loop of `group`; see
-    /// ``bind(to:on:options:onAccept:)-(SocketAddress,LoopGroup,_,_)``.
-    /// - Parameters:
-    ///   - host: A numeric IPv4 or IPv6 address.
-    ///   - port: 0 to 65535; 0 picks a free port shared by all loops.
-    ///   - group: The loops.
+    ///   - loops: An `EventLoop`, or a `LoopGroup`.
     ///   - options: Backlog and per-connection settings.
     ///   - onAccept: Called on the accepting loop's thread with each connection.
     /// - Returns: The listener.
-    /// - Throws: As ``bind(to:on:options:onAccept:)-(SocketAddress,EventLoop,_,_)``.
+    /// - Throws: As ``bind(to:on:options:onAccept:)``.
     ///
-    /// Safe from any thread (not from one of the group's loops).
+    /// Safe from any thread (see ``bind(to:on:options:onAccept:)``).
     public static func bind(
-        host: String, port: Int, on group: LoopGroup, options: ListenerOptions = .init(),
+        host: String, port: Int, on loops: some AcceptingLoops, options: ListenerOptions = .init(),
         onAccept: @escaping @Sendable (TCPConnection) throws -> Void
     ) throws(NetError) -> TCPListener {
-        try bind(to: SocketAddress(ipAddress: host, port: port), on: group, options: options, onAccept: onAccept)
+        try bind(to: SocketAddress(ipAddress: host, port: port), on: loops, options: options, onAccept: onAccept)
     }
 
-    /// Binds to a numeric `host` and `port` on every loop of `group` with an async handler; see
-    /// ``bind(to:on:options:handler:)-(SocketAddress,LoopGroup,_,_)``.
+    /// Binds to a numeric `host` and `port` on `loops` with an async handler; see
+    /// ``bind(to:on:options:handler:)``.
     /// - Parameters:
     ///   - host: A numeric IPv4 or IPv6 address.
-    ///   - port: 0 to 65535; 0 picks a free port shared by all loops.
-    ///   - group: The loops.
+    ///   - port: 0 to 65535; 0 picks a free port.
+    ///   - loops: An `EventLoop`, or a `LoopGroup`.
     ///   - options: Backlog and per-connection settings.
-    ///   - handler: Runs on the connection's loop.
+    ///   - handler: Runs on the connection's loop for each connection.
     /// - Returns: The listener.
-    /// - Throws: As ``bind(to:on:options:onAccept:)-(SocketAddress,EventLoop,_,_)``.
+    /// - Throws: As ``bind(to:on:options:onAccept:)``.
     ///
-    /// Safe from any thread (not from one of the group's loops).
+    /// Safe from any thread (see ``bind(to:on:options:onAccept:)``).
     public static func bind(
-        host: String, port: Int, on group: LoopGroup, options: ListenerOptions = .init(),
+        host: String, port: Int, on loops: some AcceptingLoops, options: ListenerOptions = .init(),
         handler: @escaping @Sendable (TCPConnection) async throws -> Void
     ) throws(NetError) -> TCPListener {
-        try bind(to: SocketAddress(ipAddress: host, port: port), on: group, options: options, handler: handler)
+        try bind(to: SocketAddress(ipAddress: host, port: port), on: loops, options: options, handler: handler)
     }
 
     static func bind(
-        to address: SocketAddress, loops: [EventLoop], reusePort: Bool, options: ListenerOptions, acceptor: Acceptor
+        to address: SocketAddress, loops: [EventLoop], options: ListenerOptions, acceptor: Acceptor
     ) throws(NetError) -> TCPListener {
+        let reusePort = loops.count > 1
         if address.family == .unix, loops.count > 1 {
             throw .invalidAddress("a Unix-domain socket listens on one loop, not \(loops.count)")
         }
@@ -202,8 +134,8 @@ public final class TCPListener: Sendable {
         var bound = address
         do throws(NetError) {
             for loop in loops {
-                let fd = try NetSocket.listen(at: bound, reusePort: reusePort, backlog: options.backlog)
-                if bound.family != .unix, bound.port == 0, let actual = NetSocket.localAddress(of: fd) {
+                let fd = try Socket.listen(at: bound, reusePort: reusePort, backlog: options.backlog)
+                if bound.family != .unix, bound.port == 0, let actual = Socket.localAddress(of: fd) {
                     bound = actual  // the rest of the group binds the port the kernel picked
                 }
                 let endpoint = ListenerEndpoint(loop: loop, fd: fd, options: options.connection, acceptor: acceptor,
@@ -221,20 +153,18 @@ public final class TCPListener: Sendable {
     // MARK: Control
 
     /// Stops accepting; connections already accepted are not affected, and new ones wait in the kernel's
-    /// backlog. Safe from any thread. The corresponding libevent call is `evconnlistener_disable`.
+    /// backlog. Safe from any thread.
     public func pause() {
         for endpoint in endpoints { endpoint.onLoop { $0.pause() } }
     }
 
-    /// Accepts again after ``pause()``. Safe from any thread. The corresponding libevent call is
-    /// `evconnlistener_enable`.
+    /// Accepts again after ``pause()``. Safe from any thread.
     public func resume() {
         for endpoint in endpoints { endpoint.onLoop { $0.resume() } }
     }
 
     /// Stops accepting for good and releases the listening sockets (a Unix-domain socket's file is
-    /// removed); connections already accepted are not affected. Safe from any thread. The corresponding
-    /// libevent call is `evconnlistener_free`.
+    /// removed); connections already accepted are not affected. Safe from any thread.
     public func close() {
         for endpoint in endpoints { endpoint.closeFromAnyThread() }
     }
@@ -257,4 +187,20 @@ public final class TCPListener: Sendable {
     public var connectionCount: Int {
         endpoints.reduce(0) { $0 + $1.openConnections.load(ordering: .relaxed) }
     }
+}
+
+/// Where a listener accepts: one `EventLoop`, or every loop of a `LoopGroup`.
+public protocol AcceptingLoops: Sendable {
+    /// The loops, each of which gets a listening socket of its own.
+    var acceptingLoops: [EventLoop] { get }
+}
+
+extension EventLoop: AcceptingLoops {
+    /// This loop alone.
+    public var acceptingLoops: [EventLoop] { [self] }
+}
+
+extension LoopGroup: AcceptingLoops {
+    /// Every loop of the group.
+    public var acceptingLoops: [EventLoop] { loops }
 }

@@ -1,0 +1,24 @@
+extension EventLoop {
+    /// The loop's own instance of `Value`, made by `make` the first time it is asked for: state that
+    /// belongs to a loop rather than to any one object on it (a read buffer shared by a loop's
+    /// connections, say). It lives as long as the loop.
+    ///
+    /// - Parameters:
+    ///   - key: Tells values apart; one value per key and loop (`ObjectIdentifier(Value.self)` usually).
+    ///   - make: Makes the value, once per loop.
+    /// - Returns: The loop's value for `key`.
+    ///
+    /// Call on the loop's thread.
+    package func localValue<Value: AnyObject>(for key: ObjectIdentifier, _ make: () -> Value) -> Value {
+        if let value = state.value.locals[key] { return unsafeDowncast(value, to: Value.self) }
+        let value = make()
+        state.value.locals[key] = value
+        return value
+    }
+
+    /// The loop's clock now, in nanoseconds: real time, or a test's virtual time (`LoopKitTesting`'s
+    /// `VirtualClock`). What timeouts measured outside the loop's timers compare against.
+    ///
+    /// Safe from any thread.
+    package var clockNanoseconds: UInt64 { clock.nanoseconds() }
+}

@@ -1,0 +1,228 @@
+import LoopKit
+
+extension TCPConnection {
+    /// Lends the buffered unread bytes to `body` now, outside a read callback, and drops what it consumed.
+    ///
+    /// - Parameter body: Gets the contiguous unread bytes (possibly empty); returns the count consumed.
+    /// - Returns: The count consumed.
+    ///
+    /// Call on the loop's thread.
+    @discardableResult
+    public func consumeBufferedInput(_ body: (UnsafeRawBufferPointer) -> Int) -> Int {
+        checkThread()
+        let available = input.count
+        let consumed = body(input.bytes)
+        precondition(consumed >= 0 && consumed <= available, "LoopKitNet: consumed \(consumed) of \(available) bytes")
+        if consumed > 0 {
+            input.removeFirst(consumed)
+            inputWasConsumed()
+        }
+        return consumed
+    }
+
+    /// Bytes read from the socket and not yet consumed. Call on the loop's thread.
+    public var bufferedInputCount: Int {
+        checkThread()
+        return input.count
+    }
+
+    /// Stops reading from the socket until ``resumeReading()``; bytes already read stay buffered.
+    ///
+    /// Call on the loop's thread. The corresponding libevent call is `event_del` (through `Watch.pause()`).
+    public func pauseReading() {
+        checkThread()
+        readingPausedByUser = true
+        updateReadInterest()
+    }
+
+    /// Reads from the socket again after ``pauseReading()``.
+    ///
+    /// Call on the loop's thread. The corresponding libevent call is `event_add` (through `Watch.resume()`).
+    public func resumeReading() {
+        checkThread()
+        readingPausedByUser = false
+        updateReadInterest()
+    }
+
+    // MARK: Internals (loop thread)
+
+    /// Whether the socket should be read now: open, the peer has not ended, and no backpressure holds.
+    var wantsToRead: Bool {
+        !readingPausedByUser && !machine.inputEnded && input.count < options.readHighWaterMark
+            && !(aboveHighWater && !options.readsWhileOutputIsFull)
+    }
+
+    /// Starts or stops the read watch to match ``wantsToRead``.
+    func updateReadInterest() {
+        let wanted = wantsToRead && !machine.isClosed
+        if isInMemory {
+            if wanted { partner?.partnerHasRoom() }
+            return
+        }
+        guard wanted != isReadWatchActive, let readWatch else { return }
+        isReadWatchActive = wanted
+        if wanted {
+            timeouts?.readingResumed(at: loop.clockNanoseconds)
+            do {
+                try readWatch.resume()
+            } catch {
+                end(.failed(0))  // the socket can no longer be watched: end rather than hang
+            }
+        } else {
+            readWatch.pause()
+        }
+    }
+
+    /// The read watch fired (and the first read tried at accept).
+    func socketIsReadable() {
+        guard fd >= 0, wantsToRead else {
+            updateReadInterest()
+            return
+        }
+        let transfer: Socket.Transfer
+        if input.isEmpty && (readHandler != nil || readWaiter != nil) {
+            // Nothing left over: read into the loop's shared buffer and lend the bytes there.
+            let limit = min(shared.readCapacity, options.readHighWaterMark)
+            transfer = Socket.read(fd, into: shared.read, count: limit)
+            if case .moved(let count) = transfer {
+                timeouts?.read(at: loop.clockNanoseconds)
+                deliver(UnsafeRawBufferPointer(start: shared.read, count: count), fromSharedBuffer: true)
+                return
+            }
+        } else {
+            // Bytes are left over (or nobody reads yet): extend the connection's own buffer.
+            let room = min(options.readHighWaterMark - input.count, shared.readCapacity)
+            let fd = fd
+            transfer = input.append(upTo: max(room, InputBuffer.growth)) { target, capacity in
+                let transfer = Socket.read(fd, into: target, count: min(capacity, room))
+                if case .moved(let count) = transfer { return (count, transfer) }
+                return (0, transfer)
+            }
+            if case .moved = transfer {
+                timeouts?.read(at: loop.clockNanoseconds)
+                deliverInput()
+                return
+            }
+        }
+        switch transfer {
+        case .moved, .wouldBlock:
+            break
+        case .endOfFile:
+            peerEndedOutput()
+        case .failed(let reason):
+            end(reason)
+        }
+    }
+
+    /// Hands freshly read bytes to whoever reads: a waiting `inbound` reader gets them as a chunk, the
+    /// read handler is lent them; what is left unconsumed is kept.
+    private func deliver(_ bytes: UnsafeRawBufferPointer, fromSharedBuffer: Bool) {
+        if let waiter = readWaiter {
+            readWaiter = nil
+            waiter.resume(returning: .success(Bytes(copying: bytes)))
+            return
+        }
+        guard readHandler != nil else {
+            input.append(bytes)
+            updateReadInterest()
+            return
+        }
+        let consumed = dispatchRead(bytes)
+        if consumed < bytes.count, !machine.isClosed {
+            input.append(UnsafeRawBufferPointer(rebasing: bytes[consumed...]))
+            if consumed == 0 { declinedCount = input.count }
+        }
+        afterDispatch(consumed: consumed)
+    }
+
+    /// Hands the bytes held in the connection's own buffer to whoever reads.
+    func deliverInput() {
+        defer { checkMemoryEndOfFile() }
+        guard !input.isEmpty else { return }
+        if let waiter = readWaiter {
+            readWaiter = nil
+            waiter.resume(returning: .success(takeInputChunk()))
+            return
+        }
+        guard readHandler != nil, input.count != declinedCount else {
+            updateReadInterest()
+            return
+        }
+        let count = input.count
+        let consumed = dispatchRead(input.bytes)
+        if machine.isClosed {
+            input.release()  // released late: the handler was reading it
+        } else {
+            input.removeFirst(consumed)
+            declinedCount = consumed == 0 ? count : 0
+        }
+        afterDispatch(consumed: consumed)
+    }
+
+    /// Runs the read handler on `bytes` with the write batch open; returns the count consumed.
+    private func dispatchRead(_ bytes: UnsafeRawBufferPointer) -> Int {
+        guard let handler = readHandler else { return 0 }
+        inReadDispatch = true
+        ownsBatch = shared.openBatch(for: ObjectIdentifier(self))
+        let consumed = handler(bytes)
+        inReadDispatch = false
+        precondition(consumed >= 0 && consumed <= bytes.count, "LoopKitNet: a read handler consumed \(consumed) of \(bytes.count) bytes")
+        return consumed
+    }
+
+    /// After a read handler: send its batch, then follow up on what it consumed.
+    private func afterDispatch(consumed: Int) {
+        if ownsBatch {
+            ownsBatch = false
+            sendBatch()
+        }
+        if consumed > 0 { declinedCount = 0 }
+        if machine.isClosed { return }
+        inputWasConsumed()
+    }
+
+    /// Input was consumed: read again if the read high-water mark held reading, and act on an end of
+    /// file that waited for the last byte.
+    func inputWasConsumed() {
+        declinedCount = min(declinedCount, input.count)
+        if machine.inputEnded, input.isEmpty {
+            perform(machine.inputDrained(allowsHalfClosure: options.allowsHalfClosure, outputPending: hasPendingOutput))
+        }
+        updateReadInterest()
+    }
+
+    /// Moves up to a read high-water mark of unread input into a new ``Bytes`` (the one copy on the
+    /// async read path).
+    func takeInputChunk() -> Bytes {
+        let count = min(input.count, options.readHighWaterMark)
+        let chunk = Bytes(copying: UnsafeRawBufferPointer(rebasing: input.bytes[..<count]))
+        input.removeFirst(count)
+        inputWasConsumed()
+        return chunk
+    }
+
+    /// The peer ended its side (end of file).
+    func peerEndedOutput() {
+        timeouts?.read(at: loop.clockNanoseconds)
+        let inputPending = readHandler == nil && !input.isEmpty
+        if readHandler != nil { input.release() }  // the handler declined those bytes: they stay unread
+        perform(machine.peerEnded(allowsHalfClosure: options.allowsHalfClosure, inputPending: inputPending,
+                                  outputPending: hasPendingOutput))
+        if !machine.isClosed { updateReadInterest() }
+    }
+
+    /// Runs the read handler on buffered bytes in the loop's next iteration (a handler set late, bytes
+    /// pushed by an in-memory partner).
+    func queueDelivery() {
+        guard !deliveryQueued else { return }
+        deliveryQueued = true
+        do {
+            try loop.enqueue { [self] in
+                deliveryQueued = false
+                if !machine.isClosed { deliverInput() }
+            }
+        } catch {
+            // Refused: the loop is shutting down and its shutdown ends this connection; no read is due.
+        }
+    }
+}

@@ -1,0 +1,230 @@
+import LoopKit
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+extension TCPConnection {
+    /// Whether a write now stays at or below ``ConnectionOptions/writeHighWaterMark`` and the connection
+    /// accepts writes. Call on the loop's thread.
+    public var isWritable: Bool {
+        checkThread()
+        return machine.acceptsWrites && pendingOutputCount <= options.writeHighWaterMark
+    }
+
+    /// Bytes written and not yet sent. Call on the loop's thread.
+    public var bufferedOutputCount: Int {
+        checkThread()
+        return pendingOutputCount
+    }
+
+    /// Queues `bytes` without copying them: the connection holds the storage by reference until the
+    /// bytes are sent.
+    ///
+    /// Never suspends and is never refused for being above the high-water mark: check ``isWritable``, or
+    /// use ``send(_:)-(Bytes)`` from async code, to respect it. Outside a read handler the bytes go to the
+    /// socket at once (as much as it takes); inside one, with the handler's other writes when it returns.
+    ///
+    /// - Parameter bytes: The bytes to send.
+    /// - Throws: ``NetError/connectionClosed(_:)`` once the connection is closing, closed, or its output
+    ///   was shut down.
+    ///
+    /// Call on the loop's thread. The corresponding system call is `writev`.
+    public func write(_ bytes: Bytes) throws(NetError) {
+        try checkWritable()
+        guard !bytes.isEmpty else { return }
+        if batchIsOpen {
+            shared.append(bytes)
+        } else if output.isEmpty {
+            let sent = sendNow(bytes.baseAddress!, bytes.count)
+            if endIfSendFailed() { return }
+            if sent < bytes.count { output.append(bytes[(bytes.startIndex + sent)...]) }
+        } else {
+            output.append(bytes)
+        }
+        didQueue()
+    }
+
+    /// Queues a copy of `buffer` (one copy, when the socket does not take it at once).
+    ///
+    /// - Parameter buffer: The bytes to send; only read during the call.
+    /// - Throws: As ``write(_:)-(Bytes)``.
+    ///
+    /// Call on the loop's thread. The corresponding system call is `writev`.
+    public func write(copying buffer: UnsafeRawBufferPointer) throws(NetError) {
+        try checkWritable()
+        guard !buffer.isEmpty else { return }
+        if batchIsOpen {
+            shared.appendCopy(buffer)
+        } else if output.isEmpty {
+            let sent = sendNow(UnsafeMutableRawPointer(mutating: buffer.baseAddress!), buffer.count)
+            if endIfSendFailed() { return }
+            if sent < buffer.count { output.append(Bytes(copying: UnsafeRawBufferPointer(rebasing: buffer[sent...]))) }
+        } else {
+            output.append(Bytes(copying: buffer))
+        }
+        didQueue()
+    }
+
+    /// Queues the UTF-8 bytes of `string` (one copy at most).
+    ///
+    /// - Throws: As ``write(_:)-(Bytes)``.
+    ///
+    /// Call on the loop's thread. The corresponding system call is `writev`.
+    public func write(_ string: String) throws(NetError) {
+        var string = string
+        let result = string.withUTF8 { utf8 in
+            Result { () throws(NetError) in try write(copying: UnsafeRawBufferPointer(utf8)) }
+        }
+        try result.get()
+    }
+
+    /// Lets `body` write up to `capacity` bytes straight into output space: inside a read handler, the
+    /// loop's write batch, so a response head is serialised where it is sent from.
+    ///
+    /// - Parameters:
+    ///   - capacity: The most bytes `body` may write.
+    ///   - body: Writes from the start of the buffer and returns how many bytes it wrote.
+    /// - Throws: As ``write(_:)-(Bytes)``.
+    ///
+    /// Call on the loop's thread.
+    public func write(reservingCapacity capacity: Int, _ body: (UnsafeMutableRawBufferPointer) -> Int) throws(NetError) {
+        try checkWritable()
+        guard capacity > 0 else { return }
+        if batchIsOpen {
+            shared.appendCopy(capacity: capacity, body)
+            didQueue()
+        } else {
+            let bytes = Bytes(unsafeUninitializedCapacity: capacity) { buffer in
+                let written = body(buffer)
+                precondition(written >= 0 && written <= capacity, "LoopKitNet: wrote \(written) bytes into \(capacity)")
+                return written
+            }
+            try write(bytes)
+        }
+    }
+
+    // MARK: Internals (loop thread)
+
+    /// Bytes queued or in this connection's open write batch.
+    var pendingOutputCount: Int { output.count + (batchIsOpen ? shared.batchCount : 0) }
+
+    var hasPendingOutput: Bool { pendingOutputCount > 0 }
+
+    /// Whether writes go into the loop's write batch now (a read handler of this connection runs).
+    var batchIsOpen: Bool { ownsBatch }
+
+    func checkWritable(_ function: StaticString = #function) throws(NetError) {
+        checkThread(function)
+        guard machine.acceptsWrites else { throw .connectionClosed(machine.endReason ?? .closedLocally) }
+    }
+
+    /// After queueing: note the high-water mark, and make sure the socket's readiness is watched.
+    private func didQueue() {
+        if !output.isEmpty { watchForWritable() }
+        noteOutputLevel()
+    }
+
+    /// Output above the high-water mark: writers wait, and reading stops (by default) until it drains.
+    func noteOutputLevel() {
+        guard !aboveHighWater, pendingOutputCount > options.writeHighWaterMark else { return }
+        aboveHighWater = true
+        if !options.readsWhileOutputIsFull { updateReadInterest() }
+    }
+
+    /// Sends what the socket (or the in-memory partner) takes now, with one system call; returns the
+    /// count sent. A failure ends the connection (and sends nothing).
+    private func sendNow(_ base: UnsafeMutableRawPointer, _ count: Int) -> Int {
+        var vector = iovec(iov_base: base, iov_len: count)
+        return transmit(&vector, 1)
+    }
+
+    /// One `writev` of `count` vectors (or a push into the in-memory partner); returns the bytes moved.
+    func transmit(_ vectors: UnsafePointer<iovec>, _ count: Int) -> Int {
+        if isInMemory { return pushToPartner(vectors, count) }
+        guard fd >= 0 else { return 0 }
+        switch Socket.write(fd, vectors, count: count) {
+        case .moved(let sent):
+            timeouts?.wrote(at: loop.clockNanoseconds)
+            return sent
+        case .wouldBlock, .endOfFile:
+            return 0
+        case .failed(let reason):
+            writeFailure = reason  // ended by the caller, once the queue it is sending from is let go
+            return 0
+        }
+    }
+
+    /// Ends the connection if the last send failed; returns whether it did.
+    func endIfSendFailed() -> Bool {
+        guard let reason = writeFailure else { return false }
+        writeFailure = nil
+        end(reason)
+        return true
+    }
+
+    /// Sends the write batch the read handler filled, with one `writev`; queues what the socket did not take.
+    func sendBatch() {
+        let queueWasEmpty = output.isEmpty
+        shared.closeBatch(send: { vectors, count in
+            queueWasEmpty && !machine.isClosed ? transmit(vectors, count) : 0
+        }, keep: { bytes in
+            if !machine.isClosed { output.append(bytes) }
+        })
+        if endIfSendFailed() || machine.isClosed { return }
+        if !output.isEmpty { watchForWritable() }
+        noteOutputLevel()
+        afterOutputMoved()
+    }
+
+    /// Watches for the socket to take more (or, in memory, waits for the partner to make room).
+    private func watchForWritable() {
+        guard !isInMemory, !isWriteWatchActive, fd >= 0 else { return }
+        timeouts?.outputStarted(at: loop.clockNanoseconds)
+        do {
+            if let writeWatch {
+                try writeWatch.resume()
+            } else {
+                writeWatch = try loop.watch(fd, for: .writable) { [unowned self] _ in self.writeOut() }
+            }
+            isWriteWatchActive = true
+        } catch {
+            end(.failed(0))  // the output can never drain: end the connection rather than hang its writers
+        }
+    }
+
+    /// Writes queued output until the socket is full or the queue is empty.
+    func writeOut() {
+        while !output.isEmpty, !machine.isClosed {
+            let sent = output.send { vectors, count in
+                let sent = transmit(vectors, count)
+                return (sent, sent)
+            }
+            if endIfSendFailed() { return }
+            if sent == 0 { break }
+        }
+        if machine.isClosed { return }
+        if output.isEmpty, isWriteWatchActive {
+            isWriteWatchActive = false
+            writeWatch?.pause()
+        }
+        afterOutputMoved()
+    }
+
+    /// Output moved (or was found empty): wake writers at the low-water mark, finish a close or a
+    /// half-close that waited for the output.
+    func afterOutputMoved() {
+        let pending = pendingOutputCount
+        if aboveHighWater, pending <= options.writeLowWaterMark {
+            aboveHighWater = false
+            let writers = writeWaiters
+            writeWaiters = []
+            for writer in writers { writer.resume(returning: .success(())) }
+            writableHandler?()
+            if !options.readsWhileOutputIsFull, !machine.isClosed { updateReadInterest() }
+        }
+        if pending == 0, !machine.isClosed { perform(machine.outputDrained()) }
+    }
+}
