@@ -1,11 +1,11 @@
 # LoopKit — the two commands a new user needs are `make demo` and `make test`.
-# Each installs libevent-dev first when pkg-config cannot find it (apt-get, through sudo when not root).
+# Each installs libevent-dev and libssl-dev first when pkg-config cannot find them (apt-get, through sudo when not root).
 
 SWIFT        ?= swift
 PREFIX       ?= /usr/local
 CONFIG       ?= debug
 SUDO         := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
-APT_PACKAGES := libevent-dev pkg-config
+APT_PACKAGES := libevent-dev libssl-dev pkg-config
 BUILD_DIR    := .build/debug
 C_TEST       := .build/c-tests/c_api_test
 VALGRIND     := valgrind --quiet --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite --error-exitcode=1
@@ -15,14 +15,14 @@ INSTALL_CONFIG ?= release
 
 all: test
 
-## deps: install libevent-dev (and pkg-config) when they are missing
+## deps: install libevent-dev and libssl-dev (and pkg-config) when they are missing
 deps:
-	@if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists libevent_pthreads; then \
-		echo "==> libevent-dev not found: installing $(APT_PACKAGES)"; \
+	@if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists libevent_pthreads openssl; then \
+		echo "==> libevent-dev or libssl-dev not found: installing $(APT_PACKAGES)"; \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(APT_PACKAGES); \
 	fi
-	@pkg-config --exists libevent_pthreads && echo "==> libevent $$(pkg-config --modversion libevent)"
+	@pkg-config --exists libevent_pthreads && echo "==> libevent $$(pkg-config --modversion libevent), OpenSSL $$(pkg-config --modversion openssl)"
 
 ## demo: build LoopDemo in release mode and run the tour
 demo: deps

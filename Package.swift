@@ -30,6 +30,12 @@ let package = Package(
             pkgConfig: "libevent_pthreads",
             providers: [.apt(["libevent-dev"])]
         ),
+        // OpenSSL 3 from Debian's libssl-dev: SHA-256 for the demo's /upload (TLS builds on it next).
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .target(
             name: "LoopKit",
             dependencies: [
@@ -43,7 +49,7 @@ let package = Package(
         .target(name: "CLoopKit"),
         .target(name: "LoopKitC", dependencies: ["LoopKit", "CLoopKit"]),
         // The tour's parts and output, as a library so tests can run them; LoopDemo is its command line.
-        .target(name: "LoopDemoKit", dependencies: ["LoopKit", "LoopKitNet", "LoopKitHTTP"]),
+        .target(name: "LoopDemoKit", dependencies: ["LoopKit", "LoopKitNet", "LoopKitHTTP", "COpenSSL"]),
         // The HTTP/1.1 server on the loop; its dependencies stay out of the core LoopKit product.
         .target(
             name: "LoopKitHTTP",

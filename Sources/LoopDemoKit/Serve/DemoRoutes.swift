@@ -2,21 +2,36 @@ import HTTPTypes
 import LoopKit
 import LoopKitHTTP
 
-/// The routes of `LoopDemo serve`: `/hello`, `/echo`, `/stream`, `/work`; anything else is 404.
+/// The routes of `LoopDemo serve`: `GET /hello`, `POST /echo`, `POST /upload`, `GET /stream`, `GET /work`;
+/// anything else is 404.
 public enum DemoRoutes {
     /// The router.
     ///
     /// - Parameter work: The per-item work of `/work` (about 1 µs per item once calibrated).
-    /// - Returns: A router with exactly the demo's four routes.
+    /// - Returns: A router with exactly the demo's five routes.
     public static func router(work: SyntheticWork) -> HTTPRouter {
         var router = HTTPRouter()
         router.get("/hello") { _ in
             HTTPServerResponse(status: .ok, headerFields: [.contentType: "text/plain"], body: .bytes(hello))
         }
-        router.post("/echo") { request in
+        // Any size in constant memory: each chunk of the request body goes back out as a chunk of the
+        // response body; the client's reading paces the server's reading of the upload.
+        router.on(.post, "/echo", bodyLimit: nil) { request, body in
             var fields = HTTPFields()
             if let type = request.head.headerFields[.contentType] { fields[.contentType] = type }
-            return HTTPServerResponse(status: .ok, headerFields: fields, body: .bytes(request.body))
+            return HTTPServerResponse(status: .ok, headerFields: fields, body: .stream { writer in
+                for try await chunk in body { try await writer.write(chunk) }
+            })
+        }
+        // Counts and hashes the body as it arrives: "received N sha256 HEX".
+        router.on(.post, "/upload", bodyLimit: nil) { _, body in
+            var digest = SHA256Digest()
+            var count = 0
+            for try await chunk in body {
+                count += chunk.count
+                chunk.withUnsafeBytes { digest.update($0) }
+            }
+            return .text("received \(count) sha256 \(digest.hexDigest())\n")
         }
         router.get("/stream") { request in
             guard let count = request.query("bytes").flatMap({ Int($0) }), count >= 0 else {

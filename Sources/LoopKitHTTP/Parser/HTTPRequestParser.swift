@@ -43,6 +43,9 @@ public struct HTTPRequestParser: Sendable {
     var state: State = .head(scanned: 0)
     /// Decoded body bytes of the current chunked request.
     var chunkedTotal = 0
+    /// The trailer fields of the last chunked body, once its ``Event/end`` is reported (nil when it had
+    /// none, and for other bodies); reset by the next head.
+    public private(set) var trailers: HTTPFields?
 
     /// Creates a parser waiting for a request head.
     /// - Parameter limits: The limits to enforce.
@@ -105,6 +108,7 @@ public struct HTTPRequestParser: Sendable {
         if start > 0 { return try continueAfterEmptyLines(bytes, skipped: start) }
         guard let end = try findHeadEnd(bytes, from: scanned) else { return (.needMoreBytes, 0) }
         let head = try parseHeadLines(UnsafeRawBufferPointer(rebasing: bytes[0...end]))
+        trailers = nil
         switch head.framing {
         case .none:
             state = .endPending
@@ -416,8 +420,9 @@ public struct HTTPRequestParser: Sendable {
         return (.body((lf + 1)..<(lf + 1 + taken)), lf + 1 + taken)
     }
 
-    /// Reads (and drops) trailer fields up to the empty line that ends the chunked body.
+    /// Reads the trailer fields (kept in ``trailers``) up to the empty line that ends the chunked body.
     private mutating func parseTrailers(_ bytes: UnsafeRawBufferPointer, size: Int) throws(HTTPRequestError) -> (event: Event, consumed: Int) {
+        if size == 0 { trailers = nil }
         var position = 0
         var size = size
         while true {
@@ -435,10 +440,11 @@ public struct HTTPRequestParser: Sendable {
                 state = .head(scanned: 0)
                 return (.end, lf + 1)
             }
-            var discarded = HTTPFields()
+            var fields = trailers ?? HTTPFields()
             var framing = FramingFields()
             try parseFieldLine(UnsafeRawBufferPointer(rebasing: bytes[position..<(lf - 1)]),
-                               into: &discarded, framing: &framing)
+                               into: &fields, framing: &framing)
+            trailers = fields
             position = lf + 1
         }
     }

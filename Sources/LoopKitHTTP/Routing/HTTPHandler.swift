@@ -1,8 +1,25 @@
-/// What runs for a route: synchronously on the loop thread, or as a task on the loop's executor.
+/// What runs for a route: synchronously on the loop thread, or as a task on the loop's executor; with
+/// the request body collected first, or streamed to the handler as it arrives.
 public enum HTTPHandler: Sendable {
-    /// Runs on the connection's loop thread and returns the response at once: the fastest form.
+    /// Runs on the connection's loop thread once the body is collected, and returns the response at
+    /// once: the fastest form.
     case sync(@Sendable (HTTPServerRequest) throws -> HTTPServerResponse)
-    /// Runs as a `Task` whose executor preference is the connection's loop: it starts on the loop thread
-    /// (no hop) and may await, for example `loop.process(…)`.
+    /// Runs as a `Task` whose executor preference is the connection's loop, once the body is collected:
+    /// it starts on the loop thread (no hop) and may await, for example `loop.process(…)`.
     case async(@Sendable (HTTPServerRequest) async throws -> HTTPServerResponse)
+    /// Runs as a `Task` on the connection's loop as soon as the head is parsed, and reads the body as it
+    /// arrives (``HTTPRequestBody``), at most `limit` bytes (nil: no limit).
+    case streaming(limit: Int?, @Sendable (HTTPServerRequest, HTTPRequestBody) async throws -> HTTPServerResponse)
+    /// Runs on the connection's loop thread as soon as the head is parsed, reads the body with callbacks
+    /// (``HTTPRequestBody/read(_:onEnd:)``) and answers through the ``HTTPResponder``, once; at most
+    /// `limit` body bytes (nil: no limit).
+    case streamingCallback(limit: Int?, @Sendable (HTTPServerRequest, HTTPRequestBody, HTTPResponder) -> Void)
+
+    /// Whether the handler reads the body as it arrives (it starts at the head).
+    var streamsBody: Bool {
+        switch self {
+        case .sync, .async: false
+        case .streaming, .streamingCallback: true
+        }
+    }
 }

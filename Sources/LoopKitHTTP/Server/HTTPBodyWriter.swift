@@ -1,3 +1,5 @@
+import LoopKitNet
+
 /// Writes a streamed response body, chunk by chunk, with backpressure from the connection.
 ///
 /// Handed to the closure of ``HTTPResponseBody/stream(_:)``, which runs as a task on the connection's
@@ -33,12 +35,34 @@ public final class HTTPBodyWriter: @unchecked Sendable {
         try await write(bytes: Array(text.utf8))
     }
 
+    /// Writes `bytes` as one chunk (a request body's chunk, say), with backpressure as ``write(_:)-([UInt8])``.
+    ///
+    /// - Parameter bytes: The bytes; an empty write does nothing.
+    /// - Throws: ``HTTPServerError/connectionClosed`` once the client has gone.
+    ///
+    /// Call on the connection's loop (from the streaming task).
+    public func write(_ bytes: Bytes) async throws {
+        let connection = connection
+        guard !connection.isClosed else { throw HTTPServerError.connectionClosed }
+        guard !bytes.isEmpty else { return }
+        bytes.withUnsafeBytes { raw in
+            if chunked { connection.encoder.appendChunk(raw) } else { connection.encoder.appendBody(raw) }
+        }
+        try await flushAndWait()
+    }
+
     private func write(bytes: [UInt8]) async throws {
         let connection = connection
         guard !connection.isClosed else { throw HTTPServerError.connectionClosed }
         bytes.withUnsafeBytes { raw in
             if chunked { connection.encoder.appendChunk(raw) } else { connection.encoder.appendBody(raw) }
         }
+        try await flushAndWait()
+    }
+
+    /// Sends what the encoder holds, then waits while the output is above the high-water mark.
+    private func flushAndWait() async throws {
+        let connection = connection
         connection.flush()
         do {
             try await connection.tcp.waitUntilWritable()

@@ -21,6 +21,14 @@ final class HTTPConnection: @unchecked Sendable {
     var body: [UInt8] = []
     /// The sweep tick at which the current state began (timeouts).
     var stateSince: UInt64 = 0
+    /// The route of the request being read (nil: none matched).
+    var route: (handler: HTTPHandler, parameters: HTTPPathParameters)?
+    /// The body of a streaming route's request, while it arrives.
+    var streamedBody: HTTPRequestBody?
+    /// `100 Continue` went out for the current request.
+    var continueSent = false
+    /// The current request's response has begun (its head is written).
+    var responseStarted = false
     /// Set when the TCP connection has closed.
     var isClosed = false
     /// True while `receive` runs (a sync handler's response is flushed at its end).
@@ -29,7 +37,9 @@ final class HTTPConnection: @unchecked Sendable {
     init(context: HTTPLoopContext, tcp: TCPConnection) {
         self.context = context
         self.tcp = tcp
-        parser = HTTPRequestParser(limits: context.configuration.limits)
+        var limits = context.configuration.limits
+        limits.maxBodySize = .max  // bodies are limited here, per route (a streaming route has its own limit)
+        parser = HTTPRequestParser(limits: limits)
         stateSince = context.tick
     }
 
@@ -48,6 +58,10 @@ final class HTTPConnection: @unchecked Sendable {
         guard !isClosed else { return }
         isClosed = true
         machine.transportClosed()
+        if let streamedBody {
+            self.streamedBody = nil
+            streamedBody.end(.failure(.connectionClosed))
+        }
         context.remove(self)
     }
 
@@ -55,6 +69,7 @@ final class HTTPConnection: @unchecked Sendable {
 
     /// Parses and answers as many requests as the bytes hold; returns how many bytes were consumed.
     private func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if machine.isLingering { return bytes.count }  // after an early answer: read and drop
         isReceiving = true
         defer {
             isReceiving = false
@@ -66,6 +81,7 @@ final class HTTPConnection: @unchecked Sendable {
             stateSince = context.tick
         }
         while machine.canParse {
+            if let streamedBody, !streamedBody.hasRoom { return offset }  // the handler is behind: backpressure
             let event: HTTPRequestParser.Event, consumed: Int
             do {
                 (event, consumed) = try parser.parse(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
@@ -81,12 +97,29 @@ final class HTTPConnection: @unchecked Sendable {
             case .head(let parsed):
                 head = parsed
                 stateSince = context.tick
-                if machine.headParsed(parsed) == .sendContinue { encoder.appendContinue() }
+                headArrived(parsed)
             case .body(let range):
-                body.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[(start + range.lowerBound)..<(start + range.upperBound)]))
+                let chunk = UnsafeRawBufferPointer(rebasing: bytes[(start + range.lowerBound)..<(start + range.upperBound)])
+                if let streamedBody {
+                    stateSince = context.tick
+                    streamedBody.append(chunk)
+                    if streamedBody.isComplete { streamedBodyFailed() }  // past the route's limit
+                } else {
+                    guard body.count + chunk.count <= context.configuration.maxBodySize else {
+                        refuse(.bodyTooLarge)
+                        return bytes.count
+                    }
+                    body.append(contentsOf: chunk)
+                }
             case .end:
-                _ = machine.requestComplete()
-                dispatch()
+                if let streamedBody {
+                    self.streamedBody = nil
+                    streamedBody.end(.success(parser.trailers))
+                    _ = machine.requestComplete()  // the handler runs already
+                } else {
+                    _ = machine.requestComplete()
+                    dispatch()
+                }
                 if machine.isIdle, offset < bytes.count {
                     machine.bytesArrived()
                     stateSince = context.tick
@@ -96,9 +129,99 @@ final class HTTPConnection: @unchecked Sendable {
         return offset
     }
 
+    /// A request head: route it. A streaming route's handler starts now; any other waits for the body.
+    private func headArrived(_ head: HTTPRequestHead) {
+        let request = head.request
+        let target = request.path ?? "/"
+        let path = target[..<(target.firstIndex(of: "?") ?? target.endIndex)]
+        route = context.router.match(request.method, path: path)
+        let limit: Int?
+        switch route?.handler {
+        case .streaming(let routeLimit, _)?, .streamingCallback(let routeLimit, _)?: limit = routeLimit
+        default: limit = context.configuration.maxBodySize
+        }
+        if case .length(let length) = head.framing, let limit, length > limit {
+            refuse(.bodyTooLarge)  // 413 before any body byte, and before `100 Continue`
+            return
+        }
+        guard let route, route.handler.streamsBody else {
+            if machine.headParsed(head) == .sendContinue { encoder.appendContinue() }
+            return
+        }
+        let body = HTTPRequestBody(connection: self, limit: limit)
+        streamedBody = body
+        continueSent = false
+        machine.streamingStarted(head)
+        let serverRequest = HTTPServerRequest(head: request, version: head.version, body: [],
+                                              parameters: route.parameters, loop: context.loop)
+        switch route.handler {
+        case .streaming(_, let run):
+            let logger = context.logger
+            Task(executorPreference: context.loop) {
+                let response: HTTPServerResponse?
+                do {
+                    response = try await run(serverRequest, body)
+                } catch let error as HTTPBodyError {
+                    response = Self.response(for: error)
+                } catch {
+                    logger.error("handler failed", metadata: ["path": "\(path)", "error": "\(error)"])
+                    response = .text("Internal Server Error", status: .internalServerError)
+                }
+                if let response { self.onLoop { $0.send(response) } }
+            }
+        case .streamingCallback(_, let run):
+            run(serverRequest, body, HTTPResponder(connection: self))
+        default:
+            break
+        }
+    }
+
+    /// The response a handler's uncaught body error gets: 413 past a limit; none when the client has gone
+    /// or a malformed body was answered already.
+    private static func response(for error: HTTPBodyError) -> HTTPServerResponse? {
+        switch error {
+        case .tooLarge: .text("Content Too Large", status: .contentTooLarge)
+        case .connectionClosed, .malformed: nil
+        }
+    }
+
+    /// The streamed body passed its route's limit: answer 413 unless a response has begun, then close.
+    private func streamedBodyFailed() {
+        streamedBody = nil
+        if responseStarted {
+            tcp.abort()
+        } else {
+            _ = machine.parseFailed(.bodyTooLarge)
+            writeRefusal(.contentTooLarge)
+        }
+    }
+
+    /// The handler started reading a streamed body: answer `Expect: 100-continue` now.
+    func bodyReadingStarted() {
+        guard let head, head.expectsContinue, !continueSent, !responseStarted, !isClosed else { return }
+        continueSent = true
+        encoder.appendContinue()
+        if !isReceiving { flush() }
+    }
+
+    /// The handler took buffered body bytes: parse more of what the socket delivered.
+    func bodyHasRoom() {
+        guard !isReceiving, !isClosed else { return }
+        stateSince = context.tick
+        tcp.consumeBufferedInput { bytes in receive(bytes) }
+    }
+
     private func refuse(_ error: HTTPRequestError) {
         if context.logger.logLevel <= .error {
             context.logger.error("refused request", metadata: ["status": "\(error.status.code)", "reason": "\(error)"])
+        }
+        if let streamedBody {  // a malformed body under a running handler
+            self.streamedBody = nil
+            streamedBody.end(.failure(.malformed(error)))
+            if responseStarted {
+                tcp.abort()
+                return
+            }
         }
         guard case .refuse(let status) = machine.parseFailed(error) else { return }
         writeRefusal(status)
@@ -114,26 +237,25 @@ final class HTTPConnection: @unchecked Sendable {
 
     // MARK: Handlers
 
+    /// Runs the handler of a request whose body was collected.
     private func dispatch() {
         guard let head else { return }
-        let request = head.request
-        let pathEnd = request.path.map { $0.firstIndex(of: "?") ?? $0.endIndex }
-        let path = request.path.map { $0[..<pathEnd!] } ?? "/"
         let collected = body
         body = []
-        guard let (handler, parameters) = context.router.match(request.method, path: path) else {
+        guard let route else {
             send(.text("Not Found", status: .notFound))
             return
         }
-        let serverRequest = HTTPServerRequest(head: request, version: head.version, body: collected,
-                                              parameters: parameters, loop: context.loop)
-        switch handler {
+        self.route = nil
+        let serverRequest = HTTPServerRequest(head: head.request, version: head.version, body: collected,
+                                              parameters: route.parameters, loop: context.loop)
+        switch route.handler {
         case .sync(let run):
             let response: HTTPServerResponse
             do {
                 response = try run(serverRequest)
             } catch {
-                context.logger.error("handler failed", metadata: ["path": "\(path)", "error": "\(error)"])
+                context.logger.error("handler failed", metadata: ["path": "\(serverRequest.path)", "error": "\(error)"])
                 response = .text("Internal Server Error", status: .internalServerError)
             }
             send(response)
@@ -145,11 +267,13 @@ final class HTTPConnection: @unchecked Sendable {
                 do {
                     response = try await run(serverRequest)
                 } catch {
-                    logger.error("handler failed", metadata: ["path": "\(path)", "error": "\(error)"])
+                    logger.error("handler failed", metadata: ["path": "\(serverRequest.path)", "error": "\(error)"])
                     response = .text("Internal Server Error", status: .internalServerError)
                 }
                 self.onLoop { $0.send(response) }
             }
+        case .streaming, .streamingCallback:
+            break  // started at the head
         }
     }
 
@@ -166,9 +290,13 @@ final class HTTPConnection: @unchecked Sendable {
         }
     }
 
-    /// Writes a response for the current request.
+    /// Writes a response for the current request (once: a second response for it is dropped).
     func send(_ response: HTTPServerResponse) {
-        guard !isClosed, let head else { return }
+        guard !isClosed, let head, !responseStarted else { return }
+        responseStarted = true
+        if machine.isStreamingBody, case .bytes = response.body.storage {
+            machine.closeAfterThisResponse()  // answered before the body ended: the connection closes
+        }
         let keepAlive = machine.responseKeepsAlive
         let isHead = head.request.method == .head
         let status = response.head.status.code
@@ -196,7 +324,7 @@ final class HTTPConnection: @unchecked Sendable {
             encoder.appendHead(response.head, framing: chunked ? .chunked : .none, keepAlive: keepAlive && chunked,
                                http10: head.version.minor == 0, date: context.dateCache.fieldLine)
             flush()
-            tcp.pauseReading()
+            if !machine.isStreamingBody { tcp.pauseReading() }  // a streamed request body must go on
             let writer = HTTPBodyWriter(connection: self, chunked: chunked)
             Task(executorPreference: context.loop) {
                 do {
@@ -220,6 +348,7 @@ final class HTTPConnection: @unchecked Sendable {
 
     private func finishResponse() {
         head = nil
+        responseStarted = false
         switch machine.responseFinished() {
         case .resumeParsing:
             stateSince = context.tick
@@ -231,6 +360,17 @@ final class HTTPConnection: @unchecked Sendable {
         case .closeAfterFlush:
             flush()
             tcp.close()
+        case .linger:
+            // The body is not all here: RFC 9112 §9.3's close, without losing the response to a reset.
+            flush()
+            if let streamedBody {
+                self.streamedBody = nil
+                streamedBody.end(.failure(.connectionClosed))
+            }
+            stateSince = context.tick
+            tcp.shutdownOutput()
+            tcp.resumeReading()
+            tcp.consumeBufferedInput { $0.count }
         default:
             break
         }
@@ -266,6 +406,10 @@ final class HTTPConnection: @unchecked Sendable {
         case .idle: limit = context.idleTimeoutTicks
         case .readingHead: limit = context.headTimeoutTicks
         case .readingBody: limit = context.bodyTimeoutTicks
+        case .streaming:  // only while the body waits for the client, not for the handler
+            guard streamedBody?.hasRoom ?? false else { return }
+            limit = context.bodyTimeoutTicks
+        case .lingering: limit = context.headTimeoutTicks
         default: return
         }
         guard tick &- stateSince >= limit else { return }

@@ -3,7 +3,8 @@ import HTTPTypes
 /// The lifecycle of one HTTP/1.1 connection, as a state machine whose answers are actions.
 ///
 /// `idle → readingHead → (readingBody →) responding → idle …`, or `→ closing` when the connection must
-/// not be reused. The connection (``HTTPConnection``) feeds it what happened (parser events, a finished
+/// not be reused. A streaming route's handler starts at the head: `readingHead → streaming → responding`,
+/// and a response that ends before the body did goes `streaming → lingering` (RFC 9112 §9.3's close). The connection (``HTTPConnection``) feeds it what happened (parser events, a finished
 /// response, a timeout tick, a shutdown) and performs the action it returns; the state machine itself
 /// does no I/O, so every keep-alive and close decision lives here.
 struct HTTPConnectionStateMachine {
@@ -15,10 +16,16 @@ struct HTTPConnectionStateMachine {
         case readingHead
         /// The head is parsed, the body is arriving (the body timeout applies).
         case readingBody
+        /// A streaming route's handler runs while its body is still arriving; `keepAlive` is the
+        /// request's wish (the body timeout applies, measured from the last progress).
+        case streaming(keepAlive: Bool)
         /// A handler or a streamed body is running; parsing is paused so responses stay in order.
         case responding(keepAlive: Bool)
         /// No more requests: close once the output is flushed.
         case closing
+        /// The response went out before the request's body ended: the sending side is shut, and what the
+        /// client still sends is read and dropped until it closes (so the response is not lost to a reset).
+        case lingering
         /// Closed.
         case closed
     }
@@ -37,6 +44,8 @@ struct HTTPConnectionStateMachine {
         case resumeParsing
         /// Close after flushing what is written.
         case closeAfterFlush
+        /// Shut the sending side after flushing, and drop what arrives until the client closes.
+        case linger
         /// Close now, dropping unsent output.
         case closeNow
     }
@@ -50,8 +59,8 @@ struct HTTPConnectionStateMachine {
     /// Whether parsing may go on.
     var canParse: Bool {
         switch state {
-        case .idle, .readingHead, .readingBody: true
-        case .responding, .closing, .closed: false
+        case .idle, .readingHead, .readingBody, .streaming: true
+        case .responding, .closing, .lingering, .closed: false
         }
     }
 
@@ -70,25 +79,54 @@ struct HTTPConnectionStateMachine {
         return head.expectsContinue && head.framing != .none ? .sendContinue : .none
     }
 
-    /// The parser reached the end of the request: run its handler.
+    /// A streaming route's head: its handler starts now, while the body is read.
+    mutating func streamingStarted(_ head: HTTPRequestHead) {
+        requestKeepAlive = head.keepAlive
+        state = .streaming(keepAlive: head.keepAlive && !isDraining)
+    }
+
+    /// Whether a streaming route's body is still arriving.
+    var isStreamingBody: Bool {
+        if case .streaming = state { return true }
+        return false
+    }
+
+    /// Whether the connection drops what it reads (``State/lingering``).
+    var isLingering: Bool { state == .lingering }
+
+    /// The parser reached the end of the request: run its handler (a streaming route's runs already).
     mutating func requestComplete() -> Action {
+        if case .streaming(let keepAlive) = state {
+            state = .responding(keepAlive: keepAlive && !isDraining)
+            return .none
+        }
         state = .responding(keepAlive: requestKeepAlive && !isDraining)
         return .dispatch
     }
 
     /// Whether the response being written keeps the connection open.
     var responseKeepsAlive: Bool {
-        if case .responding(let keepAlive) = state { return keepAlive && !isDraining }
-        return false
+        switch state {
+        case .responding(let keepAlive), .streaming(let keepAlive): keepAlive && !isDraining
+        default: false
+        }
     }
 
     /// The response cannot keep the connection (an HTTP/1.0 body without a length): close after it.
     mutating func closeAfterThisResponse() {
-        if case .responding = state { state = .responding(keepAlive: false) }
+        switch state {
+        case .responding: state = .responding(keepAlive: false)
+        case .streaming: state = .streaming(keepAlive: false)
+        default: break
+        }
     }
 
     /// The response is completely written.
     mutating func responseFinished() -> Action {
+        if case .streaming = state {
+            state = .lingering
+            return .linger
+        }
         guard case .responding = state else { return .none }
         if responseKeepsAlive {
             state = .idle
@@ -114,6 +152,9 @@ struct HTTPConnectionStateMachine {
         case .readingHead, .readingBody:
             state = .closing
             return .refuse(.requestTimeout)
+        case .lingering, .streaming:
+            state = .closing
+            return .closeNow
         case .responding, .closing, .closed:
             return .none
         }

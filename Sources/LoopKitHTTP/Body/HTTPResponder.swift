@@ -1,0 +1,25 @@
+/// Answers the request of a callback-form streaming route (``HTTPHandler/streamingCallback(limit:_:)``).
+///
+/// **Thread rule**: call ``send(_:)`` on the connection's loop thread (where the handler and the body's
+/// callbacks run). It is `Sendable` so it can be stored in the handler's state; the unchecked part is
+/// the connection it points to, which is loop-confined.
+public struct HTTPResponder: Sendable {
+    private weak var connection: HTTPConnection?
+
+    init(connection: HTTPConnection) {
+        self.connection = connection
+    }
+
+    /// Sends the response. Only the first response of a request is sent; one sent before the whole body
+    /// has arrived closes the connection after it (see ``HTTPRequestBody``). Does nothing once the client
+    /// has gone.
+    ///
+    /// - Parameter response: The response.
+    ///
+    /// Call on the connection's loop thread.
+    public func send(_ response: HTTPServerResponse) {
+        guard let connection else { return }
+        precondition(connection.context.loop.isCurrent, "HTTPResponder.send(_:) called off the connection's loop thread")
+        connection.send(response)
+    }
+}
