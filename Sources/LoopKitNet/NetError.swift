@@ -26,8 +26,6 @@ public enum NetError: Error, Equatable, Sendable, CustomStringConvertible {
     case loopShutDown
     /// A system call failed: its name and `errno`.
     case system(String, Int32)
-    /// libevent refused an operation (out of memory, in practice): the call that failed.
-    case libevent(String)
 
     /// A short English description with the details.
     public var description: String {
@@ -41,7 +39,6 @@ public enum NetError: Error, Equatable, Sendable, CustomStringConvertible {
         case .connectionClosed(let reason): "connection closed (\(reason))"
         case .loopShutDown: "the loop is shutting down"
         case .system(let call, let code): "\(call) failed: \(String(cString: strerror(code))) (errno \(code))"
-        case .libevent(let call): "libevent refused \(call)"
         }
     }
 }

@@ -303,3 +303,11 @@ func openFileDescriptorCount() -> Int {
     while readdir(directory) != nil { count += 1 }
     return count - 3  // ".", ".." and the directory's own fd
 }
+
+/// A value several tasks or threads record into.
+final class Recorder<Value: Sendable>: Sendable {
+    private let values = Mutex<[Value]>([])
+    init() {}
+    func record(_ value: Value) { values.withLock { $0.append(value) } }
+    var all: [Value] { values.withLock { $0 } }
+}

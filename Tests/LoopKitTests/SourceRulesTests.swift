@@ -1,14 +1,18 @@
 import Foundation
 import Testing
 
-/// Rules about the library's own source, checked on the files: no silently dropped error, and the C
-/// library's clock and thread-local calls only in `Internal/`.
+/// Rules about the libraries' own source, checked on the files: no silently dropped error, and the C
+/// boundaries (libevent, the C library's clock and threads, sockets) each in one `Internal/` folder.
 @Suite("Source rules")
 struct SourceRulesTests {
-    /// The Swift files of `Sources/LoopKit`, as (path relative to it, contents).
-    static func librarySources() throws -> [(path: String, text: String)] {
+    /// The library targets whose sources the rules cover, with the fewest Swift files each has (so a
+    /// moved folder fails the rules rather than passing them on no files).
+    static let libraryTargets = [("LoopKit", 30), ("LoopKitNet", 10), ("LoopKitHTTP", 15), ("LoopKitTesting", 3), ("LoopKitC", 5)]
+
+    /// The Swift files of `Sources/<target>`, as (path relative to it, contents).
+    static func librarySources(_ target: String = "LoopKit") throws -> [(path: String, text: String)] {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Sources/LoopKit")
+            .deletingLastPathComponent().appendingPathComponent("Sources/\(target)")
         let files = FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil)?
             .compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" } ?? []
         return try files.map { url in
@@ -27,11 +31,39 @@ struct SourceRulesTests {
 
     @Test("Library code drops no error with try?: every failure reaches an outcome, a throw or onDiagnostic")
     func libraryCodeHasNoTryQuestionMark() throws {
-        let sources = try Self.librarySources()
-        #expect(sources.count > 30)
-        for (path, text) in sources {
-            for (number, line) in Self.code(text).enumerated() where line.contains("try?") {
-                Issue.record("\(path):\(number + 1): \(line.trimmingCharacters(in: .whitespaces))")
+        for (target, fewest) in Self.libraryTargets {
+            let sources = try Self.librarySources(target)
+            #expect(sources.count >= fewest, "Sources/\(target) has \(sources.count) Swift files")
+            for (path, text) in sources {
+                for (number, line) in Self.code(text).enumerated() where line.contains("try?") {
+                    Issue.record("\(target)/\(path):\(number + 1): \(line.trimmingCharacters(in: .whitespaces))")
+                }
+            }
+        }
+    }
+
+    @Test("libevent is imported only in LoopKit/Internal/: LoopKitNet's one use of it is the loop's watches")
+    func libeventStaysInTheCoresInternalFolder() throws {
+        for (target, _) in Self.libraryTargets {
+            for (path, text) in try Self.librarySources(target) where !(target == "LoopKit" && path.hasPrefix("Internal/")) {
+                for (number, line) in Self.code(text).enumerated() where line.contains("import CEvent") {
+                    Issue.record("\(target)/\(path):\(number + 1): \(line.trimmingCharacters(in: .whitespaces))")
+                }
+            }
+        }
+    }
+
+    @Test("Socket system calls are made only in LoopKitNet/Internal/Socket.swift")
+    func socketCallsStayInOneFile() throws {
+        let calls = ["socket(", "accept4", "setsockopt(", "getsockopt(", "writev(", "Glibc.read(", "Glibc.connect(",
+                     "Glibc.close(", "Glibc.shutdown(", "getaddrinfo("]
+        for target in ["LoopKitNet", "LoopKitHTTP"] {
+            let sources = try Self.librarySources(target)
+            #expect(sources.contains { $0.path == "Internal/Socket.swift" } == (target == "LoopKitNet"))
+            for (path, text) in sources where path != "Internal/Socket.swift" {
+                for (number, line) in Self.code(text).enumerated() where calls.contains(where: { line.contains($0) }) {
+                    Issue.record("\(target)/\(path):\(number + 1): \(line.trimmingCharacters(in: .whitespaces))")
+                }
             }
         }
     }

@@ -7,8 +7,9 @@ import LoopKitNet
 ///
 /// Handed to the handler of a streaming route (``HTTPRouter/on(_:_:body:_:)-(_,_,_,(HTTPServerRequest,HTTPRequestBody)->HTTPServerResponse)``)
 /// as soon as the request head is parsed, before any body byte is read. **Backpressure**: the server
-/// parses the body only while fewer than ``bufferLimit`` bytes wait here unconsumed; past that the
-/// socket is not read (the client's sends then block in its kernel) until the handler takes a chunk.
+/// parses the body only while fewer than ``bufferLimit`` bytes wait here unconsumed (so at most that
+/// plus one read, 64 KiB, are buffered); past that the socket is not read (the client's sends then
+/// block in its kernel) until the handler takes a chunk.
 /// **`Expect: 100-continue`** is answered when the handler starts reading (the first `next()`,
 /// ``read(_:onEnd:)`` or ``collect(upTo:)``); a handler that answers without reading refuses the body,
 /// and the connection closes after that response. **Limits**: a route's limit, when it has one, ends

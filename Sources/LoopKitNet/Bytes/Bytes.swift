@@ -5,8 +5,8 @@
 /// it are `Bytes` too, so passing a chunk around or taking a prefix costs no copy. Like `ArraySlice`,
 /// a slice keeps its parent's indices: use `startIndex`, not 0.
 ///
-/// Reading from a connection copies the bytes once, from libevent's buffer into a new `Bytes`;
-/// writing a `Bytes` to a connection hands its storage to libevent by reference (no copy).
+/// Reading from a connection's `inbound` copies the bytes once, from the read buffer into a new `Bytes`;
+/// writing a `Bytes` to a connection queues its storage by reference (no copy) until it is sent.
 ///
 /// A plain value; safe from any thread.
 public struct Bytes: Sendable {

@@ -7,7 +7,7 @@ public struct ConnectionOptions: Sendable, Hashable {
     /// Default 64 KiB.
     public var readHighWaterMark: Int = 64 * 1024
     /// Above this many buffered output bytes, ``TCPConnection/isWritable`` is false, async writes suspend
-    /// and (unless ``readsWhileOutputIsFull``) the connection is not read.
+    /// and (unless ``readsWhileOutputIsFull``) a server's connection is not read.
     /// Default 64 KiB.
     public var writeHighWaterMark: Int = 64 * 1024
     /// Once a connection that went above ``writeHighWaterMark`` has drained to this many bytes, it is
@@ -29,12 +29,18 @@ public struct ConnectionOptions: Sendable, Hashable {
     /// When the peer ends its side, keep this side open for writing until it closes (half-close). When
     /// false (default), the connection closes gracefully once the input is read and the output flushed.
     public var allowsHalfClosure: Bool = false
-    /// Keep reading while the unsent output is above ``writeHighWaterMark``. When false (default), a
-    /// connection whose output is above the high-water mark is not read until the output drains to
-    /// ``writeLowWaterMark``: a handler that writes what it reads (an echo, a proxy) then holds no more
-    /// than the watermarks against a peer that never reads. Set it for a protocol that must keep reading
-    /// while its peer is slow to read, and bound the output by other means (``TCPConnection/isWritable``).
-    public var readsWhileOutputIsFull: Bool = false
+    /// Whether to keep reading while the unsent output is above ``writeHighWaterMark``.
+    ///
+    /// When false, a connection whose output is above the high-water mark is not read until the output
+    /// drains to ``writeLowWaterMark``: a handler that writes what it reads (an echo, a proxy) then holds
+    /// no more than the watermarks against a peer that never reads. When true, reading goes on, and the
+    /// handler bounds its output itself (``TCPConnection/isWritable``, or the suspending `send`).
+    ///
+    /// Nil (the default) decides by role: false for connections a listener accepts (a server's, whose
+    /// peer is not trusted), true for connections this side opens with `connect` (a client's, which must
+    /// go on reading while it writes, or a client and a server that both stop reading while their
+    /// output is full would wait for each other for ever).
+    public var readsWhileOutputIsFull: Bool?
 
     /// The defaults.
     public init() {}

@@ -107,7 +107,8 @@ extension TCPConnection {
             continuation.resume(returning: .failure(error))
             return
         }
-        let connection = TCPConnection(loop: loop, fd: fd, isTCP: address.family != .unix, connected: false, options: options)
+        let connection = TCPConnection(loop: loop, fd: fd, isTCP: address.family != .unix, connected: false,
+                                       accepted: false, options: options)
         connection.cachedRemoteAddress = address
         if let reason = connection.closeReason {  // the loop began shutting down
             continuation.resume(returning: .failure(reason == .shutDown ? .loopShutDown : .connectionClosed(reason)))
@@ -141,8 +142,10 @@ extension TCPConnection {
             return try body()
         } catch .shutDown {
             throw .loopShutDown
+        } catch .libevent(let call, let code), .system(let call, let code) {
+            throw .system(call, code)
         } catch {
-            throw .system("watch", 0)
+            throw .system("\(error)", 0)
         }
     }
 

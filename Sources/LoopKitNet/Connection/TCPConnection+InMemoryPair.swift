@@ -7,7 +7,7 @@ import Musl
 #endif
 
 extension TCPConnection {
-    /// Two connections joined in memory on `loop`: what one writes moves straight into the other's input
+    /// Two connections joined in memory on `loop` (the first in a client's role, the second in a server's): what one writes moves straight into the other's input
     /// (up to its read high-water mark; the rest waits in the writer's output), and the reader's
     /// callbacks run in the loop's next iteration, so a test drives them iteration by iteration. The same
     /// watermarks, backpressure and close reasons as sockets; no socket options; of the timeouts, only
@@ -20,8 +20,8 @@ extension TCPConnection {
         var pairOptions = options
         pairOptions.readTimeout = nil
         pairOptions.writeTimeout = nil
-        let a = TCPConnection(loop: loop, fd: -1, isTCP: false, inMemory: true, connected: true, options: pairOptions)
-        let b = TCPConnection(loop: loop, fd: -1, isTCP: false, inMemory: true, connected: true, options: pairOptions)
+        let a = TCPConnection(loop: loop, fd: -1, isTCP: false, inMemory: true, connected: true, accepted: false, options: pairOptions)
+        let b = TCPConnection(loop: loop, fd: -1, isTCP: false, inMemory: true, connected: true, accepted: true, options: pairOptions)
         a.partner = b
         b.partner = a
         a.start()

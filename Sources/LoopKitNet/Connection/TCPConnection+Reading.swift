@@ -49,7 +49,7 @@ extension TCPConnection {
     /// Whether the socket should be read now: open, the peer has not ended, and no backpressure holds.
     var wantsToRead: Bool {
         !readingPausedByUser && !machine.inputEnded && input.count < options.readHighWaterMark
-            && !(aboveHighWater && !options.readsWhileOutputIsFull)
+            && !(aboveHighWater && pausesReadingWhileOutputIsFull)
     }
 
     /// Starts or stops the read watch to match ``wantsToRead``.

@@ -131,7 +131,7 @@ extension TCPConnection {
     func noteOutputLevel() {
         guard !aboveHighWater, pendingOutputCount > options.writeHighWaterMark else { return }
         aboveHighWater = true
-        if !options.readsWhileOutputIsFull { updateReadInterest() }
+        if pausesReadingWhileOutputIsFull { updateReadInterest() }
     }
 
     /// Sends what the socket (or the in-memory partner) takes now, with one system call; returns the
@@ -223,7 +223,7 @@ extension TCPConnection {
             writeWaiters = []
             for writer in writers { writer.resume(returning: .success(())) }
             writableHandler?()
-            if !options.readsWhileOutputIsFull, !machine.isClosed { updateReadInterest() }
+            if pausesReadingWhileOutputIsFull, !machine.isClosed { updateReadInterest() }
         }
         if pending == 0, !machine.isClosed { perform(machine.outputDrained()) }
     }

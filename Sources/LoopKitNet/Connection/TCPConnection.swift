@@ -18,9 +18,10 @@ import LoopKit
 ///
 /// **Backpressure, both ways, by default**: reading stops while ``ConnectionOptions/readHighWaterMark``
 /// bytes wait unread, and while the unsent output is above ``ConnectionOptions/writeHighWaterMark``
-/// (until it drains to ``ConnectionOptions/writeLowWaterMark``; ``ConnectionOptions/readsWhileOutputIsFull``
-/// opts out). So the obvious echo handler holds no more than the watermarks against a peer that never
-/// reads. Async writers suspend above the high-water mark; callback writers can check ``isWritable``.
+/// (until it drains to ``ConnectionOptions/writeLowWaterMark``): on the connections a listener accepts,
+/// unless ``ConnectionOptions/readsWhileOutputIsFull`` opts out (connections opened with `connect` keep
+/// reading unless it opts in). So the obvious echo handler holds no more than the watermarks against a
+/// peer that never reads. Async writers suspend above the high-water mark; callback writers can check ``isWritable``.
 ///
 /// **Ending**: the connection ends exactly once, with a ``CloseReason``: every suspended reader and
 /// writer is resumed and every ``onClose(_:)`` handler runs, once.
@@ -89,14 +90,21 @@ public final class TCPConnection: @unchecked Sendable {
     var cachedLocalAddress: SocketAddress?
     /// TCP (not Unix-domain): the socket options apply.
     let isTCP: Bool
+    /// Reading stops while the output is above the write high-water mark (``ConnectionOptions/readsWhileOutputIsFull``).
+    let pausesReadingWhileOutputIsFull: Bool
 
     /// The connection's own reference, held while it is open.
     var keepAlive: Unmanaged<TCPConnection>?
 
     /// Wraps a socket (or -1 for an in-memory end). Loop thread only.
-    init(loop: EventLoop, fd: Int32, isTCP: Bool, inMemory: Bool = false, connected: Bool, options: ConnectionOptions) {
+    ///
+    /// `accepted`: a listener accepted it (or it is the server end of an in-memory pair): its role for
+    /// ``ConnectionOptions/readsWhileOutputIsFull``.
+    init(loop: EventLoop, fd: Int32, isTCP: Bool, inMemory: Bool = false, connected: Bool, accepted: Bool,
+         options: ConnectionOptions) {
         self.loop = loop
         self.options = options
+        pausesReadingWhileOutputIsFull = !(options.readsWhileOutputIsFull ?? !accepted)
         self.fd = fd
         self.isTCP = isTCP
         isInMemory = inMemory

@@ -67,7 +67,8 @@ final class ListenerEndpoint: @unchecked Sendable {
             watch = try loop.watch(fd, for: .readable) { [unowned self] _ in self.acceptAll() }
         } catch {
             loop.removeShutdownObserver(ObjectIdentifier(self))
-            throw .system("watch", 0)
+            if case .libevent(let call, let code) = error { throw .system(call, code) }
+            throw .loopShutDown
         }
     }
 
@@ -196,7 +197,7 @@ final class ListenerEndpoint: @unchecked Sendable {
             Socket.close(fd)
             return
         }
-        let connection = TCPConnection(loop: loop, fd: fd, isTCP: isTCP, connected: true, options: options)
+        let connection = TCPConnection(loop: loop, fd: fd, isTCP: isTCP, connected: true, accepted: true, options: options)
         guard !connection.machine.isClosed else { return }
         connection.start()
         let key = ObjectIdentifier(connection)
