@@ -12,17 +12,17 @@ import LoopKitNet
 final class HTTPConnection: @unchecked Sendable {
     let context: HTTPLoopContext
     let tcp: TCPConnection
-    var machine = HTTPConnectionStateMachine()
-    var parser: HTTPRequestParser
-    var encoder = HTTPResponseEncoder()
+    @exclusivity(unchecked) var machine = HTTPConnectionStateMachine()
+    @exclusivity(unchecked) var parser: HTTPRequestParser
+    @exclusivity(unchecked) var encoder = HTTPResponseEncoder()
     /// The head of the request being read or answered.
-    var head: HTTPRequestHead?
+    @exclusivity(unchecked) var head: HTTPRequestHead?
     /// The body of the request being read.
-    var body: [UInt8] = []
+    @exclusivity(unchecked) var body: [UInt8] = []
     /// The sweep tick at which the current state began (timeouts).
     var stateSince: UInt64 = 0
     /// The route of the request being read (nil: none matched).
-    var route: (handler: HTTPHandler, parameters: HTTPPathParameters)?
+    @exclusivity(unchecked) var route: (handler: HTTPHandler, parameters: HTTPPathParameters)?
     /// The body of a streaming route's request, while it arrives.
     var streamedBody: HTTPRequestBody?
     /// `100 Continue` went out for the current request.

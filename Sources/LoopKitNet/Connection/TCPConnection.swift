@@ -29,7 +29,8 @@ import LoopKit
 /// **Thread rule**: a connection is confined to its loop: call every method and property on the loop's
 /// thread (checked with a precondition), except ``loop`` and ``options``, which are safe from any thread.
 /// It is `Sendable` so that a `Task` running on that loop may hold it; the unchecked conformance stands
-/// for the loop-confinement check every entry point makes.
+/// for the loop-confinement check every entry point makes. For the same reason the hot mutable state
+/// skips the runtime's exclusivity checks (`@exclusivity(unchecked)`): one thread ever touches it.
 public final class TCPConnection: @unchecked Sendable {
     /// The loop the connection lives on. Safe from any thread.
     public let loop: EventLoop
@@ -43,10 +44,10 @@ public final class TCPConnection: @unchecked Sendable {
     let isInMemory: Bool
     /// The loop's shared read buffer and write batch.
     let shared: LoopIOBuffers
-    var machine: ConnectionStateMachine
+    @exclusivity(unchecked) var machine: ConnectionStateMachine
 
-    var input = InputBuffer()
-    var output = OutputQueue()
+    @exclusivity(unchecked) var input = InputBuffer()
+    @exclusivity(unchecked) var output = OutputQueue()
     var readWatch: Watch?
     var writeWatch: Watch?
     /// Whether the read watch is active (mirrors it, to skip calls into the loop on the hot path).
@@ -84,7 +85,7 @@ public final class TCPConnection: @unchecked Sendable {
     var writeFailure: CloseReason?
 
     /// Timeouts: when bytes were last read, output last moved, anything last happened (loop clock).
-    var timeouts: TimeoutState?
+    @exclusivity(unchecked) var timeouts: TimeoutState?
 
     var cachedRemoteAddress: SocketAddress?
     var cachedLocalAddress: SocketAddress?

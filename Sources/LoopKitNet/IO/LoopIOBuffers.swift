@@ -25,7 +25,7 @@ final class LoopIOBuffers {
 
     /// The connection whose handler is filling the batch, if any.
     private(set) var batchOwner: ObjectIdentifier?
-    private(set) var entries: [Entry] = []
+    @exclusivity(unchecked) private(set) var entries: [Entry] = []
     /// Bytes in the batch.
     private(set) var batchCount = 0
     private var copies: UnsafeMutableRawPointer
