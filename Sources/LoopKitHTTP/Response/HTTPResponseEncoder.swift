@@ -4,14 +4,15 @@ import HTTPTypes
 /// ones) goes out in one write.
 ///
 /// The server sets `Date`, `Content-Length` or `Transfer-Encoding: chunked`, and `Connection`; those
-/// fields are dropped from the handler's response. Loop-confined: one per connection.
+/// fields are dropped from the handler's response. Loop-confined: one per loop, shared by its
+/// connections (each writes what it serialised before another one serialises).
 struct HTTPResponseEncoder {
     /// The bytes waiting to be written. Nothing is reserved before the first response, and after a
-    /// write at most ``keptCapacity`` stays reserved, so an idle connection holds little or nothing here.
+    /// write at most ``keptCapacity`` stays reserved.
     var buffer: [UInt8] = []
 
     /// The most capacity the buffer keeps between writes (a large body's capacity is given back).
-    static let keptCapacity = 4096
+    static let keptCapacity = 256 * 1024
     /// What the buffer reserves for its first response: a typical head and a short body.
     static let firstCapacity = 512
 

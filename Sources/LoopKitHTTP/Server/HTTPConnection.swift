@@ -14,7 +14,19 @@ final class HTTPConnection: @unchecked Sendable {
     let tcp: TCPConnection
     @exclusivity(unchecked) var machine = HTTPConnectionStateMachine()
     @exclusivity(unchecked) var parser: HTTPRequestParser
-    @exclusivity(unchecked) var encoder = HTTPResponseEncoder()
+    /// The loop's response encoder, claimed by this connection (a connection that held it with bytes
+    /// not yet written flushes them first): responses are serialised there and written at once, so an
+    /// idle connection holds no response buffer.
+    var encoder: HTTPResponseEncoder {
+        _read { yield context.encoder }
+        _modify {
+            if context.encoderOwner !== self {
+                context.encoderOwner?.flush()
+                context.encoderOwner = self
+            }
+            yield &context.encoder
+        }
+    }
     /// The head of the request being read or answered.
     @exclusivity(unchecked) var head: HTTPRequestHead?
     /// The body of the request being read.
@@ -57,6 +69,7 @@ final class HTTPConnection: @unchecked Sendable {
     private func closed() {
         guard !isClosed else { return }
         isClosed = true
+        flush()  // lets go of the loop's encoder if it held bytes of this connection's
         machine.transportClosed()
         if let streamedBody {
             self.streamedBody = nil
@@ -379,16 +392,17 @@ final class HTTPConnection: @unchecked Sendable {
     /// Writes what the encoder holds, with one write (inside the read callback, into the loop's write
     /// batch: the batch of responses to pipelined requests goes out with one `writev`).
     func flush() {
-        guard !encoder.buffer.isEmpty else { return }
-        if !isClosed {
-            let written = encoder.buffer.withUnsafeBytes { bytes in
+        guard context.encoderOwner === self else { return }  // nothing of this connection's is held
+        context.encoderOwner = nil
+        if !isClosed, !context.encoder.buffer.isEmpty {
+            let written = context.encoder.buffer.withUnsafeBytes { bytes in
                 Result { () throws(NetError) in try tcp.write(copying: bytes) }
             }
             if case .failure = written {
                 // Closing or closed: the close handler tells this connection.
             }
         }
-        encoder.written()
+        context.encoder.written()
     }
 
     private func logAccess(_ head: HTTPRequestHead, status: Int) {

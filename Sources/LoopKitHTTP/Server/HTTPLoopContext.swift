@@ -12,6 +12,10 @@ final class HTTPLoopContext: @unchecked Sendable {
     let router: HTTPRouter
     let logger: Logger
     var dateCache = HTTPDateCache()
+    /// The response encoder this loop's connections share (one serialises at a time, then writes).
+    @exclusivity(unchecked) var encoder = HTTPResponseEncoder()
+    /// The connection whose bytes the encoder holds, if any.
+    var encoderOwner: HTTPConnection?
     private var connections: [ObjectIdentifier: HTTPConnection] = [:]
     private var sweepTimer: ScheduledTimer?
     private var forceCloseTimer: ScheduledTimer?

@@ -107,8 +107,8 @@ extension TCPConnection {
             continuation.resume(returning: .failure(error))
             return
         }
-        let connection = TCPConnection(loop: loop, fd: fd, isTCP: address.family != .unix, connected: false,
-                                       accepted: false, options: options)
+        let profile = ConnectionProfile(options: options, isTCP: address.family != .unix, accepted: false)
+        let connection = TCPConnection(loop: loop, fd: fd, profile: profile, connected: false)
         connection.cachedRemoteAddress = address
         if let reason = connection.closeReason {  // the loop began shutting down
             continuation.resume(returning: .failure(reason == .shutDown ? .loopShutDown : .connectionClosed(reason)))

@@ -20,8 +20,10 @@ extension TCPConnection {
         var pairOptions = options
         pairOptions.readTimeout = nil
         pairOptions.writeTimeout = nil
-        let a = TCPConnection(loop: loop, fd: -1, isTCP: false, inMemory: true, connected: true, accepted: false, options: pairOptions)
-        let b = TCPConnection(loop: loop, fd: -1, isTCP: false, inMemory: true, connected: true, accepted: true, options: pairOptions)
+        let a = TCPConnection(loop: loop, fd: -1, profile: ConnectionProfile(options: pairOptions, isTCP: false, accepted: false),
+                              inMemory: true, connected: true)
+        let b = TCPConnection(loop: loop, fd: -1, profile: ConnectionProfile(options: pairOptions, isTCP: false, accepted: true),
+                              inMemory: true, connected: true)
         a.partner = b
         b.partner = a
         a.start()
@@ -35,7 +37,7 @@ extension TCPConnection {
             writeFailure = .brokenPipe
             return 0
         }
-        var room = partner.wantsToRead ? partner.options.readHighWaterMark - partner.input.count : 0
+        var room = partner.wantsToRead ? partner.profile.options.readHighWaterMark - partner.input.count : 0
         var moved = 0
         for index in 0..<count where room > 0 {
             let take = min(vectors[index].iov_len, room)

@@ -48,8 +48,8 @@ extension TCPConnection {
 
     /// Whether the socket should be read now: open, the peer has not ended, and no backpressure holds.
     var wantsToRead: Bool {
-        !readingPausedByUser && !machine.inputEnded && input.count < options.readHighWaterMark
-            && !(aboveHighWater && pausesReadingWhileOutputIsFull)
+        !readingPausedByUser && !machine.inputEnded && input.count < profile.options.readHighWaterMark
+            && !(aboveHighWater && profile.pausesReadingWhileOutputIsFull)
     }
 
     /// Starts or stops the read watch to match ``wantsToRead``.
@@ -82,7 +82,7 @@ extension TCPConnection {
         let transfer: Socket.Transfer
         if input.isEmpty && (readHandler != nil || readWaiter != nil) {
             // Nothing left over: read into the loop's shared buffer and lend the bytes there.
-            let limit = min(shared.readCapacity, options.readHighWaterMark)
+            let limit = min(shared.readCapacity, profile.options.readHighWaterMark)
             transfer = Socket.read(fd, into: shared.read, count: limit)
             if case .moved(let count) = transfer {
                 timeouts?.read(at: loop.clockNanoseconds)
@@ -91,7 +91,7 @@ extension TCPConnection {
             }
         } else {
             // Bytes are left over (or nobody reads yet): extend the connection's own buffer.
-            let room = min(options.readHighWaterMark - input.count, shared.readCapacity)
+            let room = min(profile.options.readHighWaterMark - input.count, shared.readCapacity)
             let fd = fd
             transfer = input.append(upTo: max(room, InputBuffer.growth)) { target, capacity in
                 let transfer = Socket.read(fd, into: target, count: min(capacity, room))
@@ -186,7 +186,7 @@ extension TCPConnection {
     func inputWasConsumed() {
         declinedCount = min(declinedCount, input.count)
         if machine.inputEnded, input.isEmpty {
-            perform(machine.inputDrained(allowsHalfClosure: options.allowsHalfClosure, outputPending: hasPendingOutput))
+            perform(machine.inputDrained(allowsHalfClosure: profile.options.allowsHalfClosure, outputPending: hasPendingOutput))
         }
         updateReadInterest()
     }
@@ -194,7 +194,7 @@ extension TCPConnection {
     /// Moves up to a read high-water mark of unread input into a new ``Bytes`` (the one copy on the
     /// async read path).
     func takeInputChunk() -> Bytes {
-        let count = min(input.count, options.readHighWaterMark)
+        let count = min(input.count, profile.options.readHighWaterMark)
         let chunk = Bytes(copying: UnsafeRawBufferPointer(rebasing: input.bytes[..<count]))
         input.removeFirst(count)
         inputWasConsumed()
@@ -206,7 +206,7 @@ extension TCPConnection {
         timeouts?.read(at: loop.clockNanoseconds)
         let inputPending = readHandler == nil && !input.isEmpty
         if readHandler != nil { input.release() }  // the handler declined those bytes: they stay unread
-        perform(machine.peerEnded(allowsHalfClosure: options.allowsHalfClosure, inputPending: inputPending,
+        perform(machine.peerEnded(allowsHalfClosure: profile.options.allowsHalfClosure, inputPending: inputPending,
                                   outputPending: hasPendingOutput))
         if !machine.isClosed { updateReadInterest() }
     }

@@ -35,7 +35,7 @@ struct TimeoutState {
 extension TCPConnection {
     /// Starts the timeout timer when any timeout is set. Loop thread only.
     func startTimeouts() {
-        let limits = [options.readTimeout, options.writeTimeout, options.idleTimeout].compactMap { $0 }
+        let limits = [profile.options.readTimeout, profile.options.writeTimeout, profile.options.idleTimeout].compactMap { $0 }
         guard let first = limits.min() else { return }
         timeouts = TimeoutState(now: loop.clockNanoseconds)
         armTimeoutCheck(after: first)
@@ -61,14 +61,14 @@ extension TCPConnection {
             next = min(next, deadline - now)
             return false
         }
-        if check(options.readTimeout, since: state.lastRead, applies: isReadWatchActive || (isInMemory && wantsToRead)) {
+        if check(profile.options.readTimeout, since: state.lastRead, applies: isReadWatchActive || (isInMemory && wantsToRead)) {
             end(.timedOut(.read))
-        } else if check(options.writeTimeout, since: state.lastWrite, applies: !output.isEmpty) {
+        } else if check(profile.options.writeTimeout, since: state.lastWrite, applies: !output.isEmpty) {
             end(.timedOut(.write))
-        } else if check(options.idleTimeout, since: state.lastActivity, applies: true) {
+        } else if check(profile.options.idleTimeout, since: state.lastActivity, applies: true) {
             end(.timedOut(.idle))
         } else {
-            let shortest = [options.readTimeout, options.writeTimeout, options.idleTimeout].compactMap { $0 }.min()!
+            let shortest = [profile.options.readTimeout, profile.options.writeTimeout, profile.options.idleTimeout].compactMap { $0 }.min()!
             armTimeoutCheck(after: next == .max ? shortest : .nanoseconds(Int64(min(next, UInt64(Int64.max)))))
         }
     }

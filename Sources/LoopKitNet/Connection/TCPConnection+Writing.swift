@@ -11,7 +11,7 @@ extension TCPConnection {
     /// accepts writes. Call on the loop's thread.
     public var isWritable: Bool {
         checkThread()
-        return machine.acceptsWrites && pendingOutputCount <= options.writeHighWaterMark
+        return machine.acceptsWrites && pendingOutputCount <= profile.options.writeHighWaterMark
     }
 
     /// Bytes written and not yet sent. Call on the loop's thread.
@@ -129,9 +129,9 @@ extension TCPConnection {
 
     /// Output above the high-water mark: writers wait, and reading stops (by default) until it drains.
     func noteOutputLevel() {
-        guard !aboveHighWater, pendingOutputCount > options.writeHighWaterMark else { return }
+        guard !aboveHighWater, pendingOutputCount > profile.options.writeHighWaterMark else { return }
         aboveHighWater = true
-        if pausesReadingWhileOutputIsFull { updateReadInterest() }
+        if profile.pausesReadingWhileOutputIsFull { updateReadInterest() }
     }
 
     /// Sends what the socket (or the in-memory partner) takes now, with one system call; returns the
@@ -217,13 +217,13 @@ extension TCPConnection {
     /// half-close that waited for the output.
     func afterOutputMoved() {
         let pending = pendingOutputCount
-        if aboveHighWater, pending <= options.writeLowWaterMark {
+        if aboveHighWater, pending <= profile.options.writeLowWaterMark {
             aboveHighWater = false
             let writers = writeWaiters
             writeWaiters = []
             for writer in writers { writer.resume(returning: .success(())) }
             writableHandler?()
-            if pausesReadingWhileOutputIsFull, !machine.isClosed { updateReadInterest() }
+            if profile.pausesReadingWhileOutputIsFull, !machine.isClosed { updateReadInterest() }
         }
         if pending == 0, !machine.isClosed { perform(machine.outputDrained()) }
     }

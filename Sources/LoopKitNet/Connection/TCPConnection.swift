@@ -34,13 +34,14 @@ import LoopKit
 public final class TCPConnection: @unchecked Sendable {
     /// The loop the connection lives on. Safe from any thread.
     public let loop: EventLoop
+    /// What this connection shares with the others of its listener: options and role.
+    let profile: ConnectionProfile
+
     /// The watermarks, timeouts and socket options. Safe from any thread.
-    public let options: ConnectionOptions
+    public var options: ConnectionOptions { profile.options }
 
     /// The socket; -1 for an in-memory end, and once the connection has ended.
     var fd: Int32
-    /// The other end of an in-memory pair (nil for a socket).
-    weak var partner: TCPConnection?
     let isInMemory: Bool
     /// The loop's shared read buffer and write batch.
     let shared: LoopIOBuffers
@@ -55,13 +56,16 @@ public final class TCPConnection: @unchecked Sendable {
     var isWriteWatchActive = false
 
     var readHandler: ((UnsafeRawBufferPointer) -> Int)?
-    var writableHandler: (() -> Void)?
-    var inputEndedHandler: (() -> Void)?
     var closeHandlers: [(CloseReason) -> Void] = []
     var readWaiter: UnsafeContinuation<Result<Bytes?, NetError>, Never>?
     var writeWaiters: [UnsafeContinuation<Result<Void, NetError>, Never>] = []
-    var connectWaiter: UnsafeContinuation<Result<TCPConnection, NetError>, Never>?
-    var connectTimer: ScheduledTimer?
+    /// The listener endpoint that accepted the connection: kept alive by it, and told when it ends.
+    var endpoint: ListenerEndpoint?
+    /// The connection registered a shutdown observer of its own (it was not accepted by a listener).
+    let observesShutdown: Bool
+    /// What few connections use (addresses asked for, timeouts, a connect, an in-memory partner), kept
+    /// apart so an idle connection does not carry it: created when first needed.
+    @exclusivity(unchecked) var extras: ConnectionExtras?
 
     /// True while a read handler runs: its writes go into the loop's write batch, sent when it returns.
     var inReadDispatch = false
@@ -70,48 +74,31 @@ public final class TCPConnection: @unchecked Sendable {
     /// Output went above the write high-water mark and has not drained to the low-water mark yet.
     var aboveHighWater = false
     var readingPausedByUser = false
-    /// The input count the read handler was last lent without consuming anything: it is not lent the
-    /// same bytes again until more arrive.
-    var declinedCount = 0
     /// A delivery of buffered input is queued for the next iteration (bytes an in-memory partner pushed,
     /// a read handler set when bytes were already buffered).
     var deliveryQueued = false
-    /// In-memory pair: a send of the output into the partner's room is queued for the next iteration.
-    var memoryWriteQueued = false
-    /// In-memory pair: the partner has ended its output.
-    var memoryPeerEnded = false
-
-    /// A send failed with this reason; the connection ends once the sending code has let go of its queue.
-    var writeFailure: CloseReason?
-
-    /// Timeouts: when bytes were last read, output last moved, anything last happened (loop clock).
-    @exclusivity(unchecked) var timeouts: TimeoutState?
-
-    var cachedRemoteAddress: SocketAddress?
-    var cachedLocalAddress: SocketAddress?
-    /// TCP (not Unix-domain): the socket options apply.
-    let isTCP: Bool
-    /// Reading stops while the output is above the write high-water mark (``ConnectionOptions/readsWhileOutputIsFull``).
-    let pausesReadingWhileOutputIsFull: Bool
+    /// The input count the read handler was last lent without consuming anything: it is not lent the
+    /// same bytes again until more arrive.
+    var declinedCount = 0
 
     /// The connection's own reference, held while it is open.
     var keepAlive: Unmanaged<TCPConnection>?
 
     /// Wraps a socket (or -1 for an in-memory end). Loop thread only.
     ///
-    /// `accepted`: a listener accepted it (or it is the server end of an in-memory pair): its role for
-    /// ``ConnectionOptions/readsWhileOutputIsFull``.
-    init(loop: EventLoop, fd: Int32, isTCP: Bool, inMemory: Bool = false, connected: Bool, accepted: Bool,
-         options: ConnectionOptions) {
+    /// `observesShutdown`: the connection ends itself when its loop shuts down; false for one a listener
+    /// accepted, whose endpoint ends its connections then (one observer per listener, not per connection).
+    init(loop: EventLoop, fd: Int32, profile: ConnectionProfile, inMemory: Bool = false, connected: Bool,
+         observesShutdown: Bool = true) {
         self.loop = loop
-        self.options = options
-        pausesReadingWhileOutputIsFull = !(options.readsWhileOutputIsFull ?? !accepted)
+        self.profile = profile
         self.fd = fd
-        self.isTCP = isTCP
         isInMemory = inMemory
         shared = LoopIOBuffers.of(loop)
         machine = ConnectionStateMachine(connected: connected)
+        self.observesShutdown = observesShutdown
         keepAlive = Unmanaged.passRetained(self)
+        guard observesShutdown else { return }
         // The loop's shutdown ends the connection (.shutDown); a loop already shutting down ends it now.
         let registered = loop.addShutdownObserver(ObjectIdentifier(self)) { [weak self] in self?.end(.shutDown) }
         guard registered else {
@@ -123,7 +110,7 @@ public final class TCPConnection: @unchecked Sendable {
     /// Starts reading and the timeouts of an open connection. Loop thread only.
     func start() {
         guard !machine.isClosed else { return }
-        if isTCP { Socket.configure(fd, noDelay: options.noDelay, keepAlive: options.keepAlive) }
+        if profile.isTCP { Socket.configure(fd, noDelay: profile.options.noDelay, keepAlive: profile.options.keepAlive) }
         if !isInMemory {
             do {
                 readWatch = try loop.watch(fd, for: .readable) { [unowned self] _ in self.socketIsReadable() }
@@ -291,7 +278,7 @@ public final class TCPConnection: @unchecked Sendable {
 
     /// The one way a connection ends. Runs once (the state machine returns `finish` once).
     private func finish(_ reason: CloseReason, reset: Bool) {
-        loop.removeShutdownObserver(ObjectIdentifier(self))
+        if observesShutdown { loop.removeShutdownObserver(ObjectIdentifier(self)) }
         timeouts?.timer?.cancel()
         timeouts = nil
         connectTimer?.cancel()
@@ -323,11 +310,15 @@ public final class TCPConnection: @unchecked Sendable {
         for writer in writers {
             writer.resume(returning: reason.isClean ? .success(()) : .failure(.connectionClosed(reason)))
         }
+        if let endpoint {
+            self.endpoint = nil
+            endpoint.connectionEnded(self)
+        }
         let handlers = closeHandlers
         closeHandlers = []
         readHandler = nil
-        writableHandler = nil
-        inputEndedHandler = nil
+        extras?.writableHandler = nil
+        extras?.inputEndedHandler = nil
         for handler in handlers { handler(reason) }
         let retained = keepAlive
         keepAlive = nil
@@ -338,6 +329,98 @@ public final class TCPConnection: @unchecked Sendable {
         // Reached after finish() released the keep-alive reference, or for a connection whose set-up
         // failed before it was handed out.
         if fd >= 0 { Socket.close(fd) }
+    }
+}
+
+/// What the connections of one listener (or one connect) share, immutable: their options and role.
+final class ConnectionProfile: Sendable {
+    let options: ConnectionOptions
+    /// TCP (not Unix-domain): the socket options apply.
+    let isTCP: Bool
+    /// Reading stops while the output is above the write high-water mark (``ConnectionOptions/readsWhileOutputIsFull``).
+    let pausesReadingWhileOutputIsFull: Bool
+
+    /// - Parameter accepted: A listener accepts these connections (or they are the server end of an
+    ///   in-memory pair): their role for ``ConnectionOptions/readsWhileOutputIsFull``.
+    init(options: ConnectionOptions, isTCP: Bool, accepted: Bool) {
+        self.options = options
+        self.isTCP = isTCP
+        pausesReadingWhileOutputIsFull = !(options.readsWhileOutputIsFull ?? !accepted)
+    }
+}
+
+/// A connection's rarely used state. Loop-confined, like its connection.
+final class ConnectionExtras {
+    var remoteAddress: SocketAddress?
+    var localAddress: SocketAddress?
+    var writableHandler: (() -> Void)?
+    var inputEndedHandler: (() -> Void)?
+    var connectWaiter: UnsafeContinuation<Result<TCPConnection, NetError>, Never>?
+    var connectTimer: ScheduledTimer?
+    /// Timeouts: when bytes were last read, output last moved, anything last happened (loop clock).
+    var timeouts: TimeoutState?
+    /// A send failed with this reason; the connection ends once the sending code has let go of its queue.
+    var writeFailure: CloseReason?
+    /// In-memory pair: the other end.
+    weak var partner: TCPConnection?
+    /// In-memory pair: a send of the output into the partner's room is queued for the next iteration.
+    var memoryWriteQueued = false
+    /// In-memory pair: the partner has ended its output.
+    var memoryPeerEnded = false
+}
+
+extension TCPConnection {
+    /// The extras, created on first use.
+    var ensuredExtras: ConnectionExtras {
+        if let extras { return extras }
+        let made = ConnectionExtras()
+        extras = made
+        return made
+    }
+
+    var cachedRemoteAddress: SocketAddress? {
+        get { extras?.remoteAddress }
+        set { if newValue != nil || extras != nil { ensuredExtras.remoteAddress = newValue } }
+    }
+    var cachedLocalAddress: SocketAddress? {
+        get { extras?.localAddress }
+        set { if newValue != nil || extras != nil { ensuredExtras.localAddress = newValue } }
+    }
+    var writableHandler: (() -> Void)? {
+        get { extras?.writableHandler }
+        set { if newValue != nil || extras != nil { ensuredExtras.writableHandler = newValue } }
+    }
+    var inputEndedHandler: (() -> Void)? {
+        get { extras?.inputEndedHandler }
+        set { if newValue != nil || extras != nil { ensuredExtras.inputEndedHandler = newValue } }
+    }
+    var connectWaiter: UnsafeContinuation<Result<TCPConnection, NetError>, Never>? {
+        get { extras?.connectWaiter }
+        set { if newValue != nil || extras != nil { ensuredExtras.connectWaiter = newValue } }
+    }
+    var connectTimer: ScheduledTimer? {
+        get { extras?.connectTimer }
+        set { if newValue != nil || extras != nil { ensuredExtras.connectTimer = newValue } }
+    }
+    var timeouts: TimeoutState? {
+        get { extras?.timeouts }
+        set { if newValue != nil || extras != nil { ensuredExtras.timeouts = newValue } }
+    }
+    var writeFailure: CloseReason? {
+        get { extras?.writeFailure }
+        set { if newValue != nil || extras != nil { ensuredExtras.writeFailure = newValue } }
+    }
+    var partner: TCPConnection? {
+        get { extras?.partner }
+        set { if newValue != nil || extras != nil { ensuredExtras.partner = newValue } }
+    }
+    var memoryWriteQueued: Bool {
+        get { extras?.memoryWriteQueued ?? false }
+        set { ensuredExtras.memoryWriteQueued = newValue }
+    }
+    var memoryPeerEnded: Bool {
+        get { extras?.memoryPeerEnded ?? false }
+        set { ensuredExtras.memoryPeerEnded = newValue }
     }
 }
 

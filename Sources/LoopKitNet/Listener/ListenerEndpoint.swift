@@ -14,14 +14,13 @@ import Musl
 /// so that other threads can read the count.
 final class ListenerEndpoint: @unchecked Sendable {
     let loop: EventLoop
-    let options: ConnectionOptions
+    /// What every connection this endpoint accepts shares.
+    let profile: ConnectionProfile
     let acceptor: TCPListener.Acceptor
     let unixPath: String?
     let openConnections = Atomic<Int>(0)
 
     private var fd: Int32
-    /// Whether the listening socket is TCP (accepted sockets get the TCP options).
-    private let isTCP: Bool
     private var watch: Watch?
     private var isClosed = false
     private var isPaused = false
@@ -35,8 +34,7 @@ final class ListenerEndpoint: @unchecked Sendable {
     init(loop: EventLoop, fd: Int32, options: ConnectionOptions, acceptor: TCPListener.Acceptor, unixPath: String?) {
         self.loop = loop
         self.fd = fd
-        isTCP = unixPath == nil
-        self.options = options
+        profile = ConnectionProfile(options: options, isTCP: unixPath == nil, accepted: true)
         self.acceptor = acceptor
         self.unixPath = unixPath
     }
@@ -59,8 +57,9 @@ final class ListenerEndpoint: @unchecked Sendable {
     }
 
     private func registerOnLoop() throws(NetError) {
-        // The loop's shutdown stops accepting (its connections end through their own observers).
-        guard loop.addShutdownObserver(ObjectIdentifier(self), { [weak self] in self?.closeOnLoop() }) else {
+        // The loop's shutdown stops accepting and ends the connections accepted here (they have no
+        // observers of their own: one per listener rather than one per connection).
+        guard loop.addShutdownObserver(ObjectIdentifier(self), { [weak self] in self?.loopIsShuttingDown() }) else {
             throw .loopShutDown
         }
         do {
@@ -116,10 +115,17 @@ final class ListenerEndpoint: @unchecked Sendable {
         onLoop { $0.closeOnLoop() }
     }
 
+    /// The loop shuts down: stop accepting, end every connection accepted here.
+    private func loopIsShuttingDown() {
+        closeOnLoop()
+        for connection in Array(connections.values) { connection.end(.shutDown) }
+    }
+
     func closeOnLoop() {
         guard !isClosed else { return }
         isClosed = true
-        loop.removeShutdownObserver(ObjectIdentifier(self))
+        // The observer stays while accepted connections live on: the loop's shutdown ends them.
+        if connections.isEmpty { loop.removeShutdownObserver(ObjectIdentifier(self)) }
         retryTimer?.cancel()
         retryTimer = nil
         watch?.cancel()
@@ -197,19 +203,11 @@ final class ListenerEndpoint: @unchecked Sendable {
             Socket.close(fd)
             return
         }
-        let connection = TCPConnection(loop: loop, fd: fd, isTCP: isTCP, connected: true, accepted: true, options: options)
-        guard !connection.machine.isClosed else { return }
+        let connection = TCPConnection(loop: loop, fd: fd, profile: profile, connected: true, observesShutdown: false)
+        connection.endpoint = self
         connection.start()
-        let key = ObjectIdentifier(connection)
-        connections[key] = connection
+        connections[ObjectIdentifier(connection)] = connection
         openConnections.add(1, ordering: .relaxed)
-        // Weak: a connection may outlive its listener (released while connections are open).
-        connection.closeHandlers.append { [weak self] _ in
-            guard let self else { return }
-            connections[key] = nil
-            openConnections.subtract(1, ordering: .relaxed)
-            resumeDrainWaitersIfDone()
-        }
         switch acceptor {
         case .callback(let onAccept):
             do {
@@ -231,6 +229,14 @@ final class ListenerEndpoint: @unchecked Sendable {
                 resumeDrainWaitersIfDone()
             }
         }
+    }
+
+    /// A connection accepted here ended (called by the connection, before its close handlers).
+    func connectionEnded(_ connection: TCPConnection) {
+        guard connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
+        openConnections.subtract(1, ordering: .relaxed)
+        if isClosed, connections.isEmpty { loop.removeShutdownObserver(ObjectIdentifier(self)) }
+        resumeDrainWaitersIfDone()
     }
 
     private func resumeDrainWaitersIfDone() {
