@@ -2,10 +2,10 @@ import HTTPTypes
 import LoopKit
 import LoopKitNet
 
-/// A request body read as it arrives: an `AsyncSequence` of ``Bytes`` chunks with backpressure, a
+/// A request body read as it arrives: an `AsyncSequence` of `Bytes` chunks with backpressure, a
 /// callback form, and ``collect(upTo:)``.
 ///
-/// Handed to the handler of a streaming route (``HTTPRouter/on(_:_:body:_:)-(_,_,_,(HTTPServerRequest,HTTPRequestBody)->HTTPServerResponse)``)
+/// Handed to the handler of a streaming route (`router.on(_:_:bodyLimit:_:)`, ``HTTPHandler/streaming(limit:_:)``)
 /// as soon as the request head is parsed, before any body byte is read. **Backpressure**: the server
 /// parses the body only while fewer than ``bufferLimit`` bytes wait here unconsumed (so at most that
 /// plus one read, 64 KiB, are buffered); past that the socket is not read (the client's sends then

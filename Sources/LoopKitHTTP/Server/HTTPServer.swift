@@ -111,7 +111,7 @@ public final class HTTPServer: Service, Sendable {
     /// Starts listening on every loop of the group; returns the port. Starting twice returns the same port.
     ///
     /// - Returns: The bound port.
-    /// - Throws: ``HTTPServerError/cannotListen(_:)`` with the ``NetError`` when the address cannot be bound
+    /// - Throws: ``HTTPServerError/cannotListen(_:)`` with the `NetError` when the address cannot be bound
     ///   (in use, not a numeric address, not permitted);
     ///   ``HTTPServerError/invalidConfiguration(_:)`` for a server already stopped.
     ///
