@@ -28,6 +28,31 @@ struct WatchTests {
         #expect(watch.isFinished)
     }
 
+    @Test("a paused watch reports nothing until resumed, and pausing twice or resuming twice does nothing")
+    func pauseAndResume() throws {
+        let driver = try LoopDriver()
+        let pipe = TestPipe()
+        defer { pipe.close() }
+        let fired = Atomic<Int>(0)
+        let watch = try driver.loop.watch(pipe.readEnd, for: .readable) { _ in fired.add(1, ordering: .relaxed) }
+        pipe.makeReadable()
+        watch.pause()
+        watch.pause()
+        #expect(!watch.isActive)
+        try driver.step(3)
+        #expect(fired.load(ordering: .relaxed) == 0)  // readable all along, but paused
+        try watch.resume()
+        try watch.resume()
+        #expect(watch.isActive)
+        try driver.step()
+        #expect(fired.load(ordering: .relaxed) == 1)
+        watch.cancel()
+        try watch.resume()  // a finished watch stays finished
+        #expect(!watch.isActive)
+        try driver.step()
+        #expect(fired.load(ordering: .relaxed) == 1)
+    }
+
     @Test("a writable watch reports writable")
     func writable() throws {
         let driver = try LoopDriver()
