@@ -30,7 +30,7 @@ let package = Package(
             pkgConfig: "libevent_pthreads",
             providers: [.apt(["libevent-dev"])]
         ),
-        // OpenSSL 3 from Debian's libssl-dev: SHA-256 for the demo's /upload (TLS builds on it next).
+        // OpenSSL 3 from Debian's libssl-dev: LoopKitNet's TLS, and SHA-256 for the demo's /upload.
         .systemLibrary(
             name: "COpenSSL",
             pkgConfig: "openssl",
@@ -43,7 +43,7 @@ let package = Package(
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
-        .target(name: "LoopKitNet", dependencies: ["LoopKit"]),
+        .target(name: "LoopKitNet", dependencies: ["LoopKit", "COpenSSL"]),
         // Depends on LoopKitNet for the in-memory connection pair.
         .target(name: "LoopKitTesting", dependencies: ["LoopKit", "LoopKitNet"]),
         .target(name: "CLoopKit"),
@@ -68,7 +68,7 @@ let package = Package(
         .executableTarget(
             name: "LoopDemo",
             dependencies: [
-                "LoopDemoKit", "LoopKitHTTP",
+                "LoopDemoKit", "LoopKitHTTP", "LoopKitNet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

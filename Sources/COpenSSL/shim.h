@@ -1,10 +1,34 @@
 #ifndef LOOPKIT_COPENSSL_SHIM_H
 #define LOOPKIT_COPENSSL_SHIM_H
 
-/* OpenSSL 3 (Debian's libssl-dev): the digests LoopDemo's /upload reports, and the TLS of the
- * connection layer. Only a target's Internal/ folder (or LoopDemoKit's one digest file) imports it. */
+/* OpenSSL 3 (Debian's libssl-dev): TLS for LoopKitNet's connections and the digests LoopDemo's /upload
+ * reports. Only LoopKitNet's Internal/OpenSSL.swift (and LoopDemoKit's one digest file) import it.
+ * The static inline functions stand in for OpenSSL's function-like macros, which Swift cannot call. */
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/err.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <openssl/pem.h>
+
+static inline long loopkit_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version) {
+    return SSL_CTX_set_min_proto_version(ctx, version);
+}
+/* No renegotiation (TLS 1.2) or compression; the server's cipher order; a peer that closes without
+ * close_notify reads as end of file. */
+static inline uint64_t loopkit_SSL_CTX_set_safe_options(SSL_CTX *ctx) {
+    return SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_IGNORE_UNEXPECTED_EOF
+                                    | SSL_OP_CIPHER_SERVER_PREFERENCE);
+}
+static inline long loopkit_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
+static inline long loopkit_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {
+    return SSL_set_tlsext_host_name(ssl, name);
+}
+static inline long loopkit_SSL_CTX_add_extra_chain_cert(SSL_CTX *ctx, X509 *x509) {
+    return SSL_CTX_add_extra_chain_cert(ctx, x509);
+}
+static inline long loopkit_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) {
+    return SSL_CTX_set_session_cache_mode(ctx, mode);
+}
 
 #endif

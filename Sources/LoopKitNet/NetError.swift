@@ -24,6 +24,9 @@ public enum NetError: Error, Equatable, Sendable, CustomStringConvertible {
     case connectionClosed(CloseReason)
     /// The loop has begun to shut down.
     case loopShutDown
+    /// TLS failed: a configuration OpenSSL refused, or a handshake that failed (a certificate that does
+    /// not verify, no protocol in common, a timeout); OpenSSL's reason.
+    case tls(String)
     /// A system call failed: its name and `errno`.
     case system(String, Int32)
 
@@ -38,6 +41,7 @@ public enum NetError: Error, Equatable, Sendable, CustomStringConvertible {
         case .connectTimedOut: "connect timed out"
         case .connectionClosed(let reason): "connection closed (\(reason))"
         case .loopShutDown: "the loop is shutting down"
+        case .tls(let reason): "TLS: \(reason)"
         case .system(let call, let code): "\(call) failed: \(String(cString: strerror(code))) (errno \(code))"
         }
     }
@@ -61,6 +65,9 @@ public enum CloseReason: Sendable, Hashable, CustomStringConvertible {
     case shutDown
     /// Any other socket error, with its `errno`.
     case failed(Int32)
+    /// TLS failed: the handshake (garbage instead of a ClientHello, a certificate refused, a timeout) or a
+    /// record the peer sent; OpenSSL's reason.
+    case tls(String)
 
     /// Which timeout expired.
     public enum Timeout: Sendable, Hashable {
@@ -101,6 +108,7 @@ public enum CloseReason: Sendable, Hashable, CustomStringConvertible {
         case .timedOut(let which): "\(which) timeout"
         case .shutDown: "shut down"
         case .failed(let code): "socket error: \(String(cString: strerror(code))) (errno \(code))"
+        case .tls(let reason): "TLS: \(reason)"
         }
     }
 }

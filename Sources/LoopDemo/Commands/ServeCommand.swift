@@ -2,6 +2,7 @@ import ArgumentParser
 import LoopDemoKit
 import LoopKit
 import LoopKitHTTP
+import LoopKitNet
 import Logging
 import ServiceLifecycle
 #if canImport(Glibc)
@@ -30,7 +31,14 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info (an access line per request), notice, warning, error, critical.")
     var logLevel = "info"
 
+    @Option(name: .customLong("tls-cert"), help: "Serve HTTPS with this PEM certificate chain (with --tls-key).")
+    var tlsCertificate: String?
+
+    @Option(name: .customLong("tls-key"), help: "The PEM private key of --tls-cert.")
+    var tlsKey: String?
+
     func validate() throws {
+        guard (tlsCertificate == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1") }
         guard maxBody >= 0 else { throw ValidationError("--max-body must not be negative") }
@@ -45,6 +53,9 @@ struct ServeCommand: ParsableCommand {
         let group = try LoopGroup(threads: threads, name: "serve")
         var configuration = HTTPServer.Configuration(host: host, port: port)
         configuration.maxBodySize = maxBody
+        if let tlsCertificate, let tlsKey {
+            configuration.tls = try TLSContext(.server(certificateChain: .file(tlsCertificate), privateKey: .file(tlsKey)))
+        }
         let server = HTTPServer(group: group, configuration: configuration,
                                 router: DemoRoutes.router(work: .calibrated(nanosecondsPerItem: 1_000)), logger: logger)
         let port = try server.start()

@@ -42,6 +42,9 @@ public final class HTTPServer: Service, Sendable {
         public var writeLowWaterMark: Int = 16 * 1024
         /// The listen backlog (default 1024).
         public var backlog: Int32 = 1024
+        /// HTTPS: a server `TLSContext` (LoopKitNet) every connection handshakes with before its first
+        /// request; nil (default): plain HTTP. Reload its certificate with `TLSContext.reload(_:)`.
+        public var tls: TLSContext?
 
         /// The largest request body, a shortcut for `limits.maxBodySize` (default 1 MiB).
         public var maxBodySize: Int {
@@ -134,6 +137,7 @@ public final class HTTPServer: Service, Sendable {
             options.backlog = configuration.backlog
             options.connection.writeHighWaterMark = configuration.writeHighWaterMark
             options.connection.writeLowWaterMark = configuration.writeLowWaterMark
+            options.tls = configuration.tls
             let byLoop = Dictionary(uniqueKeysWithValues: contexts.map { (ObjectIdentifier($0.loop), $0) })
             listener = try TCPListener.bind(host: configuration.host, port: configuration.port, on: group, options: options) { tcp in
                 byLoop[ObjectIdentifier(tcp.loop)]?.accept(tcp)

@@ -2,24 +2,34 @@ import Dispatch
 import LoopKit
 
 extension TCPConnection {
-    /// Connects to a numeric address (IPv4, IPv6 or a Unix-domain socket) from a connection on `loop`.
+    /// Connects to a numeric address (IPv4, IPv6 or a Unix-domain socket) from a connection on `loop`,
+    /// with TLS when `tls` is given.
     ///
     /// - Parameters:
     ///   - address: Where to connect.
     ///   - loop: The loop the connection will live on.
     ///   - options: The connection's settings.
-    ///   - timeout: How long the connect may take. Default 10 seconds.
+    ///   - timeout: How long the connect (and the TLS handshake) may take. Default 10 seconds.
+    ///   - tls: A client ``TLSContext``: the connection is returned once the handshake is done and the
+    ///     server's certificate verified. Nil (default): plain TCP.
+    ///   - serverName: The name sent as SNI and that the server's certificate must carry; nil: the
+    ///     address itself (its certificate must then name the IP address).
     /// - Returns: The open connection.
     /// - Throws: ``NetError/connectionRefused(_:)``, ``NetError/connectTimedOut``,
-    ///   ``NetError/loopShutDown``, ``NetError/system(_:_:)`` for other socket errors.
+    ///   ``NetError/loopShutDown``, ``NetError/tls(_:)`` (a failed handshake, a certificate that does
+    ///   not verify, with OpenSSL's reason), ``NetError/system(_:_:)`` for other socket errors.
     ///
     /// Safe from any thread. The corresponding system call is a non-blocking `connect`.
     public static func connect(
         to address: SocketAddress, on loop: EventLoop, options: ConnectionOptions = .init(),
-        timeout: Duration = .seconds(10)
+        timeout: Duration = .seconds(10), tls: TLSContext? = nil, serverName: String? = nil
     ) async throws(NetError) -> TCPConnection {
         let deadline = loop.clockNanoseconds &+ UInt64(max(0, timeout / .nanoseconds(1)))
-        return try await connect(toAny: [address], on: loop, options: options, deadline: deadline)
+        let secure = try tls.map { context throws(NetError) in
+            guard context.role == .client else { throw .tls("connect needs a client TLSContext (this one is a server's)") }
+            return SecureConnect(context: context, serverName: serverName ?? address.host)
+        }
+        return try await connect(toAny: [address], on: loop, options: options, deadline: deadline, tls: secure)
     }
 
     /// Resolves `host` (off the loop's thread, with the system resolver: `/etc/hosts`, then DNS), then
@@ -31,7 +41,9 @@ extension TCPConnection {
     ///   - port: The port, 1 to 65535.
     ///   - loop: The loop the connection will live on.
     ///   - options: The connection's settings.
-    ///   - timeout: How long resolution and connect together may take. Default 10 seconds.
+    ///   - timeout: How long resolution, connect and TLS handshake together may take. Default 10 seconds.
+    ///   - tls: A client ``TLSContext``; `host` is then sent as SNI and must be named by the server's
+    ///     certificate. Nil (default): plain TCP.
     /// - Returns: The open connection.
     /// - Throws: ``NetError/nameResolutionFailed(host:reason:)`` besides what
     ///   ``connect(to:on:options:timeout:)`` throws; ``NetError/invalidAddress(_:)`` for a bad port.
@@ -39,7 +51,7 @@ extension TCPConnection {
     /// Safe from any thread. The corresponding C call is `getaddrinfo`, on a Dispatch queue.
     public static func connect(
         host: String, port: Int, on loop: EventLoop, options: ConnectionOptions = .init(),
-        timeout: Duration = .seconds(10)
+        timeout: Duration = .seconds(10), tls: TLSContext? = nil
     ) async throws(NetError) -> TCPConnection {
         guard (1...65_535).contains(port) else { throw .invalidAddress("port \(port) is out of range 1...65535") }
         let numeric: SocketAddress?
@@ -48,7 +60,7 @@ extension TCPConnection {
         } catch {
             numeric = nil  // not a numeric address: a name, resolved below (its failures are thrown there)
         }
-        if let numeric { return try await connect(to: numeric, on: loop, options: options, timeout: timeout) }
+        if let numeric { return try await connect(to: numeric, on: loop, options: options, timeout: timeout, tls: tls, serverName: host) }
         let deadline = loop.clockNanoseconds &+ UInt64(max(0, timeout / .nanoseconds(1)))
         let resolved = await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<[SocketAddress], NetError>, Never>) in
@@ -57,12 +69,17 @@ extension TCPConnection {
         } onCancel: {}
         let addresses = try resolved.get()
         guard loop.clockNanoseconds < deadline else { throw .connectTimedOut }
-        return try await connect(toAny: addresses, on: loop, options: options, deadline: deadline)
+        let secure = try tls.map { context throws(NetError) in
+            guard context.role == .client else { throw .tls("connect needs a client TLSContext (this one is a server's)") }
+            return SecureConnect(context: context, serverName: host)
+        }
+        return try await connect(toAny: addresses, on: loop, options: options, deadline: deadline, tls: secure)
     }
 
     /// Tries `addresses` in order until one connects; throws the last failure.
     private static func connect(
-        toAny addresses: [SocketAddress], on loop: EventLoop, options: ConnectionOptions, deadline: UInt64
+        toAny addresses: [SocketAddress], on loop: EventLoop, options: ConnectionOptions, deadline: UInt64,
+        tls: SecureConnect?
     ) async throws(NetError) -> TCPConnection {
         var lastError = NetError.connectTimedOut
         for address in addresses {
@@ -70,7 +87,7 @@ extension TCPConnection {
             guard now < deadline else { throw .connectTimedOut }
             let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<TCPConnection, NetError>, Never>) in
                 let work: @Sendable () -> Void = {
-                    startConnect(to: address, on: loop, options: options,
+                    startConnect(to: address, on: loop, options: options, tls: tls,
                                  timeout: .nanoseconds(Int64(deadline - now)), continuation: continuation)
                 }
                 if loop.isCurrent {
@@ -83,6 +100,7 @@ extension TCPConnection {
             case .success(let connection):
                 return connection
             case .failure(let error):
+                if case .tls = error { throw error }  // the server answered: another address would not help
                 if error == .loopShutDown || error == .connectTimedOut { throw error }
                 lastError = error
             }
@@ -93,8 +111,8 @@ extension TCPConnection {
     /// Opens a socket and starts a non-blocking connect; the connection resumes `continuation` once.
     /// Loop thread only.
     private static func startConnect(
-        to address: SocketAddress, on loop: EventLoop, options: ConnectionOptions, timeout: Duration,
-        continuation: UnsafeContinuation<Result<TCPConnection, NetError>, Never>
+        to address: SocketAddress, on loop: EventLoop, options: ConnectionOptions, tls: SecureConnect?,
+        timeout: Duration, continuation: UnsafeContinuation<Result<TCPConnection, NetError>, Never>
     ) {
         guard loop.isAcceptingWork else {
             continuation.resume(returning: .failure(.loopShutDown))
@@ -115,6 +133,7 @@ extension TCPConnection {
             return
         }
         connection.connectWaiter = continuation
+        connection.extras?.secureConnect = tls
         do throws(NetError) {
             switch try Socket.connect(fd, to: address) {
             case .connected:
@@ -161,21 +180,42 @@ extension TCPConnection {
 
     /// The connect finished: start the connection and hand it out. Loop thread only.
     private func connectDidFinish() {
-        connectTimer?.cancel()
-        connectTimer = nil
         writeWatch?.cancel()  // the connect's watch; output makes its own when it needs one
         writeWatch = nil
         isWriteWatchActive = false
         _ = machine.connected()
         start()
-        if let waiter = connectWaiter {
-            connectWaiter = nil
+        guard let secure = extras?.secureConnect, !machine.isClosed else {
+            resumeConnectWaiter(nil)
+            return
+        }
+        // The connect's timer still runs: it bounds the handshake too.
+        startTLS(secure.context, serverName: secure.serverName) { [unowned self] error in resumeConnectWaiter(error) }
+    }
+
+    /// Hands the connection (or the error) to whoever awaits the connect. Loop thread only.
+    private func resumeConnectWaiter(_ error: NetError?) {
+        connectTimer?.cancel()
+        connectTimer = nil
+        extras?.secureConnect = nil
+        guard let waiter = connectWaiter else { return }
+        connectWaiter = nil
+        if let error {
+            waiter.resume(returning: .failure(error))
+        } else {
             waiter.resume(returning: machine.isClosed ? .failure(.loopShutDown) : .success(self))
         }
     }
 
     /// Fails the connect with `error` and ends the (never handed out) connection. Loop thread only.
     func connectDidFail(error: NetError) {
+        if isHandshaking {  // the connect's timer fired during the TLS handshake
+            let waiter = connectWaiter
+            connectWaiter = nil
+            waiter?.resume(returning: .failure(error))
+            end(.tls("the handshake did not finish within the connect's timeout"))
+            return
+        }
         guard case .connecting = machine.state else { return }
         if let waiter = connectWaiter {
             connectWaiter = nil
@@ -183,4 +223,10 @@ extension TCPConnection {
         }
         perform(machine.failed(.failed(0)))
     }
+}
+
+/// A client TLS handshake to run once the connect is done.
+struct SecureConnect: Sendable {
+    let context: TLSContext
+    let serverName: String
 }

@@ -61,6 +61,7 @@ extension TCPConnection {
         }
         guard wanted != isReadWatchActive, let readWatch else { return }
         isReadWatchActive = wanted
+        if wanted, let tls, tls.hasPendingBytes { queueTLSRead() }  // what the socket will not announce
         if wanted {
             timeouts?.readingResumed(at: loop.clockNanoseconds)
             do {
@@ -75,6 +76,10 @@ extension TCPConnection {
 
     /// The read watch fired (and the first read tried at accept).
     func socketIsReadable() {
+        if isHandshaking {
+            continueHandshake()
+            return
+        }
         guard fd >= 0, wantsToRead else {
             updateReadInterest()
             return
@@ -83,24 +88,25 @@ extension TCPConnection {
         if input.isEmpty && (readHandler != nil || readWaiter != nil) {
             // Nothing left over: read into the loop's shared buffer and lend the bytes there.
             let limit = min(shared.readCapacity, profile.options.readHighWaterMark)
-            transfer = Socket.read(fd, into: shared.read, count: limit)
+            transfer = readSome(into: shared.read, count: limit)
             if case .moved(let count) = transfer {
                 timeouts?.read(at: loop.clockNanoseconds)
                 deliver(UnsafeRawBufferPointer(start: shared.read, count: count), fromSharedBuffer: true)
+                afterTLSRead()
                 return
             }
         } else {
             // Bytes are left over (or nobody reads yet): extend the connection's own buffer.
             let room = min(profile.options.readHighWaterMark - input.count, shared.readCapacity)
-            let fd = fd
             transfer = input.append(upTo: max(room, InputBuffer.growth)) { target, capacity in
-                let transfer = Socket.read(fd, into: target, count: min(capacity, room))
+                let transfer = readSome(into: target, count: min(capacity, room))
                 if case .moved(let count) = transfer { return (count, transfer) }
                 return (0, transfer)
             }
             if case .moved = transfer {
                 timeouts?.read(at: loop.clockNanoseconds)
                 deliverInput()
+                afterTLSRead()
                 return
             }
         }
@@ -111,6 +117,30 @@ extension TCPConnection {
             peerEndedOutput()
         case .failed(let reason):
             end(reason)
+        }
+    }
+
+    /// One read: from the socket, or decrypted by the TLS session.
+    @inline(__always)
+    private func readSome(into buffer: UnsafeMutableRawPointer, count: Int) -> Socket.Transfer {
+        if let tls { return tls.read(into: buffer, count: count) }
+        return Socket.read(fd, into: buffer, count: count)
+    }
+
+    /// After a TLS read: bytes OpenSSL decrypted and holds are not announced by the socket again, so
+    /// they are read in the next iteration; output a read unblocked (a key update) is sent.
+    private func afterTLSRead() {
+        guard let tls, !machine.isClosed else { return }
+        if tls.hasPendingBytes, wantsToRead { queueTLSRead() }
+        if !output.isEmpty { writeOut() }
+    }
+
+    /// Reads what the TLS session holds, in the loop's next iteration.
+    func queueTLSRead() {
+        do {
+            try loop.enqueue { [self] in if !machine.isClosed, wantsToRead { socketIsReadable() } }
+        } catch {
+            // Refused: the loop is shutting down and its shutdown ends this connection.
         }
     }
 

@@ -145,7 +145,7 @@ extension TCPConnection {
     func transmit(_ vectors: UnsafePointer<iovec>, _ count: Int) -> Int {
         if isInMemory { return pushToPartner(vectors, count) }
         guard fd >= 0 else { return 0 }
-        switch Socket.write(fd, vectors, count: count) {
+        switch tls?.write(vectors, count: count) ?? Socket.write(fd, vectors, count: count) {
         case .moved(let sent):
             timeouts?.wrote(at: loop.clockNanoseconds)
             return sent
@@ -180,7 +180,7 @@ extension TCPConnection {
     }
 
     /// Watches for the socket to take more (or, in memory, waits for the partner to make room).
-    private func watchForWritable() {
+    func watchForWritable() {
         guard !isInMemory, !isWriteWatchActive, fd >= 0 else { return }
         timeouts?.outputStarted(at: loop.clockNanoseconds)
         do {
@@ -197,6 +197,10 @@ extension TCPConnection {
 
     /// Writes queued output until the socket is full or the queue is empty.
     func writeOut() {
+        if isHandshaking {
+            continueHandshake()
+            return
+        }
         while !output.isEmpty, !machine.isClosed {
             let sent = output.send { vectors, count in
                 let sent = transmit(vectors, count)

@@ -59,6 +59,10 @@ public final class TCPConnection: @unchecked Sendable {
     var closeHandlers: [(CloseReason) -> Void] = []
     var readWaiter: UnsafeContinuation<Result<Bytes?, NetError>, Never>?
     var writeWaiters: [UnsafeContinuation<Result<Void, NetError>, Never>] = []
+    /// The connection's TLS session, if it speaks TLS.
+    var tls: TLSSession?
+    /// The TLS handshake is under way: readiness drives it, not reads and writes.
+    var isHandshaking = false
     /// The listener endpoint that accepted the connection: kept alive by it, and told when it ends.
     var endpoint: ListenerEndpoint?
     /// The connection registered a shutdown observer of its own (it was not accepted by a listener).
@@ -290,6 +294,7 @@ public final class TCPConnection: @unchecked Sendable {
         isReadWatchActive = false
         isWriteWatchActive = false
         if fd >= 0 {
+            if let tls, !reset, !isHandshaking, reason.isClean { tls.sendCloseNotify() }
             if reset { Socket.resetOnClose(fd) }
             Socket.close(fd)
             fd = -1
@@ -297,6 +302,11 @@ public final class TCPConnection: @unchecked Sendable {
         if isInMemory { partner?.partnerEndedOutput() }
         output.removeAll()
         if !inReadDispatch { input.release() }  // a handler may be reading it: released when it returns
+        if let completion = extras?.handshakeCompletion {
+            extras?.handshakeCompletion = nil
+            completion(reason == .shutDown ? .loopShutDown : .connectionClosed(reason))
+        }
+        extras?.handshakeTimer?.cancel()
         if let waiter = connectWaiter {
             connectWaiter = nil
             waiter.resume(returning: .failure(reason == .shutDown ? .loopShutDown : .connectionClosed(reason)))
@@ -361,6 +371,11 @@ final class ConnectionExtras {
     var timeouts: TimeoutState?
     /// A send failed with this reason; the connection ends once the sending code has let go of its queue.
     var writeFailure: CloseReason?
+    /// The TLS handshake's end: told once, nil when done (or the error); and its timeout.
+    var handshakeCompletion: ((NetError?) -> Void)?
+    var handshakeTimer: ScheduledTimer?
+    /// A client's TLS handshake to run once its connect is done.
+    var secureConnect: SecureConnect?
     /// In-memory pair: the other end.
     weak var partner: TCPConnection?
     /// In-memory pair: a send of the output into the partner's room is queued for the next iteration.

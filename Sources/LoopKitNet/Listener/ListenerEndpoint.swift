@@ -31,7 +31,12 @@ final class ListenerEndpoint: @unchecked Sendable {
     private var runningHandlers = 0
     private var retryTimer: ScheduledTimer?
 
-    init(loop: EventLoop, fd: Int32, options: ConnectionOptions, acceptor: TCPListener.Acceptor, unixPath: String?) {
+    /// TLS for the accepted connections, if they speak it.
+    let tls: TLSContext?
+
+    init(loop: EventLoop, fd: Int32, options: ConnectionOptions, tls: TLSContext?, acceptor: TCPListener.Acceptor,
+         unixPath: String?) {
+        self.tls = tls
         self.loop = loop
         self.fd = fd
         profile = ConnectionProfile(options: options, isTCP: unixPath == nil, accepted: true)
@@ -208,6 +213,18 @@ final class ListenerEndpoint: @unchecked Sendable {
         connection.start()
         connections[ObjectIdentifier(connection)] = connection
         openConnections.add(1, ordering: .relaxed)
+        guard let tls else {
+            hand(connection)
+            return
+        }
+        // A TLS connection reaches the handler once its handshake is done; a failed one never does.
+        connection.startTLS(tls, serverName: nil) { [weak self, unowned connection] error in
+            if error == nil { self?.hand(connection) }
+        }
+    }
+
+    /// Gives an accepted (and, with TLS, handshaken) connection to the listener's handler.
+    private func hand(_ connection: TCPConnection) {
         switch acceptor {
         case .callback(let onAccept):
             do {

@@ -127,6 +127,9 @@ public final class TCPListener: Sendable {
         to address: SocketAddress, loops: [EventLoop], options: ListenerOptions, acceptor: Acceptor
     ) throws(NetError) -> TCPListener {
         let reusePort = loops.count > 1
+        if let tls = options.tls, tls.role != .server {
+            throw .tls("a listener needs a server TLSContext (this one is a client's)")
+        }
         if address.family == .unix, loops.count > 1 {
             throw .invalidAddress("a Unix-domain socket listens on one loop, not \(loops.count)")
         }
@@ -138,7 +141,7 @@ public final class TCPListener: Sendable {
                 if bound.family != .unix, bound.port == 0, let actual = Socket.localAddress(of: fd) {
                     bound = actual  // the rest of the group binds the port the kernel picked
                 }
-                let endpoint = ListenerEndpoint(loop: loop, fd: fd, options: options.connection, acceptor: acceptor,
+                let endpoint = ListenerEndpoint(loop: loop, fd: fd, options: options.connection, tls: options.tls, acceptor: acceptor,
                                                 unixPath: address.family == .unix ? address.host : nil)
                 endpoints.append(endpoint)
                 try endpoint.register()

@@ -1,0 +1,71 @@
+import LoopKit
+
+extension TCPConnection {
+    /// What the TLS handshake agreed on (version, ALPN, the peer's certificate); nil for a plain
+    /// connection. Call on the loop's thread.
+    public var tlsInfo: TLSConnectionInfo? {
+        checkThread()
+        guard let tls, !isHandshaking else { return nil }
+        return TLSConnectionInfo(version: tls.version, applicationProtocol: tls.applicationProtocol,
+                                 peerCertificate: tls.peerCertificate, peerSubject: tls.peerSubject)
+    }
+
+    /// Starts a TLS handshake on the open socket; `completion` runs once, on the loop: with nil when the
+    /// handshake is done, or with the error once the connection has ended (a failed handshake, its
+    /// timeout, the peer leaving). Loop thread only.
+    func startTLS(_ context: TLSContext, serverName: String?, completion: @escaping (NetError?) -> Void) {
+        let handle = context.handle
+        do throws(NetError) {
+            tls = try TLSSession(context: handle, fd: fd, serverName: serverName)
+        } catch {
+            completion(error)
+            end(.tls("\(error)"))
+            return
+        }
+        isHandshaking = true
+        ensuredExtras.handshakeCompletion = completion
+        do {
+            extras?.handshakeTimer = try loop.schedule(after: handle.handshakeTimeout) { [weak self] in
+                self?.handshakeFailed("the handshake did not finish within \(handle.handshakeTimeout)")
+            }
+        } catch {
+            // The loop is shutting down: its shutdown ends this connection and tells the completion.
+        }
+        continueHandshake()
+    }
+
+    /// The socket is ready: take the handshake a step further. Loop thread only.
+    func continueHandshake() {
+        guard let tls, isHandshaking, !machine.isClosed else { return }
+        switch tls.handshake() {
+        case .done:
+            isHandshaking = false
+            extras?.handshakeTimer?.cancel()
+            extras?.handshakeTimer = nil
+            if output.isEmpty, isWriteWatchActive {
+                isWriteWatchActive = false
+                writeWatch?.pause()
+            }
+            let completion = extras?.handshakeCompletion
+            extras?.handshakeCompletion = nil
+            completion?(nil)
+        case .wantRead:
+            if isWriteWatchActive, output.isEmpty {
+                isWriteWatchActive = false
+                writeWatch?.pause()
+            }
+        case .wantWrite:
+            watchForWritable()
+        case .failed(let reason):
+            handshakeFailed(reason)
+        }
+    }
+
+    private func handshakeFailed(_ reason: String) {
+        guard isHandshaking, !machine.isClosed else { return }
+        let completion = extras?.handshakeCompletion
+        extras?.handshakeCompletion = nil
+        completion?(.tls(reason))
+        end(.tls(reason))
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import LoopKit
+import LoopKitNet
+
+/// A throwaway CA and certificates, made once per test run with the `openssl` command into a temporary
+/// folder: a CA, a server certificate for `localhost` and 127.0.0.1 (ECDSA P-256), a second server
+/// certificate (for reloads), one for the wrong host, and a client certificate (mutual TLS). No key is
+/// committed to the repository.
+struct TestCertificates: Sendable {
+    let folder: String
+    var caPEM: String { folder + "/ca.pem" }
+    var serverPEM: String { folder + "/server.pem" }
+    var serverKey: String { folder + "/server.key" }
+    var renewedPEM: String { folder + "/renewed.pem" }
+    var renewedKey: String { folder + "/renewed.key" }
+    var wrongHostPEM: String { folder + "/wronghost.pem" }
+    var wrongHostKey: String { folder + "/wronghost.key" }
+    var clientPEM: String { folder + "/client.pem" }
+    var clientKey: String { folder + "/client.key" }
+
+    /// Made on first use (thread-safe: a static's initialiser runs once).
+    static let shared: TestCertificates = {
+        let folder = NSTemporaryDirectory() + "loopkit-tls-\(getpid())"
+        try? FileManager.default.removeItem(atPath: folder)  // test support: a stale folder is fine to lose
+        try! FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let script = """
+        set -e
+        cd '\(folder)'
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem \
+            -subj /CN=LoopKit-Test-CA -days 2
+        issue() {  # name cn san
+            openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout $1.key -out $1.csr -subj /CN=$2
+            printf "subjectAltName=$3\\n" > $1.ext
+            openssl x509 -req -in $1.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $1.pem -days 2 -extfile $1.ext
+        }
+        issue server localhost DNS:localhost,IP:127.0.0.1
+        issue renewed localhost-renewed DNS:localhost,IP:127.0.0.1
+        issue wronghost elsewhere.example DNS:elsewhere.example
+        issue client loopkit-client DNS:client.example
+        """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", script]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try! process.run()
+        process.waitUntilExit()
+        precondition(process.terminationStatus == 0, "openssl could not make the test certificates")
+        return TestCertificates(folder: folder)
+    }()
+
+    /// A server context presenting the `localhost` certificate.
+    func serverContext(_ adjust: (inout TLSConfiguration) -> Void = { _ in }) throws -> TLSContext {
+        var configuration = TLSConfiguration.server(certificateChain: .file(serverPEM), privateKey: .file(serverKey))
+        adjust(&configuration)
+        return try TLSContext(configuration)
+    }
+
+    /// A client context trusting the test CA.
+    func clientContext(_ adjust: (inout TLSConfiguration) -> Void = { _ in }) throws -> TLSContext {
+        var configuration = TLSConfiguration.client(trustRoots: .certificates(.file(caPEM)))
+        adjust(&configuration)
+        return try TLSContext(configuration)
+    }
+}
+
+/// Runs a command to its end; returns its exit status and standard output (standard error is dropped).
+/// With `posix_spawn` and `waitpid`, not Foundation's `Process`, whose wait runs a run loop.
+func run(_ executable: String, _ arguments: [String], input: Data? = nil) throws -> (status: Int32, output: String) {
+    var toChild: [Int32] = [-1, -1]
+    var fromChild: [Int32] = [-1, -1]
+    guard pipe(&toChild) == 0, pipe(&fromChild) == 0 else { throw NetError.system("pipe", errno) }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
+    posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    for fd in toChild + fromChild { posix_spawn_file_actions_addclose(&actions, fd) }
+    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var pid: pid_t = 0
+    let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+    Glibc.close(toChild[0])
+    Glibc.close(fromChild[1])
+    guard spawned == 0 else {
+        Glibc.close(toChild[1])
+        Glibc.close(fromChild[0])
+        throw NetError.system("posix_spawn", spawned)
+    }
+    if let input {
+        _ = input.withUnsafeBytes { Glibc.write(toChild[1], $0.baseAddress, $0.count) }
+    }
+    Glibc.close(toChild[1])
+    var output: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = chunk.withUnsafeMutableBytes { Glibc.read(fromChild[0], $0.baseAddress, $0.count) }
+        if count <= 0 { break }
+        output += chunk[..<count]
+    }
+    Glibc.close(fromChild[0])
+    var status: Int32 = 0
+    _ = waitpid(pid, &status, 0)
+    let exited = status & 0x7F == 0
+    return (exited ? (status >> 8) & 0xFF : 128 + (status & 0x7F), String(decoding: output, as: UTF8.self))
+}

@@ -1,0 +1,310 @@
+import Foundation
+import LoopKit
+import LoopKitNet
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// TLS on the connection layer: verified handshakes both ways, refusals with OpenSSL's reasons, bad input
+/// that ends one connection and never the server, reload, mutual TLS, ALPN, and real peers (`openssl`).
+@Suite("TLS: handshakes, verification, bad input, reload, mutual TLS, real peers")
+struct TLSTests {
+    let certificates = TestCertificates.shared
+
+    /// A one-loop TLS listener that answers each line with `echo: LINE` and closes; records how each
+    /// connection ended and what its handshake agreed on.
+    func withServer(
+        _ context: TLSContext,
+        _ body: (EventLoop, SocketAddress, Recorder<CloseReason>, Recorder<TLSConnectionInfo>) async throws -> Void
+    ) async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        var options = ListenerOptions()
+        options.tls = context
+        let reasons = Recorder<CloseReason>()
+        let infos = Recorder<TLSConnectionInfo>()
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], options: options, onAccept: { connection in
+            if let info = connection.tlsInfo { infos.record(info) }
+            connection.onClose { reasons.record($0) }
+            connection.onRead { bytes in
+                guard let newline = bytes.firstIndex(of: UInt8(ascii: "\n")) else { return 0 }
+                do {
+                    try connection.write("echo: " + String(decoding: bytes[..<newline], as: UTF8.self) + "\n")
+                } catch {
+                    return bytes.count
+                }
+                connection.close()
+                return newline + 1
+            }
+        })
+        try await body(group.loops[0], listener.localAddress, reasons, infos)
+        await listener.shutdown()
+    }
+
+    /// Connects with `client`, sends a line, returns the answer.
+    func exchange(_ line: String, at address: SocketAddress, on loop: EventLoop, client: TLSContext,
+                  serverName: String? = "localhost") async throws -> String {
+        try await onLoop(loop) {
+            let connection = try await TCPConnection.connect(to: address, on: loop, tls: client, serverName: serverName)
+            try await connection.send(line + "\n")
+            return String(decoding: try await readToEnd(from: connection), as: UTF8.self)
+        }
+    }
+
+    @Test func aVerifiedClientAndServerSpeakTLS13() async throws {
+        try await withServer(try certificates.serverContext()) { loop, address, reasons, infos in
+            let answer = try await exchange("hello", at: address, on: loop, client: try certificates.clientContext())
+            #expect(answer == "echo: hello\n")
+            #expect(infos.all.first?.version == "TLSv1.3")
+            #expect(await eventually { reasons.all == [.closedLocally] })
+        }
+    }
+
+    @Test func tls12IsAcceptedAndAMinimumOfTLS13RefusesIt() async throws {
+        try await withServer(try certificates.serverContext { $0.minimumVersion = .tls13 }) { loop, address, _, _ in
+            let old = try run("/usr/bin/openssl", ["s_client", "-connect", "\(address)", "-tls1_2", "-CAfile", certificates.caPEM],
+                              input: Data())
+            #expect(old.status != 0)  // the server refuses TLS 1.2
+            #expect(try await exchange("v13", at: address, on: loop, client: try certificates.clientContext()) == "echo: v13\n")
+        }
+        try await withServer(try certificates.serverContext()) { loop, address, _, infos in
+            let client = try certificates.clientContext { $0.cipherList = "ECDHE-ECDSA-AES128-GCM-SHA256" }
+            _ = client
+            let tls12 = try run("/usr/bin/openssl", ["s_client", "-connect", "\(address)", "-tls1_2", "-CAfile", certificates.caPEM,
+                                                     "-verify_return_error", "-quiet"], input: Data("v12\n".utf8))
+            #expect(tls12.output == "echo: v12\n")
+            #expect(await eventually { infos.all.first?.version == "TLSv1.2" })
+            _ = loop
+        }
+    }
+
+    @Test func theClientRefusesACertificateForAnotherHost() async throws {
+        let server = try TLSContext(.server(certificateChain: .file(certificates.wrongHostPEM), privateKey: .file(certificates.wrongHostKey)))
+        try await withServer(server) { loop, address, reasons, infos in
+            await #expect {
+                _ = try await exchange("x", at: address, on: loop, client: try certificates.clientContext())
+            } throws: { error in
+                guard case NetError.tls(let reason) = error else { return false }
+                return reason.contains("certificate verify failed") && reason.contains("hostname mismatch")
+            }
+            #expect(await eventually { reasons.all.count == 1 })
+            #expect(infos.all.isEmpty)  // the handler never saw it
+        }
+    }
+
+    @Test func aServerTheTrustRootsDoNotVouchForIsRefusedAndVerificationOffIsNamedSo() async throws {
+        try await withServer(try certificates.serverContext()) { loop, address, _, _ in
+            await #expect {
+                _ = try await exchange("x", at: address, on: loop, client: try TLSContext(.client()))  // the system's roots
+            } throws: { error in
+                guard case NetError.tls(let reason) = error else { return false }
+                return reason.contains("certificate verify failed")
+            }
+            let trusting = try TLSContext(TLSConfiguration(role: .client, verification: .insecureNoVerification))
+            #expect(try await exchange("anyway", at: address, on: loop, client: trusting) == "echo: anyway\n")
+        }
+    }
+
+    @Test func garbageInsteadOfAClientHelloEndsThatConnectionOnly() async throws {
+        try await withServer(try certificates.serverContext()) { loop, address, reasons, infos in
+            let raw = try RawSocket(port: address.port)
+            raw.send(Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+            _ = raw.readUntilClosed()  // the server ends it (an alert at most)
+            raw.close()
+            #expect(await eventually { reasons.all.count == 1 })
+            guard case .tls(let reason)? = reasons.all.first else {
+                Issue.record("ended with \(reasons.all), not a TLS failure")
+                return
+            }
+            #expect(reason.contains("wrong version number") || reason.contains("http request"))
+            #expect(infos.all.isEmpty)
+            #expect(try await exchange("after", at: address, on: loop, client: try certificates.clientContext()) == "echo: after\n")
+        }
+    }
+
+    @Test func aClientThatStallsMidHandshakeTimesOut() async throws {
+        try await withServer(try certificates.serverContext { $0.handshakeTimeout = .milliseconds(100) }) { _, address, reasons, infos in
+            let raw = try RawSocket(port: address.port)
+            raw.send([0x16, 0x03, 0x01, 0x02, 0x00, 0x01])  // the first bytes of a ClientHello, then nothing
+            _ = raw.readUntilClosed()
+            raw.close()
+            #expect(await eventually { reasons.all.count == 1 })
+            guard case .tls(let reason)? = reasons.all.first else {
+                Issue.record("ended with \(reasons.all), not a TLS failure")
+                return
+            }
+            #expect(reason.contains("did not finish"))
+            #expect(infos.all.isEmpty)
+        }
+    }
+
+    @Test func mutualTLSRequiresAClientCertificateAndShowsIt() async throws {
+        let server = try certificates.serverContext {
+            $0.verification = .full
+            $0.trustRoots = .certificates(.file(certificates.caPEM))
+        }
+        try await withServer(server) { loop, address, reasons, infos in
+            await #expect(throws: NetError.self) {  // no client certificate: the server refuses
+                let answer = try await exchange("anonymous", at: address, on: loop, client: try certificates.clientContext())
+                if answer.isEmpty { throw NetError.tls("refused after the handshake") }  // TLS 1.3 refuses late
+            }
+            let client = try certificates.clientContext {
+                $0.certificateChain = .file(certificates.clientPEM)
+                $0.privateKey = .file(certificates.clientKey)
+            }
+            #expect(try await exchange("me", at: address, on: loop, client: client) == "echo: me\n")
+            #expect(await eventually { infos.all.contains { $0.peerSubject?.contains("loopkit-client") == true } })
+            #expect(infos.all.last?.peerCertificate?.isEmpty == false)
+            _ = reasons
+        }
+    }
+
+    @Test func aReloadedCertificateServesTheHandshakesAfterIt() async throws {
+        let context = try certificates.serverContext()
+        try await withServer(context) { loop, address, _, _ in
+            let subjects = Recorder<String>()
+            func peerSubject() async throws -> String? {
+                try await onLoop(loop) {
+                    let connection = try await TCPConnection.connect(to: address, on: loop, tls: try certificates.clientContext(),
+                                                                     serverName: "localhost")
+                    let subject = connection.tlsInfo?.peerSubject
+                    connection.abort()
+                    return subject
+                }
+            }
+            subjects.record(try await peerSubject() ?? "-")
+            try context.reload(.server(certificateChain: .file(certificates.renewedPEM), privateKey: .file(certificates.renewedKey)))
+            subjects.record(try await peerSubject() ?? "-")
+            #expect(subjects.all.count == 2)
+            #expect(subjects.all[0].hasSuffix("CN=localhost"))
+            #expect(subjects.all[1].hasSuffix("CN=localhost-renewed"))
+            #expect(throws: NetError.self) {  // a key that does not match: refused, the old one stays
+                try context.reload(.server(certificateChain: .file(certificates.renewedPEM), privateKey: .file(certificates.serverKey)))
+            }
+        }
+    }
+
+    @Test func alpnAgreesOnTheServersFirstCommonProtocol() async throws {
+        try await withServer(try certificates.serverContext { $0.applicationProtocols = ["http/1.1"] }) { loop, address, _, infos in
+            let client = try certificates.clientContext { $0.applicationProtocols = ["h2", "http/1.1"] }
+            #expect(try await exchange("alpn", at: address, on: loop, client: client) == "echo: alpn\n")
+            #expect(infos.all.first?.applicationProtocol == "http/1.1")
+        }
+    }
+
+    @Test func opensslsClientVerifiesTheServerAndIsAnswered() async throws {
+        try await withServer(try certificates.serverContext()) { _, address, reasons, _ in
+            let result = try run("/usr/bin/openssl", ["s_client", "-connect", "\(address)", "-servername", "localhost",
+                                                      "-CAfile", certificates.caPEM, "-verify_return_error", "-quiet"],
+                                 input: Data("from s_client\n".utf8))
+            #expect(result.status == 0)
+            #expect(result.output == "echo: from s_client\n")
+            #expect(await eventually { reasons.all == [.closedLocally] })
+        }
+    }
+
+    @Test func theClientTalksToOpenSSLsServer() async throws {
+        let port = try RawSocket.freePort()
+        let arguments = ["openssl", "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificates.serverPEM,
+                         "-key", certificates.serverKey, "-www", "-quiet"]
+        let argv = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var pid: pid_t = 0
+        #expect(posix_spawn(&pid, "/usr/bin/openssl", &actions, nil, argv, environ) == 0)
+        defer {
+            kill(pid, SIGTERM)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+        }
+        #expect(await eventually { (try? RawSocket(port: port)).map { $0.close(); return true } ?? false })
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let page = try await onLoop(loop) {
+            let connection = try await TCPConnection.connect(host: "127.0.0.1", port: port, on: loop,
+                                                             tls: try certificates.clientContext())
+            try await connection.send("GET / HTTP/1.0\r\n\r\n")
+            return String(decoding: try await readToEnd(from: connection), as: UTF8.self)
+        }
+        #expect(page.hasPrefix("HTTP/1.0 200 ok"))
+    }
+
+    @Test func fiveHundredHandshakesLeakNoDescriptor() async throws {
+        try await withServer(try certificates.serverContext()) { loop, address, reasons, _ in
+            let client = try certificates.clientContext()
+            _ = try await exchange("warm-up", at: address, on: loop, client: client)
+            #expect(await eventually { reasons.all.count == 1 })
+            let before = openFileDescriptorCount()
+            for index in 0..<500 {
+                _ = try await exchange("n\(index)", at: address, on: loop, client: client)
+            }
+            #expect(await eventually { reasons.all.count == 501 })
+            #expect(await eventually { openFileDescriptorCount() <= before })
+        }
+    }
+}
+
+/// A blocking client socket on 127.0.0.1, for raw bytes.
+final class RawSocket: Sendable {
+    let fd: Int32
+
+    init(port: Int) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var timeout = timeval(tv_sec: 20, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else {
+            Glibc.close(fd)
+            throw NetError.system("connect", errno)
+        }
+        self.fd = fd
+    }
+
+    /// A port nothing listens on now (bound, then released).
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { Glibc.close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Int32 in
+                _ = bind(fd, pointer, length)
+                return getsockname(fd, pointer, &length)
+            }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    func send(_ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Everything until the peer closes (or resets).
+    func readUntilClosed() -> [UInt8] {
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { return received }
+            received += chunk[..<count]
+        }
+    }
+
+    func close() { Glibc.close(fd) }
+}
