@@ -48,12 +48,7 @@ final class SSLContextHandle: @unchecked Sendable {
         verification = configuration.verification
         handshakeTimeout = configuration.handshakeTimeout
         alpnWire = configuration.applicationProtocols.flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) }
-        do throws(NetError) {
-            try configure(configuration)
-        } catch {
-            SSL_CTX_free(context)
-            throw error
-        }
+        try configure(configuration)  // a failure frees the context in deinit (every property is set)
     }
 
     deinit { SSL_CTX_free(raw) }
