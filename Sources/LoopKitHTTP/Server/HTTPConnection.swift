@@ -429,9 +429,17 @@ final class HTTPConnection: @unchecked Sendable {
         context.encoder.written()
     }
 
+    /// One access line, `METHOD TARGET STATUS`, at `info`: built by appending (no interpolation of the
+    /// HTTP types' descriptions) and with its source given (swift-log would otherwise work it out of
+    /// `#fileID` on every call).
     private func logAccess(_ head: HTTPRequestHead, status: Int) {
         guard context.logger.logLevel <= .info else { return }
-        context.logger.info("\(head.request.method) \(head.request.path ?? "") \(status)")
+        var line = head.request.method.rawValue
+        line += " "
+        line += head.request.path ?? ""
+        line += " "
+        line += String(status)
+        context.logger.log(level: .info, Logger.Message(stringLiteral: line), source: "LoopKitHTTP")
     }
 
     // MARK: Timeouts and shutdown
