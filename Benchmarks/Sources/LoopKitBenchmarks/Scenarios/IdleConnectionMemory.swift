@@ -35,7 +35,7 @@ enum IdleConnectionMemory {
         var note = "RSS growth (/proc/self/statm) / \(count) of a fresh child process per server (this executable, "
             + "\(IdleConnectionServer.subcommand)) running one server loop that holds \(count) idle connections; "
             + "the clients are plain sockets in the benchmark process, so neither process holds more than about "
-            + "\(count) descriptors. RSS counts the server's userspace memory (heap, libevent or NIO structures, "
+            + "\(count) descriptors. RSS counts the server's userspace memory (heap, LoopKit or NIO structures, "
             + "allocator overhead, touched thread stacks); the sockets' kernel memory is not in it. "
             + "\(loopKit.description(as: "LoopKit"))"
         if let nio { note += " \(nio.description(as: "NIO"))" }
