@@ -45,7 +45,7 @@ enum IdleConnectionMemory {
 
         var httpNote = "RSS growth (/proc/self/statm) / \(count) of a fresh child process per server (this executable, "
             + "\(IdleConnectionServer.subcommand) http|nio-http): LoopKitHTTP's HTTPServer (LoopGroup of one thread, "
-            + "default engine .sockets, backlog 4096, idle timeout 120 s, logger silenced) or NIO with "
+            + "backlog 4096, idle timeout 120 s, logger silenced) or NIO with "
             + "configureHTTPServerPipeline and a /hello handler (one loop, backlog 4096). The benchmark process opens "
             + "\(count) plain client sockets one after another, sends one keep-alive GET /hello on each and reads the whole "
             + "response, then leaves it open and idle; the child measures before its first accept and once it has "
