@@ -49,7 +49,10 @@ let package = Package(
         .target(name: "CLoopKit"),
         .target(name: "LoopKitC", dependencies: ["LoopKit", "CLoopKit"]),
         // The tour's parts and output, as a library so tests can run them; LoopDemo is its command line.
-        .target(name: "LoopDemoKit", dependencies: ["LoopKit", "LoopKitNet", "LoopKitHTTP", "COpenSSL"]),
+        .target(
+            name: "LoopDemoKit",
+            dependencies: ["LoopKit", "LoopKitNet", "LoopKitHTTP", "COpenSSL", .product(name: "Logging", package: "swift-log")]
+        ),
         // The HTTP/1.1 server on the loop; its dependencies stay out of the core LoopKit product.
         .target(
             name: "LoopKitHTTP",
@@ -81,6 +84,7 @@ let package = Package(
                 "LoopKitTesting",
                 "LoopDemoKit",
                 .product(name: "PropertyBased", package: "swift-property-based"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

@@ -28,10 +28,13 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
-        // A minimal NIOHTTP1 server: /hello, and /work run inline or on NIOThreadPool.
+        // OpenSSL's SHA-256 for the NIO peer's streamed /upload (Debian's libssl-dev, as LoopKit's).
+        .systemLibrary(name: "CPeerOpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // A minimal NIOHTTP1 server: /hello, /work run inline or on NIOThreadPool, streamed /upload and /echo.
         .executableTarget(
             name: "NIOHTTPPeer",
             dependencies: [
+                "CPeerOpenSSL",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

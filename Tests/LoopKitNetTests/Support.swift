@@ -47,7 +47,7 @@ func openFileDescriptorCount() -> Int {
 
 /// A value several tasks or threads record into.
 final class Recorder<Value: Sendable>: Sendable {
-    private let values = Mutex<[Value]>([])
+    private let values = Lock<[Value]>([])  // LoopKit's lock: the thread sanitizer sees it (not Mutex)
     init() {}
     func record(_ value: Value) { values.withLock { $0.append(value) } }
     var all: [Value] { values.withLock { $0 } }

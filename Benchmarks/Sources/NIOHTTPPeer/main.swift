@@ -1,6 +1,7 @@
 // A minimal NIOHTTP1 server, the peer of LoopKitHTTP in `make bench`: `GET /hello`, and
 // `GET /work?items=N` (N items of ~1 µs of work) run inline in the handler (`--work inline`) or on
 // NIOThreadPool (`--work pool`). One event loop thread. Prints `listening on HOST:PORT` when ready.
+import CPeerOpenSSL
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -54,6 +55,9 @@ final class HTTPHandler: ChannelInboundHandler, @unchecked Sendable {
     let pool: NIOThreadPool
     let work: Work
     var head: HTTPRequestHead?
+    /// A streamed request under way: `/upload` counts and hashes its body, `/echo` writes it back.
+    enum Streaming { case upload(count: Int, digest: OpaquePointer), echo }
+    var streaming: Streaming?
 
     init(mode: WorkMode, pool: NIOThreadPool, work: Work) {
         self.mode = mode
@@ -63,12 +67,46 @@ final class HTTPHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head(let head): self.head = head
-        case .body: break
+        case .head(let head):
+            self.head = head
+            if head.method == .POST && head.uri == "/upload" {
+                let digest = EVP_MD_CTX_new()!
+                EVP_DigestInit_ex(digest, EVP_sha256(), nil)
+                streaming = .upload(count: 0, digest: digest)
+            } else if head.method == .POST && head.uri == "/echo" {
+                streaming = .echo
+                var fields = HTTPHeaders()
+                fields.add(name: "Transfer-Encoding", value: "chunked")
+                context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: fields))), promise: nil)
+            }
+        case .body(let buffer):
+            switch streaming {
+            case .upload(let count, let digest):
+                buffer.withUnsafeReadableBytes { _ = EVP_DigestUpdate(digest, $0.baseAddress, $0.count) }
+                streaming = .upload(count: count + buffer.readableBytes, digest: digest)
+            case .echo:
+                context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+            case nil:
+                break
+            }
         case .end:
             guard let head else { return }
             self.head = nil
-            route(head, context: context)
+            switch streaming {
+            case .upload(let count, let digest):
+                var bytes = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+                var length: UInt32 = 0
+                EVP_DigestFinal_ex(digest, &bytes, &length)
+                EVP_MD_CTX_free(digest)
+                streaming = nil
+                let hex = bytes[..<Int(length)].map { String(format2: $0) }.joined()
+                respond("received \(count) sha256 \(hex)\n", head: head, context: context)
+            case .echo:
+                streaming = nil
+                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            case nil:
+                route(head, context: context)
+            }
         }
     }
 
@@ -111,6 +149,14 @@ final class HTTPHandler: ChannelInboundHandler, @unchecked Sendable {
         context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
         let done = context.writeAndFlushPromise(wrapOutboundOut(.end(nil)))
         if !keepAlive { done.whenComplete { [channel = context.channel] _ in channel.close(promise: nil) } }
+    }
+}
+
+extension String {
+    /// Two lowercase hex digits.
+    init(format2 byte: UInt8) {
+        let digits = Array("0123456789abcdef")
+        self = String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
     }
 }
 

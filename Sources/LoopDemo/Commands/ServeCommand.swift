@@ -47,7 +47,10 @@ struct ServeCommand: ParsableCommand {
 
     func run() throws {
         // Logs go to standard error: standard output carries only the "listening on" line.
-        LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        // Batched: one access line per request costs a format and an append, not a write and a flush each.
+        let sink = BatchedLogHandler.Sink()
+        LoggingSystem.bootstrap { label in BatchedLogHandler(label: label, sink: sink) }
+        defer { sink.flush() }
         var logger = Logger(label: "loopdemo.serve")
         logger.logLevel = Logger.Level(rawValue: logLevel)!
         let group = try LoopGroup(threads: threads, name: "serve")

@@ -24,6 +24,9 @@ enum ASCII {
     @inline(__always)
     static func isDigit(_ byte: UInt8) -> Bool { byte &- UInt8(ascii: "0") < 10 }
 
+    /// `A`–`Z` or `a`–`z`.
+    static func isAlpha(_ byte: UInt8) -> Bool { (byte | 0x20) &- UInt8(ascii: "a") < 26 }
+
     @inline(__always)
     static func hexValue(_ byte: UInt8) -> Int? {
         switch byte {

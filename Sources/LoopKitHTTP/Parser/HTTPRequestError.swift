@@ -29,6 +29,8 @@ public enum HTTPRequestError: Error, Equatable, Sendable, CustomStringConvertibl
     case missingHost
     /// A request with more than one `Host` field.
     case multipleHosts
+    /// A `Host` whose value is not `host[:port]` (RFC 9112 §3.2).
+    case invalidHost
     /// A `Content-Length` that is not a plain decimal number.
     case invalidContentLength
     /// More than one `Content-Length` field, or a list of values.
@@ -80,6 +82,7 @@ public enum HTTPRequestError: Error, Equatable, Sendable, CustomStringConvertibl
         case .invalidFieldValue: "invalid character in a field value"
         case .missingHost: "HTTP/1.1 request without Host"
         case .multipleHosts: "more than one Host field"
+        case .invalidHost: "Host is not host[:port]"
         case .invalidContentLength: "invalid Content-Length"
         case .multipleContentLengths: "more than one Content-Length"
         case .transferEncodingWithContentLength: "both Transfer-Encoding and Content-Length"

@@ -197,7 +197,18 @@ public struct HTTPRequestParser: Sendable {
             bodyFraming = .none
         }
         let keepAlive = isHTTP11 ? !framing.connectionClose : (framing.connectionKeepAlive && !framing.connectionClose)
-        var request = HTTPRequest(method: method, scheme: nil, authority: framing.host, path: target)
+        if let host = framing.host, !Self.isValidAuthority(host.utf8) { throw .invalidHost }
+        // Absolute form (RFC 9112 §3.2.2): the target's authority replaces Host, its path is routed.
+        var authority = framing.host
+        var path = target
+        var scheme: String?
+        if let (targetScheme, targetAuthority, targetPath) = Self.splitAbsoluteForm(target) {
+            guard Self.isValidAuthority(targetAuthority.utf8) else { throw .invalidTarget }
+            scheme = targetScheme
+            authority = targetAuthority
+            path = targetPath
+        }
+        var request = HTTPRequest(method: method, scheme: scheme, authority: authority, path: path)
         request.headerFields = fields
         return HTTPRequestHead(request: request, version: version, keepAlive: keepAlive,
                                expectsContinue: isHTTP11 && framing.expectsContinue, framing: bodyFraming)
@@ -378,6 +389,54 @@ public struct HTTPRequestParser: Sendable {
         }
         // Token characters only (checked by the caller): always a valid method.
         return HTTPRequest.Method(String(decoding: bytes, as: UTF8.self))!
+    }
+
+    // MARK: Targets and authorities
+
+    /// `scheme://authority/path?query` split into its scheme, authority and path-and-query ("/" when the
+    /// path is empty); nil for any other form of target.
+    static func splitAbsoluteForm(_ target: String) -> (String, String, String)? {
+        guard let colon = target.firstIndex(of: ":"), target[colon...].hasPrefix("://") else { return nil }
+        let separator = colon..<target.index(colon, offsetBy: 3)
+        let scheme = target[..<separator.lowerBound]
+        guard !scheme.isEmpty, scheme.utf8.allSatisfy({ ASCII.isAlpha($0) || ASCII.isDigit($0) || $0 == UInt8(ascii: "+")
+            || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }) else { return nil }
+        let rest = target[separator.upperBound...]
+        let pathStart = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+        let pathAndQuery = rest[pathStart...]
+        let path = pathAndQuery.first == "?" || pathAndQuery.isEmpty ? "/" + pathAndQuery : String(pathAndQuery)
+        return (String(scheme).lowercased(), String(rest[..<pathStart]), path)
+    }
+
+    /// Whether `value` is `uri-host [ ":" port ]` (RFC 3986 §3.2.2 and §3.2.3): an IP literal in brackets,
+    /// or a registered name / IPv4 address of unreserved, percent-encoded and sub-delimiter characters,
+    /// then an optional decimal port. Empty is valid (an empty authority).
+    static func isValidAuthority(_ value: String.UTF8View) -> Bool {
+        var host = value[...]
+        var port: Substring.UTF8View?
+        if host.first == UInt8(ascii: "[") {
+            guard let close = host.firstIndex(of: UInt8(ascii: "]")) else { return false }
+            let literal = host[host.index(after: host.startIndex)..<close]
+            guard !literal.isEmpty, literal.allSatisfy({ ASCII.hexValue($0) != nil || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") })
+            else { return false }
+            let after = host[host.index(after: close)...]
+            if let colon = after.first {
+                guard colon == UInt8(ascii: ":") else { return false }
+                port = Substring(after.dropFirst()).utf8
+            }
+            host = literal
+        } else {
+            if let colon = host.lastIndex(of: UInt8(ascii: ":")) {
+                port = Substring(host[host.index(after: colon)...]).utf8
+                host = host[..<colon]
+            }
+            for byte in host {
+                let allowed = ASCII.isAlpha(byte) || ASCII.isDigit(byte) || "-._~!$&'()*+,;=%".utf8.contains(byte)
+                guard allowed else { return false }
+            }
+        }
+        if let port { return port.allSatisfy(ASCII.isDigit) && port.count <= 5 }
+        return true
     }
 
     // MARK: Chunked body

@@ -7,8 +7,11 @@ import HTTPTypes
 /// router.get("/hello") { _ in .text("Hello, World!") }
 /// router.get("/users/:id") { request in .text("user \(request.parameters["id"]!)") }
 /// ```
-/// Routes are matched in the order they were added; a request no route matches gets 404. A `HEAD`
-/// request is answered by the `GET` route of its path when no `HEAD` route matches (without the body).
+/// Routes are matched in the order they were added. A request no route matches gets 404; one whose path
+/// a route answers for other methods gets 405 with `Allow` (501 for a method the server knows nothing
+/// of); `OPTIONS` answers 204 with `Allow` unless a route of its own does (`OPTIONS *`: every method the
+/// router has). A `HEAD` request is answered by the `GET` route of its path when no `HEAD` route matches
+/// (without the body). RFC 9110 §9.1, §15.5.6 and §15.6.2.
 ///
 /// A value type: build it on any thread before handing it to the server.
 public struct HTTPRouter: Sendable {
@@ -72,6 +75,92 @@ public struct HTTPRouter: Sendable {
         add(.post, path, .async(handler))
     }
 
+    /// Adds a synchronous `PUT` route.
+    /// - Parameters:
+    ///   - path: The path pattern.
+    ///   - handler: What runs.
+    public mutating func put(_ path: String, _ handler: @escaping @Sendable (HTTPServerRequest) throws -> HTTPServerResponse) {
+        add(.put, path, .sync(handler))
+    }
+
+    /// Adds a synchronous `PATCH` route.
+    /// - Parameters:
+    ///   - path: The path pattern.
+    ///   - handler: What runs.
+    public mutating func patch(_ path: String, _ handler: @escaping @Sendable (HTTPServerRequest) throws -> HTTPServerResponse) {
+        add(.patch, path, .sync(handler))
+    }
+
+    /// Adds a synchronous `DELETE` route.
+    /// - Parameters:
+    ///   - path: The path pattern.
+    ///   - handler: What runs.
+    public mutating func delete(_ path: String, _ handler: @escaping @Sendable (HTTPServerRequest) throws -> HTTPServerResponse) {
+        add(.delete, path, .sync(handler))
+    }
+
+    /// Adds a synchronous route for any method.
+    /// - Parameters:
+    ///   - method: The method it answers (`.put`, `.patch`, `.delete`, `.options`, …).
+    ///   - path: The path pattern.
+    ///   - handler: What runs, on the loop thread.
+    public mutating func on(_ method: HTTPRequest.Method, _ path: String,
+                            _ handler: @escaping @Sendable (HTTPServerRequest) throws -> HTTPServerResponse) {
+        add(method, path, .sync(handler))
+    }
+
+    /// Adds an asynchronous route for any method (a task on the loop's executor).
+    /// - Parameters:
+    ///   - method: The method it answers.
+    ///   - path: The path pattern.
+    ///   - handler: What runs.
+    public mutating func on(_ method: HTTPRequest.Method, _ path: String,
+                            _ handler: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse) {
+        add(method, path, .async(handler))
+    }
+
+    /// What a request resolves to.
+    public enum Resolution: Sendable {
+        /// A route: its handler and the bound parameters.
+        case found(HTTPHandler, HTTPPathParameters)
+        /// The path has routes, for other methods: 405 with these in `Allow`.
+        case methodNotAllowed(allow: [HTTPRequest.Method])
+        /// `OPTIONS` on a path with routes (or `*`) and no route of its own: 204 with these in `Allow`.
+        case options(allow: [HTTPRequest.Method])
+        /// A method no route has and that is not one of RFC 9110's: 501.
+        case notImplemented
+        /// No route has this path: 404.
+        case notFound
+    }
+
+    /// The methods of RFC 9110 §9 (and PATCH): a server knows them even without a route.
+    static let knownMethods: [HTTPRequest.Method] = [.get, .head, .post, .put, .delete, .connect, .options, .trace, .patch]
+
+    /// Resolves a method and a path (query excluded) to a route or to the answer that replaces one.
+    ///
+    /// - Parameters:
+    ///   - method: The request's method.
+    ///   - path: The request's path, without the query (`*` for `OPTIONS *`).
+    /// - Returns: The route, or what to answer instead.
+    public func resolve(_ method: HTTPRequest.Method, path: Substring) -> Resolution {
+        if let (handler, parameters) = match(method, path: path) { return .found(handler, parameters) }
+        let allowed: [HTTPRequest.Method]
+        if method == .options && path == "*" {
+            allowed = routes.map(\.method)
+        } else {
+            allowed = routes.filter { bind($0, path) != nil }.map(\.method)
+        }
+        if !allowed.isEmpty {
+            var allow: [HTTPRequest.Method] = []
+            for candidate in allowed + (allowed.contains(.get) ? [.head] : []) + [.options] where !allow.contains(candidate) {
+                allow.append(candidate)
+            }
+            return method == .options ? .options(allow: allow) : .methodNotAllowed(allow: allow)
+        }
+        if !Self.knownMethods.contains(method), !routes.contains(where: { $0.method == method }) { return .notImplemented }
+        return .notFound
+    }
+
     /// Finds the route for a method and a path (query excluded).
     ///
     /// - Parameters:
@@ -85,26 +174,30 @@ public struct HTTPRouter: Sendable {
     }
 
     private func match(exactly method: HTTPRequest.Method, path: Substring) -> (handler: HTTPHandler, parameters: HTTPPathParameters)? {
-        routes: for route in routes where route.method == method {
-            var parameters = HTTPPathParameters()
-            var rest = path.utf8[...]
-            for segment in route.segments {
-                while rest.first == UInt8(ascii: "/") { rest = rest.dropFirst() }
-                guard !rest.isEmpty else { continue routes }
-                let end = rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex
-                let part = Substring(rest[rest.startIndex..<end])
-                switch segment {
-                case .literal(let literal):
-                    guard part == literal else { continue routes }
-                case .parameter(let name):
-                    parameters.pairs.append((name, part))
-                }
-                rest = rest[end...]
-            }
-            while rest.first == UInt8(ascii: "/") { rest = rest.dropFirst() }
-            guard rest.isEmpty else { continue routes }
-            return (route.handler, parameters)
+        for route in routes where route.method == method {
+            if let parameters = bind(route, path) { return (route.handler, parameters) }
         }
         return nil
+    }
+
+    /// The parameters `route`'s pattern binds in `path`, or nil when the path does not fit the pattern.
+    private func bind(_ route: Route, _ path: Substring) -> HTTPPathParameters? {
+        var parameters = HTTPPathParameters()
+        var rest = path.utf8[...]
+        for segment in route.segments {
+            while rest.first == UInt8(ascii: "/") { rest = rest.dropFirst() }
+            guard !rest.isEmpty else { return nil }
+            let end = rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex
+            let part = Substring(rest[rest.startIndex..<end])
+            switch segment {
+            case .literal(let literal):
+                guard part == literal else { return nil }
+            case .parameter(let name):
+                parameters.pairs.append((name, part))
+            }
+            rest = rest[end...]
+        }
+        while rest.first == UInt8(ascii: "/") { rest = rest.dropFirst() }
+        return rest.isEmpty ? parameters : nil
     }
 }

@@ -42,22 +42,23 @@ public final class HTTPBodyWriter: @unchecked Sendable {
     ///
     /// Call on the connection's loop (from the streaming task).
     public func write(_ bytes: Bytes) async throws {
-        let connection = connection
-        guard !connection.isClosed else { throw HTTPServerError.connectionClosed }
-        guard !bytes.isEmpty else { return }
-        bytes.withUnsafeBytes { raw in
-            if chunked { connection.encoder.appendChunk(raw) } else { connection.encoder.appendBody(raw) }
-        }
+        try append { bytes.withUnsafeBytes($0) }
         try await flushAndWait()
     }
 
     private func write(bytes: [UInt8]) async throws {
+        try append { bytes.withUnsafeBytes($0) }
+        try await flushAndWait()
+    }
+
+    /// Serialises the bytes `lend` lends as one chunk (or raw, for HTTP/1.0) into the encoder.
+    private func append(_ lend: ((UnsafeRawBufferPointer) -> Void) -> Void) throws {
         let connection = connection
         guard !connection.isClosed else { throw HTTPServerError.connectionClosed }
-        bytes.withUnsafeBytes { raw in
+        lend { raw in
+            guard !raw.isEmpty else { return }
             if chunked { connection.encoder.appendChunk(raw) } else { connection.encoder.appendBody(raw) }
         }
-        try await flushAndWait()
     }
 
     /// Sends what the encoder holds, then waits while the output is above the high-water mark.

@@ -35,6 +35,8 @@ final class HTTPConnection: @unchecked Sendable {
     var stateSince: UInt64 = 0
     /// The route of the request being read (nil: none matched).
     @exclusivity(unchecked) var route: (handler: HTTPHandler, parameters: HTTPPathParameters)?
+    /// What the request resolved to when no route took it (404, 405, OPTIONS, 501).
+    var unrouted = HTTPRouter.Resolution.notFound
     /// The body of a streaming route's request, while it arrives.
     var streamedBody: HTTPRequestBody?
     /// `100 Continue` went out for the current request.
@@ -147,7 +149,13 @@ final class HTTPConnection: @unchecked Sendable {
         let request = head.request
         let target = request.path ?? "/"
         let path = target[..<(target.firstIndex(of: "?") ?? target.endIndex)]
-        route = context.router.match(request.method, path: path)
+        let resolution = context.router.resolve(request.method, path: request.method == .options && target == "*" ? "*" : path)
+        if case .found(let handler, let parameters) = resolution {
+            route = (handler, parameters)
+        } else {
+            route = nil
+            unrouted = resolution
+        }
         let limit: Int?
         switch route?.handler {
         case .streaming(let routeLimit, _)?, .streamingCallback(let routeLimit, _)?: limit = routeLimit
@@ -186,6 +194,22 @@ final class HTTPConnection: @unchecked Sendable {
             run(serverRequest, body, HTTPResponder(connection: self))
         default:
             break
+        }
+    }
+
+    /// The answer to a request no route takes: 404, 405 or 204 with `Allow`, 501.
+    private static func response(for resolution: HTTPRouter.Resolution) -> HTTPServerResponse {
+        switch resolution {
+        case .methodNotAllowed(let allow):
+            var response = HTTPServerResponse.text("Method Not Allowed", status: .methodNotAllowed)
+            response.head.headerFields[.allow] = allow.map(\.rawValue).joined(separator: ", ")
+            return response
+        case .options(let allow):
+            return HTTPServerResponse(status: .noContent, headerFields: [.allow: allow.map(\.rawValue).joined(separator: ", ")])
+        case .notImplemented:
+            return .text("Not Implemented", status: .notImplemented)
+        case .notFound, .found:
+            return .text("Not Found", status: .notFound)
         }
     }
 
@@ -256,7 +280,7 @@ final class HTTPConnection: @unchecked Sendable {
         let collected = body
         body = []
         guard let route else {
-            send(.text("Not Found", status: .notFound))
+            send(Self.response(for: unrouted))
             return
         }
         self.route = nil
@@ -405,9 +429,17 @@ final class HTTPConnection: @unchecked Sendable {
         context.encoder.written()
     }
 
+    /// One access line, `METHOD TARGET STATUS`, at `info`: built by appending (no interpolation of the
+    /// HTTP types' descriptions) and with its source given (swift-log would otherwise work it out of
+    /// `#fileID` on every call).
     private func logAccess(_ head: HTTPRequestHead, status: Int) {
         guard context.logger.logLevel <= .info else { return }
-        context.logger.info("\(head.request.method) \(head.request.path ?? "") \(status)")
+        var line = head.request.method.rawValue
+        line += " "
+        line += head.request.path ?? ""
+        line += " "
+        line += String(status)
+        context.logger.log(level: .info, Logger.Message(stringLiteral: line), source: "LoopKitHTTP")
     }
 
     // MARK: Timeouts and shutdown

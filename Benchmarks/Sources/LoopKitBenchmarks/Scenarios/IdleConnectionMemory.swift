@@ -35,7 +35,7 @@ enum IdleConnectionMemory {
         var note = "RSS growth (/proc/self/statm) / \(count) of a fresh child process per server (this executable, "
             + "\(IdleConnectionServer.subcommand)) running one server loop that holds \(count) idle connections; "
             + "the clients are plain sockets in the benchmark process, so neither process holds more than about "
-            + "\(count) descriptors. RSS counts the server's userspace memory (heap, libevent or NIO structures, "
+            + "\(count) descriptors. RSS counts the server's userspace memory (heap, LoopKit or NIO structures, "
             + "allocator overhead, touched thread stacks); the sockets' kernel memory is not in it. "
             + "\(loopKit.description(as: "LoopKit"))"
         if let nio { note += " \(nio.description(as: "NIO"))" }
@@ -45,7 +45,7 @@ enum IdleConnectionMemory {
 
         var httpNote = "RSS growth (/proc/self/statm) / \(count) of a fresh child process per server (this executable, "
             + "\(IdleConnectionServer.subcommand) http|nio-http): LoopKitHTTP's HTTPServer (LoopGroup of one thread, "
-            + "default engine .sockets, backlog 4096, idle timeout 120 s, logger silenced) or NIO with "
+            + "backlog 4096, idle timeout 120 s, logger silenced) or NIO with "
             + "configureHTTPServerPipeline and a /hello handler (one loop, backlog 4096). The benchmark process opens "
             + "\(count) plain client sockets one after another, sends one keep-alive GET /hello on each and reads the whole "
             + "response, then leaves it open and idle; the child measures before its first accept and once it has "

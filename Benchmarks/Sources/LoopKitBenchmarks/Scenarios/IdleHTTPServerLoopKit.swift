@@ -6,7 +6,7 @@ import Logging
 /// The `http` server of ``IdleConnectionServer``: LoopKitHTTP's `HTTPServer` holding idle keep-alive
 /// connections, each of which has been answered one request.
 ///
-/// One `LoopGroup(threads: 1)`, the default engine (`.sockets`), a router with `GET /hello` answering
+/// One `LoopGroup(threads: 1)`, a router with `GET /hello` answering
 /// "Hello, World!" (as LoopDemo's `serve`), backlog 4096, an idle timeout of 120 s so that no connection
 /// is closed during the measurement, the logger silenced (its access log would take stdout, the child's
 /// answer to the parent). The handler counts the requests it answers (an `Atomic`); the accepted
