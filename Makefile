@@ -5,7 +5,7 @@ SWIFT        ?= swift
 PREFIX       ?= /usr/local
 CONFIG       ?= debug
 SUDO         := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
-APT_PACKAGES := libevent-dev libssl-dev pkg-config
+APT_PACKAGES := libevent-dev libssl-dev openssl pkg-config
 BUILD_DIR    := .build/debug
 C_TEST       := .build/c-tests/c_api_test
 VALGRIND     := valgrind --quiet --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite --error-exitcode=1
@@ -15,9 +15,9 @@ INSTALL_CONFIG ?= release
 
 all: test
 
-## deps: install libevent-dev and libssl-dev (and pkg-config) when they are missing
+## deps: install libevent-dev, libssl-dev, the openssl command (the TLS tests' peer) and pkg-config when missing
 deps:
-	@if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists libevent_pthreads openssl; then \
+	@if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists libevent_pthreads openssl || ! command -v openssl >/dev/null 2>&1; then \
 		echo "==> libevent-dev or libssl-dev not found: installing $(APT_PACKAGES)"; \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(APT_PACKAGES); \

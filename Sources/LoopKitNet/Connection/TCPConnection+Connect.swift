@@ -46,7 +46,7 @@ extension TCPConnection {
     ///     certificate. Nil (default): plain TCP.
     /// - Returns: The open connection.
     /// - Throws: ``NetError/nameResolutionFailed(host:reason:)`` besides what
-    ///   ``connect(to:on:options:timeout:)`` throws; ``NetError/invalidAddress(_:)`` for a bad port.
+    ///   ``connect(to:on:options:timeout:tls:serverName:)`` throws; ``NetError/invalidAddress(_:)`` for a bad port.
     ///
     /// Safe from any thread. The corresponding C call is `getaddrinfo`, on a Dispatch queue.
     public static func connect(
