@@ -83,7 +83,7 @@ func run(_ executable: String, _ arguments: [String], input: Data? = nil) throws
     let argv = ([executable] + arguments).map { strdup($0) } + [nil]
     defer { argv.forEach { free($0) } }
     var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+    let spawned = spawn(&pid, executable, actions: &actions, argv: argv)
     Glibc.close(toChild[0])
     Glibc.close(fromChild[1])
     guard spawned == 0 else {
@@ -107,4 +107,19 @@ func run(_ executable: String, _ arguments: [String], input: Data? = nil) throws
     _ = waitpid(pid, &status, 0)
     let exited = status & 0x7F == 0
     return (exited ? (status >> 8) & 0xFF : 128 + (status & 0x7F), String(decoding: output, as: UTF8.self))
+}
+
+/// `posix_spawn` with an empty signal mask. Tests run on Dispatch worker threads, which block every
+/// signal, and a child inherits its parent thread's mask: without this, a server started here would
+/// never see the SIGTERM that ends it.
+func spawn(_ pid: inout pid_t, _ executable: String, actions: inout posix_spawn_file_actions_t,
+           argv: [UnsafeMutablePointer<CChar>?]) -> Int32 {
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var noSignals = sigset_t()
+    sigemptyset(&noSignals)
+    posix_spawnattr_setsigmask(&attributes, &noSignals)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
+    return posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
 }

@@ -69,14 +69,11 @@ struct TLSTests {
             #expect(old.status != 0)  // the server refuses TLS 1.2
             #expect(try await exchange("v13", at: address, on: loop, client: try certificates.clientContext()) == "echo: v13\n")
         }
-        try await withServer(try certificates.serverContext()) { loop, address, _, infos, listener in
-            let client = try certificates.clientContext { $0.cipherList = "ECDHE-ECDSA-AES128-GCM-SHA256" }
-            _ = client
+        try await withServer(try certificates.serverContext()) { _, address, _, infos, _ in
             let tls12 = try run("/usr/bin/openssl", ["s_client", "-connect", "\(address)", "-tls1_2", "-CAfile", certificates.caPEM,
                                                      "-verify_return_error", "-quiet"], input: Data("v12\n".utf8))
             #expect(tls12.output == "echo: v12\n")
             #expect(await eventually { infos.all.first?.version == "TLSv1.2" })
-            _ = loop
         }
     }
 
@@ -197,7 +194,7 @@ struct TLSTests {
         }
     }
 
-    @Test(.disabled("hangs: the client never sees the end of openssl s_server -www's answer; not found yet"))
+    @Test
     func theClientTalksToOpenSSLsServer() async throws {
         let port = try RawSocket.freePort()
         let arguments = ["openssl", "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificates.serverPEM,
@@ -211,7 +208,7 @@ struct TLSTests {
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         var pid: pid_t = 0
-        #expect(posix_spawn(&pid, "/usr/bin/openssl", &actions, nil, argv, environ) == 0)
+        #expect(spawn(&pid, "/usr/bin/openssl", actions: &actions, argv: argv) == 0)
         defer {
             kill(pid, SIGTERM)
             var status: Int32 = 0
