@@ -7,8 +7,8 @@ import LoopKitNet
 
 /// A throwaway CA and certificates, made once per test run with the `openssl` command into a temporary
 /// folder: a CA, a server certificate for `localhost` and 127.0.0.1 (ECDSA P-256), a second server
-/// certificate (for reloads), one for the wrong host, and a client certificate (mutual TLS). No key is
-/// committed to the repository.
+/// certificate (for reloads), one for the wrong host, one that has expired, and a client certificate
+/// (mutual TLS). No key is committed to the repository.
 struct TestCertificates: Sendable {
     let folder: String
     var caPEM: String { folder + "/ca.pem" }
@@ -20,6 +20,8 @@ struct TestCertificates: Sendable {
     var wrongHostKey: String { folder + "/wronghost.key" }
     var clientPEM: String { folder + "/client.pem" }
     var clientKey: String { folder + "/client.key" }
+    var expiredPEM: String { folder + "/expired.pem" }
+    var expiredKey: String { folder + "/expired.key" }
 
     /// Made on first use (thread-safe: a static's initialiser runs once).
     static let shared: TestCertificates = {
@@ -40,6 +42,12 @@ struct TestCertificates: Sendable {
         issue renewed localhost-renewed DNS:localhost,IP:127.0.0.1
         issue wronghost elsewhere.example DNS:elsewhere.example
         issue client loopkit-client DNS:client.example
+        # One that expired in 2020 (`openssl ca` is the command that takes explicit dates).
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout expired.key -out expired.csr -subj /CN=localhost
+        printf "[ca]\ndefault_ca=d\n[d]\ndatabase=index.txt\nnew_certs_dir=.\nserial=serial\ndefault_md=sha256\npolicy=p\n[p]\ncommonName=supplied\n" > ca.cnf
+        touch index.txt; echo 01 > serial
+        openssl ca -batch -config ca.cnf -cert ca.pem -keyfile ca.key -in expired.csr -out expired.pem -notext \
+            -startdate 20200101000000Z -enddate 20200102000000Z -extfile server.ext
         """
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
@@ -122,4 +130,51 @@ func spawn(_ pid: inout pid_t, _ executable: String, actions: inout posix_spawn_
     posix_spawnattr_setsigmask(&attributes, &noSignals)
     posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
     return posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+}
+
+/// A suite that runs a TLS echo server (answers each line with `echo: LINE`, then closes) and talks to it.
+protocol TLSEchoSuite {
+    var certificates: TestCertificates { get }
+}
+
+extension TLSEchoSuite {
+    /// A one-loop TLS listener that answers each line with `echo: LINE` and closes; records how each
+    /// connection ended and what its handshake agreed on.
+    func withServer(
+        _ context: TLSContext,
+        _ body: (EventLoop, SocketAddress, Recorder<CloseReason>, Recorder<TLSConnectionInfo>, TCPListener) async throws -> Void
+    ) async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        var options = ListenerOptions()
+        options.tls = context
+        let reasons = Recorder<CloseReason>()
+        let infos = Recorder<TLSConnectionInfo>()
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], options: options, onAccept: { connection in
+            if let info = connection.tlsInfo { infos.record(info) }
+            connection.onClose { reasons.record($0) }
+            connection.onRead { bytes in
+                guard let newline = bytes.firstIndex(of: UInt8(ascii: "\n")) else { return 0 }
+                do {
+                    try connection.write("echo: " + String(decoding: bytes[..<newline], as: UTF8.self) + "\n")
+                } catch {
+                    return bytes.count
+                }
+                connection.close()
+                return newline + 1
+            }
+        })
+        try await body(group.loops[0], listener.localAddress, reasons, infos, listener)
+        await listener.shutdown()
+    }
+
+    /// Connects with `client`, sends a line, returns the answer.
+    func exchange(_ line: String, at address: SocketAddress, on loop: EventLoop, client: TLSContext,
+                  serverName: String? = "localhost") async throws -> String {
+        try await onLoop(loop) {
+            let connection = try await TCPConnection.connect(to: address, on: loop, tls: client, serverName: serverName)
+            try await connection.send(line + "\n")
+            return String(decoding: try await readToEnd(from: connection), as: UTF8.self)
+        }
+    }
 }

@@ -33,10 +33,13 @@ final class ListenerEndpoint: @unchecked Sendable {
 
     /// TLS for the accepted connections, if they speak it.
     let tls: TLSContext?
+    /// Where failed handshakes are counted (shared with the listener's other endpoints).
+    let failedHandshakes: FailedHandshakes
 
     init(loop: EventLoop, fd: Int32, options: ConnectionOptions, tls: TLSContext?, acceptor: TCPListener.Acceptor,
-         unixPath: String?) {
+         unixPath: String?, failedHandshakes: FailedHandshakes) {
         self.tls = tls
+        self.failedHandshakes = failedHandshakes
         self.loop = loop
         self.fd = fd
         profile = ConnectionProfile(options: options, isTCP: unixPath == nil, accepted: true)
@@ -217,9 +220,15 @@ final class ListenerEndpoint: @unchecked Sendable {
             hand(connection)
             return
         }
-        // A TLS connection reaches the handler once its handshake is done; a failed one never does.
+        // A TLS connection reaches the handler once its handshake is done; a failed one never does, and
+        // is counted instead. A loop shutting down is not the peer's failure.
         connection.startTLS(tls, serverName: nil) { [weak self, unowned connection] error in
-            if error == nil { self?.hand(connection) }
+            guard let self else { return }
+            switch error {
+            case nil: hand(connection)
+            case .loopShutDown?, .connectionClosed(.shutDown)?, .connectionClosed(.closedLocally)?, .connectionClosed(.aborted)?: break
+            case let error?: failedHandshakes.record(error)
+            }
         }
     }
 

@@ -26,10 +26,12 @@ public final class TCPListener: Sendable {
     public var loops: [EventLoop] { endpoints.map(\.loop) }
 
     let endpoints: [ListenerEndpoint]
+    let failedHandshakes: FailedHandshakes
 
-    init(localAddress: SocketAddress, endpoints: [ListenerEndpoint]) {
+    init(localAddress: SocketAddress, endpoints: [ListenerEndpoint], failedHandshakes: FailedHandshakes) {
         self.localAddress = localAddress
         self.endpoints = endpoints
+        self.failedHandshakes = failedHandshakes
     }
 
     /// What a listener does with each accepted connection.
@@ -134,6 +136,7 @@ public final class TCPListener: Sendable {
             throw .invalidAddress("a Unix-domain socket listens on one loop, not \(loops.count)")
         }
         var endpoints: [ListenerEndpoint] = []
+        let failedHandshakes = FailedHandshakes()
         var bound = address
         do throws(NetError) {
             for loop in loops {
@@ -142,7 +145,8 @@ public final class TCPListener: Sendable {
                     bound = actual  // the rest of the group binds the port the kernel picked
                 }
                 let endpoint = ListenerEndpoint(loop: loop, fd: fd, options: options.connection, tls: options.tls, acceptor: acceptor,
-                                                unixPath: address.family == .unix ? address.host : nil)
+                                                unixPath: address.family == .unix ? address.host : nil,
+                                                failedHandshakes: failedHandshakes)
                 endpoints.append(endpoint)
                 try endpoint.register()
             }
@@ -150,7 +154,7 @@ public final class TCPListener: Sendable {
             for endpoint in endpoints { endpoint.closeFromAnyThread() }
             throw error
         }
-        return TCPListener(localAddress: bound, endpoints: endpoints)
+        return TCPListener(localAddress: bound, endpoints: endpoints, failedHandshakes: failedHandshakes)
     }
 
     // MARK: Control
@@ -184,6 +188,23 @@ public final class TCPListener: Sendable {
         for endpoint in endpoints {
             await endpoint.closeConnections(deadline: deadline)
         }
+    }
+
+    /// The number of accepted connections whose TLS handshake failed (garbage instead of a ClientHello, a
+    /// truncated or stalled handshake, a refused certificate, no common version or cipher), across its
+    /// loops; 0 without TLS. Safe from any thread.
+    public var failedHandshakeCount: Int { failedHandshakes.count.load(ordering: .relaxed) }
+
+    /// Calls `body` with the reason of each TLS handshake that fails from now on: a connection that fails
+    /// its handshake never reaches the listener's handler, so this is where a server logs it.
+    ///
+    /// - Parameter body: Called on the accepting loop's thread with ``NetError/tls(_:)`` and OpenSSL's
+    ///   reason text, or ``NetError/connectionClosed(_:)`` when the peer left (or the handshake timed out,
+    ///   as ``CloseReason/tls(_:)``). Replaces an earlier observer; nil removes it.
+    ///
+    /// Safe from any thread.
+    public func onFailedHandshake(_ body: (@Sendable (NetError) -> Void)?) {
+        failedHandshakes.observer.withLock { $0 = body }
     }
 
     /// The number of open connections this listener accepted, across its loops. Safe from any thread.
