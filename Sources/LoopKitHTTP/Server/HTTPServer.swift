@@ -149,6 +149,9 @@ public final class HTTPServer: Service, Sendable {
             shutDownNow(contexts)
             throw HTTPServerError.cannotListen(.loopShutDown)  // a loop refused the context: it is shutting down
         }
+        if configuration.tls != nil {  // a failed handshake never reaches a handler: log it here
+            listener.onFailedHandshake { [logger] error in logger.debug("TLS handshake failed", metadata: ["error": "\(error)"]) }
+        }
         let port = listener.localAddress.port
         let started = state.withLock { state -> Bool in
             guard case .initial = state.lifecycle else { return false }

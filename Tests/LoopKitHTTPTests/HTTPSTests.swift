@@ -1,0 +1,170 @@
+import Foundation
+import LoopKit
+import LoopKitNet
+import Testing
+@testable import LoopKitHTTP
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// HTTPS: everything HTTP/1.1 does works over TLS, tried with real clients: curl (`--cacert`, keep-alive,
+/// a streamed upload), Python's `ssl` (pipelining, bad HTTP inside TLS), and graceful shutdown.
+@Suite("HTTPS: keep-alive, pipelining, streamed bodies, bad input and graceful shutdown over TLS")
+struct HTTPSTests {
+    let certificates = HTTPSCertificates.shared
+
+    /// Runs `body` with a one-loop HTTPS server on the test routes plus a streamed `/count`.
+    func withHTTPSServer(gate: Gate = Gate(), _ body: (HTTPServer, Int) async throws -> Void) async throws {
+        var router = testRouter(gate: gate)
+        router.on(.post, "/count", bodyLimit: nil) { _, body in
+            var count = 0
+            for try await chunk in body { count += chunk.count }
+            return .text("counted \(count)")
+        }
+        let tls = try TLSContext(.server(certificateChain: .file(certificates.serverPEM), privateKey: .file(certificates.serverKey)))
+        try await withServer(router: router, configure: { $0.tls = tls }, body)
+    }
+
+    @Test func curlVerifiesTheServerAndKeepsTheConnectionAlive() async throws {
+        try await withHTTPSServer { _, port in
+            let url = "https://localhost:\(port)/hello"
+            // Two URLs in one curl: the second reuses the first's connection (one connect in all).
+            let result = try run("/usr/bin/curl", ["-sS", "--cacert", certificates.caPEM, "--resolve", "localhost:\(port):127.0.0.1",
+                                                   url, url, "-w", " connects=%{num_connects}\n"])
+            #expect(result.status == 0)
+            #expect(result.output == "Hello, World! connects=1\nHello, World! connects=0\n")
+        }
+    }
+
+    @Test func curlWithoutTheCAIsRefused() async throws {
+        try await withHTTPSServer { server, port in
+            let result = try run("/usr/bin/curl", ["-sS", "https://127.0.0.1:\(port)/hello"])
+            #expect(result.status == 60)  // curl: the peer's certificate cannot be authenticated
+            #expect(try await eventually { try await server.openConnectionCount() == 0 })
+        }
+    }
+
+    @Test func aStreamedUploadOverTLSIsCountedWhole() async throws {
+        try await withHTTPSServer { _, port in
+            let path = NSTemporaryDirectory() + "loopkit-https-upload-\(getpid())"
+            let megabytes = 8
+            #expect(FileManager.default.createFile(atPath: path, contents: Data(count: megabytes << 20)))
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let result = try run("/usr/bin/curl", ["-sS", "--cacert", certificates.caPEM, "--resolve", "localhost:\(port):127.0.0.1",
+                                                   "-X", "POST", "-H", "Transfer-Encoding: chunked", "-T", path, "https://localhost:\(port)/count"])
+            #expect(result.status == 0)
+            #expect(result.output == "counted \(megabytes << 20)")
+        }
+    }
+
+    @Test func pipelinedRequestsOverTLSAreAnsweredInOrder() async throws {
+        try await withHTTPSServer { _, port in
+            let requests = "GET /users/1 HTTP/1.1\r\nHost: t\r\n\r\nGET /hello HTTP/1.1\r\nHost: t\r\n\r\n"
+                + "GET /users/2 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+            let result = try run("/usr/bin/python3", ["-c", Python.tlsExchange, "\(port)", certificates.caPEM, requests])
+            #expect(result.status == 0)
+            #expect(result.output.components(separatedBy: "HTTP/1.1 200 OK\r\n").count == 4)  // three answers
+            let order = ["user 1", "Hello, World!", "user 2"].map { result.output.range(of: $0)?.lowerBound }
+            #expect(order.allSatisfy { $0 != nil })
+            #expect(order.compactMap { $0 } == order.compactMap { $0 }.sorted())
+        }
+    }
+
+    @Test func badHTTPInsideTLSGets400AndAClosedConnection() async throws {
+        try await withHTTPSServer { server, port in
+            let result = try run("/usr/bin/python3", ["-c", Python.tlsExchange, "\(port)", certificates.caPEM,
+                                                      "GET /hello HTTP/1.1\r\nHost: t\r\nContent-Length: x\r\n\r\n"])
+            #expect(result.status == 0)
+            #expect(result.output.hasPrefix("HTTP/1.1 400 "))
+            #expect(result.output.contains("\r\nConnection: close\r\n") || result.output.lowercased().contains("connection: close"))
+            #expect(try await eventually { try await server.openConnectionCount() == 0 })
+        }
+    }
+
+    @Test func gracefulShutdownFinishesAnInFlightRequestOverTLS() async throws {
+        let gate = Gate()
+        try await withHTTPSServer(gate: gate) { server, port in
+            let client = Task.detached {
+                try run("/usr/bin/python3", ["-c", Python.tlsExchange, "\(port)", certificates.caPEM, "GET /gate HTTP/1.1\r\nHost: t\r\n\r\n"])
+            }
+            try await eventually { gate.arrivals > 0 }
+            let shutdown = Task { await server.shutdown() }
+            try await eventually { (try? RawClient(port: port)) == nil }  // stopped accepting
+            gate.open()
+            let result = try await client.value
+            #expect(result.output.hasPrefix("HTTP/1.1 200 "))
+            #expect(result.output.lowercased().contains("connection: close"))
+            #expect(result.output.hasSuffix("opened"))
+            await shutdown.value
+        }
+    }
+}
+
+/// Python clients (standard library only).
+private enum Python {
+    /// Over TLS to 127.0.0.1:argv[1], verifying the certificate against the CA file argv[2] for the name
+    /// `localhost`: sends argv[3] in one write, prints everything read until the server closes.
+    static let tlsExchange = """
+    import socket, ssl, sys
+    context = ssl.create_default_context(cafile=sys.argv[2])
+    raw = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
+    s = context.wrap_socket(raw, server_hostname="localhost")
+    s.sendall(sys.argv[3].encode())
+    data = b""
+    while True:
+        try:
+            chunk = s.recv(65536)
+        except (ssl.SSLEOFError, ConnectionResetError):
+            break
+        if not chunk: break
+        data += chunk
+    sys.stdout.write(data.decode("latin-1"))
+    """
+}
+
+/// A throwaway CA and an ECDSA P-256 certificate for `localhost` and 127.0.0.1, made once per test run
+/// with the `openssl` command into a temporary folder. No key is committed to the repository.
+struct HTTPSCertificates: Sendable {
+    let folder: String
+    var caPEM: String { folder + "/ca.pem" }
+    var serverPEM: String { folder + "/server.pem" }
+    var serverKey: String { folder + "/server.key" }
+
+    static let shared: HTTPSCertificates = {
+        let folder = NSTemporaryDirectory() + "loopkit-https-\(getpid())"
+        try? FileManager.default.removeItem(atPath: folder)  // test support: a stale folder is fine to lose
+        try! FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let script = """
+        set -e
+        cd '\(folder)'
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem \
+            -subj /CN=LoopKit-HTTPS-Test-CA -days 2
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout server.key -out server.csr -subj /CN=localhost
+        printf "subjectAltName=DNS:localhost,IP:127.0.0.1\\n" > server.ext
+        openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile server.ext
+        """
+        let result = try! run("/bin/sh", ["-c", script])
+        precondition(result.status == 0, "openssl could not make the test certificates")
+        return HTTPSCertificates(folder: folder)
+    }()
+}
+
+/// Runs a command to its end with `input` on its standard input; returns its exit status and standard
+/// output (standard error is dropped).
+func run(_ executable: String, _ arguments: [String], input: Data? = nil) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let output = Pipe()
+    let inputPipe = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    process.standardInput = inputPipe
+    try process.run()
+    if let input { inputPipe.fileHandleForWriting.write(input) }
+    try inputPipe.fileHandleForWriting.close()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
