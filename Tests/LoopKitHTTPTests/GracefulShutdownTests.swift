@@ -9,13 +9,15 @@ struct GracefulShutdownTests {
     @Test func inFlightRequestFinishesBeforeShutdownReturns() async throws {
         let gate = Gate()
         let group = try LoopGroup(threads: 1)
-        let server = HTTPServer(group: group, router: testRouter(gate: gate), logger: quietLogger)
+        var configuration = HTTPServer.Configuration()
+        configuration.shutdownDeadline = probeSafeShutdownDeadline
+        let server = HTTPServer(group: group, configuration: configuration, router: testRouter(gate: gate), logger: quietLogger)
         let port = try server.start()
         let client = try RawClient(port: port)
         client.send("GET /gate HTTP/1.1\r\nHost: t\r\n\r\n")
         try await eventually { gate.arrivals > 0 }
         let shutdown = Task { await server.shutdown() }
-        try await eventually { (try? RawClient(port: port)) == nil }  // stopped accepting
+        try await waitUntilStoppedAccepting(port: port)
         gate.open()
         let response = try client.readResponse()
         #expect(response.text == "opened")

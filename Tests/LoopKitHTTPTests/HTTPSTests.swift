@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import LoopKit
 import LoopKitNet
 import Testing
@@ -15,7 +16,7 @@ struct HTTPSTests {
     let certificates = HTTPSCertificates.shared
 
     /// Runs `body` with a one-loop HTTPS server on the test routes plus a streamed `/count`.
-    func withHTTPSServer(gate: Gate = Gate(), _ body: (HTTPServer, Int) async throws -> Void) async throws {
+    func withHTTPSServer(gate: Gate = Gate(), shutdownDeadline: Duration = .seconds(10), _ body: (HTTPServer, Int) async throws -> Void) async throws {
         var router = testRouter(gate: gate)
         router.on(.post, "/count", bodyLimit: nil) { _, body in
             var count = 0
@@ -23,14 +24,14 @@ struct HTTPSTests {
             return .text("counted \(count)")
         }
         let tls = try TLSContext(.server(certificateChain: .file(certificates.serverPEM), privateKey: .file(certificates.serverKey)))
-        try await withServer(router: router, configure: { $0.tls = tls }, body)
+        try await withServer(router: router, configure: { $0.tls = tls; $0.shutdownDeadline = shutdownDeadline }, body)
     }
 
     @Test func curlVerifiesTheServerAndKeepsTheConnectionAlive() async throws {
         try await withHTTPSServer { _, port in
             let url = "https://localhost:\(port)/hello"
             // Two URLs in one curl: the second reuses the first's connection (one connect in all).
-            let result = try run("/usr/bin/curl", ["-sS", "--cacert", certificates.caPEM, "--resolve", "localhost:\(port):127.0.0.1",
+            let result = try await run("/usr/bin/curl", ["-sS", "--cacert", certificates.caPEM, "--resolve", "localhost:\(port):127.0.0.1",
                                                    url, url, "-w", " connects=%{num_connects}\n"])
             #expect(result.status == 0)
             #expect(result.output == "Hello, World! connects=1\nHello, World! connects=0\n")
@@ -39,7 +40,7 @@ struct HTTPSTests {
 
     @Test func curlWithoutTheCAIsRefused() async throws {
         try await withHTTPSServer { server, port in
-            let result = try run("/usr/bin/curl", ["-sS", "https://127.0.0.1:\(port)/hello"])
+            let result = try await run("/usr/bin/curl", ["-sS", "https://127.0.0.1:\(port)/hello"])
             #expect(result.status == 60)  // curl: the peer's certificate cannot be authenticated
             #expect(try await eventually { try await server.openConnectionCount() == 0 })
         }
@@ -51,7 +52,7 @@ struct HTTPSTests {
             let megabytes = 8
             #expect(FileManager.default.createFile(atPath: path, contents: Data(count: megabytes << 20)))
             defer { try? FileManager.default.removeItem(atPath: path) }
-            let result = try run("/usr/bin/curl", ["-sS", "--cacert", certificates.caPEM, "--resolve", "localhost:\(port):127.0.0.1",
+            let result = try await run("/usr/bin/curl", ["-sS", "--cacert", certificates.caPEM, "--resolve", "localhost:\(port):127.0.0.1",
                                                    "-X", "POST", "-H", "Transfer-Encoding: chunked", "-T", path, "https://localhost:\(port)/count"])
             #expect(result.status == 0)
             #expect(result.output == "counted \(megabytes << 20)")
@@ -62,7 +63,7 @@ struct HTTPSTests {
         try await withHTTPSServer { _, port in
             let requests = "GET /users/1 HTTP/1.1\r\nHost: t\r\n\r\nGET /hello HTTP/1.1\r\nHost: t\r\n\r\n"
                 + "GET /users/2 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
-            let result = try run("/usr/bin/python3", ["-c", Python.tlsExchange, "\(port)", certificates.caPEM, requests])
+            let result = try await run("/usr/bin/python3", ["-c", Python.tlsExchange, "\(port)", certificates.caPEM, requests])
             #expect(result.status == 0)
             #expect(result.output.components(separatedBy: "HTTP/1.1 200 OK\r\n").count == 4)  // three answers
             let order = ["user 1", "Hello, World!", "user 2"].map { result.output.range(of: $0)?.lowerBound }
@@ -73,7 +74,7 @@ struct HTTPSTests {
 
     @Test func badHTTPInsideTLSGets400AndAClosedConnection() async throws {
         try await withHTTPSServer { server, port in
-            let result = try run("/usr/bin/python3", ["-c", Python.tlsExchange, "\(port)", certificates.caPEM,
+            let result = try await run("/usr/bin/python3", ["-c", Python.tlsExchange, "\(port)", certificates.caPEM,
                                                       "GET /hello HTTP/1.1\r\nHost: t\r\nContent-Length: x\r\n\r\n"])
             #expect(result.status == 0)
             #expect(result.output.hasPrefix("HTTP/1.1 400 "))
@@ -84,15 +85,17 @@ struct HTTPSTests {
 
     @Test func gracefulShutdownFinishesAnInFlightRequestOverTLS() async throws {
         let gate = Gate()
-        try await withHTTPSServer(gate: gate) { server, port in
+        try await withHTTPSServer(gate: gate, shutdownDeadline: probeSafeShutdownDeadline) { server, port in
             let client = Task.detached {
-                try run("/usr/bin/python3", ["-c", Python.tlsExchange, "\(port)", certificates.caPEM, "GET /gate HTTP/1.1\r\nHost: t\r\n\r\n"])
+                try await run("/usr/bin/python3", ["-c", Python.tlsExchange, "\(port)", certificates.caPEM, "GET /gate HTTP/1.1\r\nHost: t\r\n\r\n"])
             }
-            try await eventually { gate.arrivals > 0 }
+            let arrived = try await eventually { gate.arrivals > 0 }
+            #expect(arrived, "the request never reached the handler")
             let shutdown = Task { await server.shutdown() }
-            try await eventually { (try? RawClient(port: port)) == nil }  // stopped accepting
+            try await waitUntilStoppedAccepting(port: port)
             gate.open()
             let result = try await client.value
+            #expect(result.status == 0, "python: \(lastRunErrors.withLock { $0 })")
             #expect(result.output.hasPrefix("HTTP/1.1 200 "))
             #expect(result.output.lowercased().contains("connection: close"))
             #expect(result.output.hasSuffix("opened"))
@@ -144,27 +147,46 @@ struct HTTPSCertificates: Sendable {
         printf "subjectAltName=DNS:localhost,IP:127.0.0.1\\n" > server.ext
         openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile server.ext
         """
-        let result = try! run("/bin/sh", ["-c", script])
+        let result = try! runBlocking("/bin/sh", ["-c", script])
         precondition(result.status == 0, "openssl could not make the test certificates")
         return HTTPSCertificates(folder: folder)
     }()
 }
 
-/// Runs a command to its end with `input` on its standard input; returns its exit status and standard
-/// output (standard error is dropped).
-func run(_ executable: String, _ arguments: [String], input: Data? = nil) throws -> (status: Int32, output: String) {
+/// What the last failed `run` wrote to standard error (diagnostics for a failing expectation).
+let lastRunErrors = Mutex<String>("")
+
+/// `runBlocking` on a thread of its own: the test's task waits without holding one of the few threads of
+/// Swift's cooperative pool. (A child process blocking a pool thread for seconds, in several tests at once,
+/// starves every other test's tasks, a server's handler included, until the children time out.)
+func run(_ executable: String, _ arguments: [String], input: Data? = nil) async throws -> (status: Int32, output: String) {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread {
+            continuation.resume(with: Result { try runBlocking(executable, arguments, input: input) })
+        }.start()
+    }
+}
+
+/// Runs `executable` with `arguments`, feeding it `input`; returns its exit status and standard output.
+func runBlocking(_ executable: String, _ arguments: [String], input: Data? = nil) throws -> (status: Int32, output: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
     let output = Pipe()
     let inputPipe = Pipe()
+    let errors = FileManager.default.temporaryDirectory.appendingPathComponent("loopkit-run-\(UUID().uuidString)")
+    _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+    defer { try? FileManager.default.removeItem(at: errors) }
     process.standardOutput = output
-    process.standardError = FileHandle.nullDevice
+    process.standardError = try FileHandle(forWritingTo: errors)
     process.standardInput = inputPipe
     try process.run()
     if let input { inputPipe.fileHandleForWriting.write(input) }
     try inputPipe.fileHandleForWriting.close()
     let data = output.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
+    if process.terminationStatus != 0, let said = try? String(contentsOf: errors, encoding: .utf8), !said.isEmpty {
+        lastRunErrors.withLock { $0 = said }
+    }
     return (process.terminationStatus, String(decoding: data, as: UTF8.self))
 }

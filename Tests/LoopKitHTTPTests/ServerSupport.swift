@@ -243,6 +243,18 @@ func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
     return try await condition()
 }
 
+/// Waits until a connect to 127.0.0.1:`port` is refused: the server has closed its listener. Bounded by
+/// ``eventually(_:)``'s 20 s; when another test's listener takes the freed port meanwhile (tests run in
+/// parallel, some with thousands of connections), the wait ends there without telling. So a test that
+/// relies on it gives its server a ``HTTPServer/Configuration/shutdownDeadline`` beyond that bound
+/// (``probeSafeShutdownDeadline``), lest the probe's worst case turn a graceful shutdown into a forced one.
+func waitUntilStoppedAccepting(port: Int) async throws {
+    try await eventually { (try? RawClient(port: port)) == nil }
+}
+
+/// A shutdown deadline that ``waitUntilStoppedAccepting(port:)``'s worst case cannot reach.
+let probeSafeShutdownDeadline = Duration.seconds(120)
+
 /// Runs `body` with a started one-loop server, then shuts it down and the group with it.
 func withServer(
     router: HTTPRouter = testRouter(),

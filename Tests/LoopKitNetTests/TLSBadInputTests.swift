@@ -30,7 +30,7 @@ struct TLSBadInputTests: TLSEchoSuite {
     @Test func garbageInsteadOfAClientHelloIsAFailedHandshake() async throws {
         try await withServer(try certificates.serverContext()) { loop, address, reasons, _, listener in
             let failed = failures(of: listener)
-            let result = try run("/usr/bin/python3", ["-c", Python.rawBytes, "\(address.port)", "GET / HTTP/1.1\r\nHost: x\r\n\r\n"])
+            let result = try await run("/usr/bin/python3", ["-c", Python.rawBytes, "\(address.port)", "GET / HTTP/1.1\r\nHost: x\r\n\r\n"])
             #expect(result.status == 0)
             #expect(!result.output.contains("HTTP"))  // an alert at most, never an answer
             #expect(await eventually { failed.all.count == 1 })
@@ -45,7 +45,7 @@ struct TLSBadInputTests: TLSEchoSuite {
         try await withServer(try certificates.serverContext()) { loop, address, reasons, _, listener in
             let failed = failures(of: listener)
             // Half of a real ClientHello (made by Python's ssl), then the end of the stream.
-            let result = try run("/usr/bin/python3", ["-c", Python.truncatedHello, "\(address.port)"])
+            let result = try await run("/usr/bin/python3", ["-c", Python.truncatedHello, "\(address.port)"])
             #expect(result.status == 0)
             #expect(result.output.hasPrefix("sent "))
             #expect(await eventually { failed.all.count == 1 })
@@ -89,7 +89,7 @@ struct TLSBadInputTests: TLSEchoSuite {
             // s_client asks for a renegotiation on a line "R" (TLS 1.2: TLS 1.3 has none); the server
             // refuses it (OpenSSL's SSL_OP_NO_RENEGOTIATION, a no_renegotiation alert), s_client gives
             // up with a handshake_failure alert, and the server's connection ends with that reason.
-            let result = try run("/usr/bin/openssl", ["s_client", "-connect", "\(address)", "-tls1_2", "-CAfile", certificates.caPEM],
+            let result = try await run("/usr/bin/openssl", ["s_client", "-connect", "\(address)", "-tls1_2", "-CAfile", certificates.caPEM],
                                  input: Data("R\n".utf8))
             #expect(!result.output.contains("echo"))
             #expect(await eventually { reasons.all.count == 1 })
@@ -101,12 +101,12 @@ struct TLSBadInputTests: TLSEchoSuite {
     @Test func manyBadHandshakesLeakNoDescriptor() async throws {
         try await withServer(try certificates.serverContext()) { loop, address, _, _, listener in
             try await expectServerStillAnswers(address, on: loop, listener)
-            let before = openFileDescriptorCount()
-            let result = try run("/usr/bin/python3", ["-c", Python.manyBadHandshakes, "\(address.port)", "200"])
+            let before = openDescriptors(onPort: address.port)
+            let result = try await run("/usr/bin/python3", ["-c", Python.manyBadHandshakes, "\(address.port)", "200"])
             #expect(result.output == "done 200\n")
             #expect(await eventually { listener.failedHandshakeCount == 400 })
             #expect(await eventually { listener.connectionCount == 0 })
-            #expect(await eventually { openFileDescriptorCount() <= before })
+            #expect(await eventually { openDescriptors(onPort: address.port) <= before })
             try await expectServerStillAnswers(address, on: loop, listener)
         }
     }

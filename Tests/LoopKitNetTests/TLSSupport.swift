@@ -77,7 +77,19 @@ struct TestCertificates: Sendable {
 
 /// Runs a command to its end; returns its exit status and standard output (standard error is dropped).
 /// With `posix_spawn` and `waitpid`, not Foundation's `Process`, whose wait runs a run loop.
-func run(_ executable: String, _ arguments: [String], input: Data? = nil) throws -> (status: Int32, output: String) {
+/// `runBlocking` on a thread of its own: the test's task waits without holding one of the few threads of
+/// Swift's cooperative pool. (A child process blocking a pool thread for seconds, in several tests at once,
+/// starves every other test's tasks, a server's handler included, until the children time out.)
+func run(_ executable: String, _ arguments: [String], input: Data? = nil) async throws -> (status: Int32, output: String) {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread {
+            continuation.resume(with: Result { try runBlocking(executable, arguments, input: input) })
+        }.start()
+    }
+}
+
+/// Runs `executable` with `arguments`, feeding it `input`; returns its exit status and standard output.
+func runBlocking(_ executable: String, _ arguments: [String], input: Data? = nil) throws -> (status: Int32, output: String) {
     var toChild: [Int32] = [-1, -1]
     var fromChild: [Int32] = [-1, -1]
     guard pipe(&toChild) == 0, pipe(&fromChild) == 0 else { throw NetError.system("pipe", errno) }

@@ -24,13 +24,13 @@ struct TLSTests: TLSEchoSuite {
 
     @Test func tls12IsAcceptedAndAMinimumOfTLS13RefusesIt() async throws {
         try await withServer(try certificates.serverContext { $0.minimumVersion = .tls13 }) { loop, address, _, _, listener in
-            let old = try run("/usr/bin/openssl", ["s_client", "-connect", "\(address)", "-tls1_2", "-CAfile", certificates.caPEM],
+            let old = try await run("/usr/bin/openssl", ["s_client", "-connect", "\(address)", "-tls1_2", "-CAfile", certificates.caPEM],
                               input: Data())
             #expect(old.status != 0)  // the server refuses TLS 1.2
             #expect(try await exchange("v13", at: address, on: loop, client: try certificates.clientContext()) == "echo: v13\n")
         }
         try await withServer(try certificates.serverContext()) { _, address, _, infos, _ in
-            let tls12 = try run("/usr/bin/openssl", ["s_client", "-connect", "\(address)", "-tls1_2", "-CAfile", certificates.caPEM,
+            let tls12 = try await run("/usr/bin/openssl", ["s_client", "-connect", "\(address)", "-tls1_2", "-CAfile", certificates.caPEM,
                                                      "-verify_return_error", "-quiet"], input: Data("v12\n".utf8))
             #expect(tls12.output == "echo: v12\n")
             #expect(await eventually { infos.all.first?.version == "TLSv1.2" })
@@ -121,7 +121,7 @@ struct TLSTests: TLSEchoSuite {
 
     @Test func opensslsClientVerifiesTheServerAndIsAnswered() async throws {
         try await withServer(try certificates.serverContext()) { _, address, reasons, _, listener in
-            let result = try run("/usr/bin/openssl", ["s_client", "-connect", "\(address)", "-servername", "localhost",
+            let result = try await run("/usr/bin/openssl", ["s_client", "-connect", "\(address)", "-servername", "localhost",
                                                       "-CAfile", certificates.caPEM, "-verify_return_error", "-quiet"],
                                  input: Data("from s_client\n".utf8))
             #expect(result.status == 0)
@@ -178,13 +178,13 @@ struct TLSTests: TLSEchoSuite {
             let client = try certificates.clientContext()
             _ = try await exchange("warm-up", at: address, on: loop, client: client)
             #expect(await eventually { reasons.all.count == 1 })
-            let before = openFileDescriptorCount()
+            let before = openDescriptors(onPort: address.port)
             for index in 0..<Self.connectionCount {
                 _ = try await exchange("n\(index)", at: address, on: loop, client: client)
             }
             #expect(await eventually { reasons.all.count == Self.connectionCount + 1 })
             #expect(reasons.all.allSatisfy { $0 == .closedLocally })
-            #expect(await eventually { openFileDescriptorCount() <= before })
+            #expect(await eventually { openDescriptors(onPort: address.port) <= before })
             #expect(listener.failedHandshakeCount == 0)
         }
     }
