@@ -233,7 +233,7 @@ static void host_event_fired(evutil_socket_t fd, short what, void *ctx) {
     (void)what;
     bev_test_t *t = ctx;
     trace_add(t->trace, "event");
-    lk_loop_enqueue(t->loop, mark, &t->after); /* next iteration, as from any LoopKit callback */
+    lk_loop_enqueue(t->loop, mark, &t->after); /* this iteration's phase 3, as from any LoopKit callback */
 }
 
 static void bev_readable(struct bufferevent *bev, void *ctx) {
@@ -418,6 +418,63 @@ static void test_r2_r3_next_iteration(void) {
     CHECK(strcmp(trace.text, "1:c 2:c 3:c") == 0);
     CHECK_EQ(lk_loop_run_once(loop, 0), 0);
     lk_loop_destroy(loop);
+}
+
+/* R2 from phase 2: an I/O or timer callback's work runs in the same iteration's phase 3, after the
+ * callback returned; work that job queues (from phase 3) runs in the next iteration. */
+typedef struct {
+    trace_t *trace;
+    lk_loop *loop;
+    int fd;
+    const char *label;
+    mark_t job;       /* queued by the callback */
+    mark_t jobs_job;  /* queued by that job */
+} phase_two_t;
+
+static void phase_two_job(void *ctx) {
+    phase_two_t *p = ctx;
+    mark(&p->job);
+    CHECK_EQ(lk_loop_enqueue(p->loop, mark, &p->jobs_job), LK_OK);
+}
+
+static void phase_two_callback(phase_two_t *p) {
+    CHECK_EQ(lk_loop_enqueue(p->loop, phase_two_job, p), LK_OK);
+    trace_add(p->trace, p->label); /* after the enqueue: the job must not have run yet */
+}
+
+static void phase_two_readable(void *ctx, int fd, int events) {
+    (void)events;
+    char byte;
+    CHECK(read(fd, &byte, 1) == 1);
+    phase_two_callback(ctx);
+}
+
+static void phase_two_timer(void *ctx) { phase_two_callback(ctx); }
+
+static void test_r2_phase_two_same_iteration(void) {
+    lk_loop *loop = begin("R2 work queued in phase 2 runs in phase 3 of the same iteration");
+    trace_t trace;
+    trace_init(&trace, loop);
+    int fds[2];
+    CHECK_EQ(pipe(fds), 0);
+    phase_two_t io = {&trace, loop, fds[0], "io", {&trace, "from-io"}, {&trace, "from-io's-job"}};
+    phase_two_t timer = {&trace, loop, -1, "timer", {&trace, "from-timer"}, {&trace, "from-timer's-job"}};
+    lk_watch *watch = NULL;
+    CHECK_EQ(lk_watch_fd(loop, fds[0], LK_READABLE, phase_two_readable, &io, &watch), LK_OK);
+    CHECK(write(fds[1], "x", 1) == 1);
+    CHECK_EQ(lk_loop_run_once(loop, 0), 2); /* the I/O callback and its job */
+    CHECK(strcmp(trace.text, "1:io 1:from-io") == 0);
+    CHECK_EQ(lk_loop_run_once(loop, 0), 1);
+    CHECK(strcmp(trace.text, "1:io 1:from-io 2:from-io's-job") == 0);
+    CHECK_EQ(lk_timer_start(loop, 0, 0, phase_two_timer, &timer, NULL), LK_OK);
+    CHECK_EQ(lk_loop_run_once(loop, 0), 2); /* the timer and its job */
+    CHECK_EQ(lk_loop_run_once(loop, 0), 1);
+    CHECK(strcmp(trace.text, "1:io 1:from-io 2:from-io's-job 3:timer 3:from-timer 4:from-timer's-job") == 0);
+    if (failed) fprintf(stderr, "trace: %s\n", trace.text);
+    CHECK_EQ(lk_watch_cancel(watch), LK_OK);
+    lk_loop_destroy(loop);
+    close(fds[0]);
+    close(fds[1]);
 }
 
 /* ---- R4: no starvation ----------------------------------------------------------------------------- */
@@ -747,6 +804,26 @@ static void host_readable(evutil_socket_t fd, short what, void *ctx) {
     trace_add(ctx, "host-io");
 }
 
+/* A host callback on an attached loop's base runs between LoopKit's drains: what it queues runs in the
+ * next drain, after the host's next poll, counted as the next iteration. */
+typedef struct {
+    lk_loop *loop;
+    uint64_t queued_in, ran_in;
+} attached_host_t;
+
+static void attached_host_job(void *ctx) {
+    attached_host_t *h = ctx;
+    h->ran_in = lk_loop_iteration(h->loop);
+}
+
+static void attached_host_fired(evutil_socket_t fd, short what, void *ctx) {
+    (void)fd;
+    (void)what;
+    attached_host_t *h = ctx;
+    h->queued_in = lk_loop_iteration(h->loop);
+    CHECK_EQ(lk_loop_enqueue(h->loop, attached_host_job, h), LK_OK);
+}
+
 static int host_timer_fired;
 static void host_timer(evutil_socket_t fd, short what, void *ctx) {
     (void)fd; (void)what; (void)ctx;
@@ -784,6 +861,18 @@ static void test_attach(void) {
     CHECK(strstr(trace.text, "host-io") != NULL);
     CHECK(strstr(trace.text, "1:job") != NULL && strstr(trace.text, "2:job") != NULL &&
           strstr(trace.text, "3:job") != NULL);
+
+    /* R2 on an attached loop: a host callback's work runs in the next drain, never in the pass that
+     * ran the callback. */
+    attached_host_t host = {loop, 0, 0};
+    struct event *host_ev = event_new(base, -1, 0, attached_host_fired, &host);
+    event_active(host_ev, EV_TIMEOUT, 0);
+    event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+    CHECK(host.queued_in > 0);
+    CHECK_EQ(host.ran_in, 0);
+    for (int i = 0; i < 5 && host.ran_in == 0; i++) event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+    CHECK_EQ(host.ran_in, host.queued_in + 1);
+    event_free(host_ev);
 
     /* A cross-thread enqueue wakes the host's blocked event_base_loop. */
     mark_t remote = {&trace, "remote"};
@@ -945,6 +1034,7 @@ int main(int argc, char **argv) {
     test_wrong_thread();
     test_r1_fifo();
     test_r2_r3_next_iteration();
+    test_r2_phase_two_same_iteration();
     test_r4_no_starvation();
     test_r5_invoke();
     test_r6_invoke_wait();

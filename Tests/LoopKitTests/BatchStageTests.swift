@@ -9,14 +9,51 @@ let randomSectionedEdit = Gen.uint64().map { seed -> (old: [DiffRowSection], new
     return diffRandomSections(&rng)
 }
 
-/// Whether some item deletion, insertion or move of `diff` touches a section the diff moves: exactly
-/// when ``SectionedDiff/stages()`` needs its one extra stage. Computed here from the diff's lists.
-func itemChangesTouchMovedSections(_ diff: SectionedDiff<DiffHeader, DiffRow>) -> Bool {
-    let movedOld = Set(diff.sections.moves.map(\.from))
+/// Random old and new sections from a seed, most of them moving a section whose items change and
+/// often whose model changes too (``diffRandomSectionsMovingEdited(_:)``).
+let randomMovingEdit = Gen.uint64().map { seed -> (old: [DiffRowSection], new: [DiffRowSection]) in
+    var rng = DiffTestRNG(seed: seed)
+    return diffRandomSectionsMovingEdited(&rng)
+}
+
+/// The new indices of the sections that `diff` moves and whose items some item deletion, insertion or
+/// move touches: the sections ``SectionedDiff/stages()`` moves in stage 1 and reloads in stage 2.
+/// Computed here from the diff's lists.
+func movedSectionsWithItemChanges(_ diff: SectionedDiff<DiffHeader, DiffRow>) -> Set<Int> {
+    let newOfOld = Dictionary(uniqueKeysWithValues: diff.sections.moves.map { ($0.from, $0.to) })
     let movedNew = Set(diff.sections.moves.map(\.to))
-    return diff.itemDeletions.contains { movedOld.contains($0.section) }
-        || diff.itemInsertions.contains { movedNew.contains($0.section) }
-        || diff.itemMoves.contains { movedOld.contains($0.from.section) || movedNew.contains($0.to.section) }
+    var result = Set<Int>()
+    for path in diff.itemDeletions { if let t = newOfOld[path.section] { result.insert(t) } }
+    for path in diff.itemInsertions where movedNew.contains(path.section) { result.insert(path.section) }
+    for move in diff.itemMoves {
+        if let t = newOfOld[move.from.section] { result.insert(t) }
+        if movedNew.contains(move.to.section) { result.insert(move.to.section) }
+    }
+    return result
+}
+
+/// Whether `diff` has the case that took three stages before issue 21: a section that is moved and
+/// updated and gains, loses or moves items.
+func hasMovedUpdatedSectionWithItemChanges(_ diff: SectionedDiff<DiffHeader, DiffRow>) -> Bool {
+    !movedSectionsWithItemChanges(diff).isDisjoint(with: diff.sections.updates.map(\.to))
+}
+
+/// Checks that `stages` performed from `old` are valid, at most two, and end at `new`, both by
+/// ``BatchStage/validate(from:)`` and through a table double that rejects item changes in moved
+/// sections.
+func checkTwoValidStages(_ old: [DiffRowSection], _ new: [DiffRowSection], sourceLocation: SourceLocation = #_sourceLocation) {
+    let stages = SectionedDiff(from: old, to: new).stages()
+    #expect(stages.count <= 2, "old: \(old) new: \(new)", sourceLocation: sourceLocation)
+    var data = old
+    for stage in stages {
+        #expect(throws: Never.self, "old: \(old) new: \(new)", sourceLocation: sourceLocation) { try stage.validate(from: data) }
+        data = stage.sections
+    }
+    #expect(data == new, "old: \(old) new: \(new)", sourceLocation: sourceLocation)
+    let table = DiffRecordingTarget(old)
+    table.commit(stages)
+    #expect(table.failures.isEmpty, "old: \(old) new: \(new) failures: \(table.failures)", sourceLocation: sourceLocation)
+    #expect(table.displayed == new, sourceLocation: sourceLocation)
 }
 
 @Suite("BatchStage")
@@ -40,7 +77,7 @@ struct BatchStageTests {
             }
             #expect(data == new)
             #expect(try stages.reduce(old) { data, stage in try stage.apply(to: data) } == new)
-            #expect(stages.count <= 3)
+            #expect(stages.count <= 2)
             #expect(stages.allSatisfy { $0.operationCount > 0 })
         }
     }
@@ -59,28 +96,65 @@ struct BatchStageTests {
         }
     }
 
-    @Test("Property: the extra stage appears exactly when a moved section has item changes (fewest stages)")
-    func extraStageOnlyWhenNeeded() async {
-        await propertyCheck(count: 3_000, input: randomSectionedEdit) { edit in
-            Self.checkExtraStage(edit.old, edit.new)
+    @Test("Property: at most two stages, each valid, ending at new, also when moved sections are updated and change items")
+    func atMostTwoStages() async {
+        await propertyCheck(count: 3_000, input: randomMovingEdit) { edit in
+            checkTwoValidStages(edit.old, edit.new)
+        }
+        await propertyCheck(count: 1_000, input: randomSectionedEdit) { edit in
+            checkTwoValidStages(edit.old, edit.new)
         }
     }
 
-    static func checkExtraStage(_ old: [DiffRowSection], _ new: [DiffRowSection]) {
-        let edit = (old: old, new: new)
-        let diff = SectionedDiff(from: edit.old, to: edit.new)
-        let stages = diff.stages()
-        let hasReloadStage = !(diff.sections.updates.isEmpty && diff.itemUpdates.isEmpty)
-        let hasStructure = !(diff.sections.deletions.isEmpty && diff.sections.insertions.isEmpty
-            && diff.sections.moves.isEmpty && diff.itemDeletions.isEmpty && diff.itemInsertions.isEmpty
-            && diff.itemMoves.isEmpty)
-        let needsSplit = itemChangesTouchMovedSections(diff)
-        let structure = Array(stages.prefix(stages.count - (hasReloadStage ? 1 : 0)))
-        #expect(structure.count == (needsSplit ? 2 : hasStructure ? 1 : 0), "old: \(edit.old) new: \(edit.new)")
-        if needsSplit {
-            // Sections first (no item changes), then items (no section changes).
-            #expect(structure[0].itemDeletions.isEmpty && structure[0].itemInsertions.isEmpty && structure[0].itemMoves.isEmpty)
-            #expect(structure[1].sectionMoves.isEmpty && structure[1].sectionDeletions.isEmpty && structure[1].sectionInsertions.isEmpty)
+    @Test("The moving-edit generator often gives a moved, updated section with item changes, and the other mixes")
+    func movingEditGeneratorCoversTheHardCases() {
+        var rng = DiffTestRNG(seed: 0x21)
+        var movedUpdated = 0, movedOnly = 0, movedOnlyWithUpdatesElsewhere = 0, crossWithTakenWhole = 0
+        let runs = 1_000
+        for _ in 0..<runs {
+            let (old, new) = diffRandomSectionsMovingEdited(&rng)
+            let diff = SectionedDiff(from: old, to: new)
+            let whole = movedSectionsWithItemChanges(diff)
+            let updated = Set(diff.sections.updates.map(\.to))
+            if !whole.isDisjoint(with: updated) { movedUpdated += 1 }
+            if !whole.subtracting(updated).isEmpty {
+                movedOnly += 1
+                if diff.itemUpdates.contains(where: { !whole.contains($0.to.section) }) || !updated.subtracting(whole).isEmpty {
+                    movedOnlyWithUpdatesElsewhere += 1
+                }
+            }
+            let movedFrom = Dictionary(uniqueKeysWithValues: diff.sections.moves.map { ($0.to, $0.from) })
+            let wholeOld = Set(whole.compactMap { movedFrom[$0] })
+            if diff.itemMoves.contains(where: { wholeOld.contains($0.from.section) != whole.contains($0.to.section) }) {
+                crossWithTakenWhole += 1
+            }
+        }
+        #expect(movedUpdated > runs / 5, "moved and updated with item changes: \(movedUpdated)")
+        #expect(movedOnly > runs / 10, "moved, not updated, with item changes: \(movedOnly)")
+        #expect(movedOnlyWithUpdatesElsewhere > runs / 20, "the same with updates elsewhere: \(movedOnlyWithUpdatesElsewhere)")
+        #expect(crossWithTakenWhole > runs / 10, "items moving in or out of such a section: \(crossWithTakenWhole)")
+    }
+
+    @Test("Property: no stage is empty and none is extra: a structure stage when there is structure, a content stage when there is content")
+    func fewestStages() async {
+        await propertyCheck(count: 3_000, input: randomMovingEdit) { edit in
+            let diff = SectionedDiff(from: edit.old, to: edit.new)
+            let stages = diff.stages()
+            let whole = movedSectionsWithItemChanges(diff)
+            let hasStructure = !(diff.sections.deletions.isEmpty && diff.sections.insertions.isEmpty
+                && diff.sections.moves.isEmpty && diff.itemDeletions.isEmpty && diff.itemInsertions.isEmpty
+                && diff.itemMoves.isEmpty)
+            let hasContent = !(diff.sections.updates.isEmpty && diff.itemUpdates.isEmpty && whole.isEmpty)
+            #expect(stages.count == (hasStructure ? 1 : 0) + (hasContent ? 1 : 0), "old: \(edit.old) new: \(edit.new)")
+            #expect(stages.allSatisfy { $0.operationCount > 0 })
+            // The moved sections whose items change are reloaded in the last stage, and no item change
+            // in them is listed.
+            if let last = stages.last, !whole.isEmpty {
+                #expect(whole.isSubset(of: last.sectionReloads), "old: \(edit.old) new: \(edit.new)")
+                let moved = Set(stages[0].sectionMoves.map(\.to))
+                #expect(!stages[0].itemInsertions.contains { moved.contains($0.section) })
+                #expect(!last.itemReloads.contains { whole.contains($0.section) })
+            }
         }
     }
 
@@ -98,23 +172,69 @@ struct BatchStageTests {
         }
     }
 
-    @Test("A moved section that gains, loses and moves items: sections move first, items change after")
-    func movedSectionWithItemChangesSplits() throws {
+    @Test("Issue 21: a section moved and updated that gains an item takes two stages, move then reload")
+    func movedUpdatedSectionGainingAnItemTakesTwoStages() throws {
+        // old [S1: - | S2: -], new [S2': 1:2 | S1: -]: S2 moves to the top, its title changes, it gains item 1.
+        let old = [section(1, []), section(2, [])]
+        let new = [section(2, title: 1, [1], value: 2), section(1, [])]
+        let diff = SectionedDiff(from: old, to: new)
+        #expect(diff.sections.moves == [DiffPair(from: 1, to: 0)])
+        let stages = diff.stages()
+        #expect(stages.count == 2)
+        #expect(stages[0].sectionMoves == [DiffPair(from: 1, to: 0)])
+        #expect(stages[0].itemInsertions.isEmpty)
+        #expect(stages[0].sections == [old[1], old[0]])
+        try stages[0].validate(from: old)
+        #expect(stages[1].sectionReloads == [0])
+        #expect(stages[1].itemInsertions.isEmpty && stages[1].itemReloads.isEmpty)
+        #expect(stages[1].sections == new)
+        try stages[1].validate(from: stages[0].sections)
+        let table = DiffRecordingTarget(old)
+        table.commit(stages)
+        #expect(table.failures.isEmpty)
+        #expect(table.displayed == new)
+    }
+
+    @Test("A moved section that gains, loses and moves items, its model unchanged, moves in stage 1 and is reloaded in stage 2")
+    func movedSectionWithItemChangesIsReloaded() throws {
         let old = [section(1, [1, 2, 3]), section(2, [4, 5])]
         let new = [section(2, [5, 4, 3]), section(1, [1, 9])]  // section 2 moves up and gets item 3
         let diff = SectionedDiff(from: old, to: new)
         let stages = diff.stages()
         #expect(stages.count == 2)
-        #expect(stages[0].sectionMoves.count == 1)
-        #expect(stages[0].itemMoves.isEmpty && stages[0].itemDeletions.isEmpty && stages[0].itemInsertions.isEmpty)
-        #expect(stages[0].sections == [old[1], old[0]])
-        #expect(stages[1].sectionMoves.isEmpty)
-        #expect(stages[1].itemDeletions == [ItemPath(section: 1, item: 1)])  // item 2, old section 0 now at 1
+        // Section 1 stays and keeps its item animations: item 2 deleted, item 3 leaves for the reloaded
+        // section 2 (a deletion here), item 9 inserted.
+        #expect(stages[0].sectionMoves == [DiffPair(from: 1, to: 0)])
+        #expect(stages[0].itemDeletions == [ItemPath(section: 0, item: 1), ItemPath(section: 0, item: 2)])
+        #expect(stages[0].itemInsertions == [ItemPath(section: 1, item: 1)])
+        #expect(stages[0].itemMoves.isEmpty)
+        #expect(stages[0].sections == [old[1], new[1]])
+        #expect(stages[1].sectionReloads == [0])
+        #expect(stages[1].itemDeletions.isEmpty && stages[1].itemInsertions.isEmpty && stages[1].itemMoves.isEmpty)
         #expect(stages[1].sections == new)
         let table = DiffRecordingTarget(old)
         table.commit(stages)
         #expect(table.failures.isEmpty)
         #expect(table.displayed == new)
+    }
+
+    @Test("An item leaving a reloaded moved section for a section that stays is inserted there in stage 2, reloads shifted")
+    func itemFromReloadedSectionArrivesInSecondStage() throws {
+        // Section 2 moves up and loses item 4 to section 1, whose items 1 and 3 are updated.
+        let old = [section(1, [1, 2, 3]), section(2, [4, 5])]
+        var new = [section(2, [5]), section(1, [1, 4, 2, 3])]
+        new[1].items[0].value = 7
+        new[1].items[3].value = 7
+        let stages = SectionedDiff(from: old, to: new).stages()
+        #expect(stages.count == 2)
+        #expect(stages[0].sectionMoves == [DiffPair(from: 1, to: 0)])
+        #expect(stages[0].itemDeletions.isEmpty && stages[0].itemInsertions.isEmpty && stages[0].itemMoves.isEmpty)
+        #expect(stages[0].sections == [old[1], old[0]])  // item 4 is shown once, in section 2, until stage 2
+        #expect(stages[1].sectionReloads == [0])
+        #expect(stages[1].itemInsertions == [ItemPath(section: 1, item: 1)])
+        #expect(stages[1].itemReloads == [ItemPath(section: 1, item: 0), ItemPath(section: 1, item: 2)])
+        #expect(stages[1].sections == new)
+        checkTwoValidStages(old, new)
     }
 
     @Test("A moved section without item changes moves in the one structure stage")
@@ -288,11 +408,11 @@ struct BatchStageTests {
         table.commit(SectionedDiff(from: old, to: new).stages())
         #expect(table.failures.isEmpty)
         #expect(table.displayed == new)
-        // Section 2 moves up and receives item 2: the section moves in a batch of its own.
+        // Section 2 moves up and receives item 2: it moves in stage 1 and is reloaded in stage 2, while
+        // section 1 loses item 2 and moves item 3 in stage 1 and reloads item 3 in stage 2.
         #expect(table.calls == [
-            "begin", "setSections", "insertSections", "moveSection", "end",
-            "begin", "setSections", "moveItem", "moveItem", "end",
-            "begin", "setSections", "reloadItems", "end",
+            "begin", "setSections", "insertSections", "moveSection", "deleteItems", "moveItem", "end",
+            "begin", "setSections", "reloadSections", "reloadItems", "end",
         ])
     }
 

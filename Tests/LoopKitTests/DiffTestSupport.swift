@@ -162,3 +162,60 @@ func diffBruteForceMoveCount(_ old: [DiffRow], _ new: [DiffRow]) -> Int {
     }
     return sequence.count - (best.max() ?? 0)
 }
+
+/// Random old sections and an edit that, most of the time, moves one section and changes its items
+/// (insertions, deletions, moves within it and across sections, updates), often updating its model too,
+/// on top of the mixed edits of ``diffRandomSections(_:maxSections:maxItems:duplicatePercent:)``: the
+/// cases ``SectionedDiff/stages()`` must fit in two stages.
+func diffRandomSectionsMovingEdited(_ rng: inout DiffTestRNG) -> (old: [DiffRowSection], new: [DiffRowSection]) {
+    var (old, new) = diffRandomSections(&rng, maxSections: 5, maxItems: 5, duplicatePercent: 4)
+    if old.count < 2, rng.chance(80) {
+        // Enough sections to move one; fresh identities, not in use.
+        old = (0..<rng.int(2..<5)).map { k in
+            DiffRowSection(DiffHeader(id: 500 + k, title: 0), items: (0..<rng.int(0..<4)).map { DiffRow(id: 600 + 10 * k + $0, value: 0) })
+        }
+        new = old
+    }
+    guard new.count >= 2, rng.chance(85) else { return (old, new) }
+    var nextID = 1_000
+    let from = rng.int(0..<new.count)
+    var section = new.remove(at: from)
+    var to = rng.int(0..<new.count)
+    if to >= from { to += 1 }  // a different place
+    if rng.chance(65) { section.model.title = (section.model.title + 1) % 3 }
+    for _ in 0..<rng.int(1..<4) {
+        switch rng.int(0..<6) {
+        case 0:
+            nextID += 1
+            section.items.insert(DiffRow(id: nextID, value: 0), at: rng.int(0..<(section.items.count + 1)))
+        case 1 where !section.items.isEmpty:
+            section.items.remove(at: rng.int(0..<section.items.count))
+        case 2 where section.items.count >= 2:
+            let row = section.items.remove(at: rng.int(0..<section.items.count))
+            section.items.insert(row, at: rng.int(0..<(section.items.count + 1)))
+        case 3 where !section.items.isEmpty:  // leaves for another section
+            let other = rng.int(0..<new.count)
+            let row = section.items.remove(at: rng.int(0..<section.items.count))
+            new[other].items.insert(row, at: rng.int(0..<(new[other].items.count + 1)))
+        case 4:  // arrives from another section
+            let other = rng.int(0..<new.count)
+            if !new[other].items.isEmpty {
+                var row = new[other].items.remove(at: rng.int(0..<new[other].items.count))
+                if rng.chance(40) { row.value = (row.value + 1) % 3 }
+                section.items.insert(row, at: rng.int(0..<(section.items.count + 1)))
+            }
+        case 5 where !section.items.isEmpty:
+            section.items[rng.int(0..<section.items.count)].value += 1
+        default:
+            break
+        }
+    }
+    new.insert(section, at: to)
+    // Updates elsewhere: a model, an item.
+    if rng.chance(50) {
+        let s = rng.int(0..<new.count)
+        if !new[s].items.isEmpty { new[s].items[rng.int(0..<new[s].items.count)].value += 1 }
+    }
+    if rng.chance(30) { new[rng.int(0..<new.count)].model.title += 1 }
+    return (old, new)
+}

@@ -38,8 +38,8 @@ struct OrderingContractTests {
         #expect(mixed.labels == ["remote", "local", "remote-after"])
     }
 
-    @Test("R2: work enqueued during iteration N never runs in N")
-    func neverThisIteration() throws {
+    @Test("R2: work queued from the drain of iteration N runs in N+1, never in N")
+    func workQueuedByTheDrainWaitsForTheNextIteration() throws {
         let driver = try LoopDriver()
         let loop = driver.loop
         let trace = OrderTrace(loop)
@@ -52,6 +52,40 @@ struct OrderingContractTests {
         #expect(trace.description == "1:A 1:A-end")
         try driver.step()
         #expect(trace.description == "1:A 1:A-end 2:B")
+    }
+
+    @Test("R2: work queued from an I/O or timer callback runs in the same iteration's drain, after the callback returned")
+    func workQueuedInPhaseTwoRunsInThatIterationsDrain() throws {
+        let driver = try LoopDriver()
+        let loop = driver.loop
+        let trace = OrderTrace(loop)
+        let pipe = TestPipe()
+        defer { pipe.close() }
+        let watch = try loop.watch(pipe.readEnd, for: .readable) { _ in
+            pipe.drain()
+            try! loop.enqueue {
+                trace.record("from-io")
+                try! loop.enqueue { trace.record("from-io's-job") }
+            }
+            trace.record("io")
+        }
+        try loop.schedule(after: .milliseconds(5)) {
+            try! loop.enqueue {
+                trace.record("from-timer")
+                try! loop.enqueue { trace.record("from-timer's-job") }
+            }
+            trace.record("timer")
+        }
+        try loop.enqueue { trace.record("queued-before") }
+        pipe.makeReadable()
+        try driver.step()
+        // Phase 2 queued after "queued-before" (FIFO), and the drain took it: the same iteration.
+        #expect(trace.description == "1:io 1:queued-before 1:from-io")
+        try driver.step()
+        #expect(trace.description == "1:io 1:queued-before 1:from-io 2:from-io's-job")
+        try driver.advance(by: .milliseconds(5))  // iteration 3 at the timer's deadline, then iteration 4
+        #expect(trace.description == "1:io 1:queued-before 1:from-io 2:from-io's-job 3:timer 3:from-timer 4:from-timer's-job")
+        watch.cancel()
     }
 
     @Test("R3: work enqueued during iteration N runs in N+1; with a drain limit FIFO still holds")

@@ -14,7 +14,15 @@
  *   1. poll for I/O (without waiting when queued work or a due timer is pending);
  *   2. run ready I/O callbacks, then due timers in (deadline, scheduling order);
  *   3. run the next-iteration queue: exactly the work queued before this phase began.
- * Work queued during iteration N never runs in N, and runs in N + 1, in the order it was queued.
+ * Queued work runs in the order it was queued, in the first phase 3 that begins after it was queued,
+ * never inside the callback that queued it (R2, R3):
+ *   - queued from an I/O, signal or timer callback of iteration N (phase 2), or from a host's own
+ *     libevent callback on lk_loop_event_base(), it runs in phase 3 of N, after that callback returned;
+ *   - queued from phase 3 of N (by queued work), it runs in N + 1, never in N.
+ * On an attached loop an iteration is one drain (LoopKit's timers, then the queue). A LoopKit timer's
+ * work runs in that drain; the host's callbacks (and lk_watch_fd callbacks, which the host's base runs)
+ * run between drains, and their work runs in the next drain, after the host's next poll: if the callback
+ * read lk_loop_iteration() == N, the work runs in N + 1.
  */
 #ifndef LOOPKIT_H
 #define LOOPKIT_H
@@ -143,8 +151,10 @@ LK_EXTERN struct event_base *lk_loop_event_base(const lk_loop *loop);
 
 /* ---- Work --------------------------------------------------------------------------------------- */
 
-/* Queues fn(ctx) for the next iteration. FIFO; each producer thread's order is kept; a cross-thread call
- * wakes a waiting loop (at most one wake-up per iteration).
+/* Queues fn(ctx) for the loop's next phase 3 (drain), never running it inside the caller: from an I/O or
+ * timer callback (phase 2) it runs in the same iteration's phase 3, after the callback returned; from
+ * queued work (phase 3) it runs in the next iteration (see R2 at the top). FIFO; each producer thread's
+ * order is kept; a cross-thread call wakes a waiting loop (at most one wake-up per iteration).
  * [any thread] Errors: LK_EINVAL (NULL loop or fn), LK_ECLOSED. */
 LK_EXTERN int lk_loop_enqueue(lk_loop *loop, lk_fn fn, void *ctx);
 

@@ -8,7 +8,8 @@
 /// - no position is used twice (in the old data or in the new data);
 /// - no item change touches a section that the stage deletes, inserts, moves or reloads (moving a
 ///   section and changing its items in one batch is what makes `UICollectionView` mis-animate or throw,
-///   which is why ``SectionedDiff/stages()`` moves such sections in a stage of their own);
+///   which is why ``SectionedDiff/stages()`` moves such a section in one stage and reloads it, with its
+///   new items, in the next);
 /// - a reloaded item or section is not also deleted or moved (an item can't be moved and reloaded in
 ///   one batch, which is why ``SectionedDiff/stages()`` reloads updated items in a later stage);
 /// - the unchanged elements, in order, exactly fill the positions the changes leave open.

@@ -1,17 +1,22 @@
 extension SectionedDiff {
-    /// Splits the changes into batches that a table or collection view can perform one after another.
+    /// Splits the changes into batches that a table or collection view can perform one after another:
+    /// at most two, for every input.
     ///
-    /// 1. Structure: section deletions, insertions and moves, item deletions, insertions and moves. Its
-    ///    ``BatchStage/sections`` have the new structure with the *old* content of updated models and
-    ///    items.
-    /// 2. Content: reloads of updated sections and of updated items at their new positions (an item
-    ///    can't be moved and reloaded in one batch). Items of a reloaded section are reloaded with it.
+    /// 1. Structure: section deletions, insertions and moves, and item deletions, insertions and moves.
+    ///    Its ``BatchStage/sections`` have the new structure with the *old* content of updated models
+    ///    and items.
+    /// 2. Content: reloads of updated sections and of updated items at their positions after stage 1
+    ///    (an item can't be moved and reloaded in one batch). Items of a reloaded section are reloaded
+    ///    with it. Also the reloads and insertions that stand in for item changes in moved sections,
+    ///    below.
     ///
-    /// A batch may not move a section and change items in it (``BatchStage``'s rules; DifferenceKit
-    /// stages its changes apart for the same reason). When a moved section gains, loses or moves items,
-    /// the structure stage splits in two, the one extra stage needed: first the sections (deletions,
-    /// insertions, moves; every surviving section keeps its old items), then every item deletion,
-    /// insertion and move, at the sections' new indices. So there are at most three stages.
+    /// A batch may neither change items in a section it moves nor reload a section it moves
+    /// (``BatchStage``'s rules; DifferenceKit stages its changes apart for the same reason). So a section
+    /// that moves and gains, loses or moves items, whether or not its model changed, moves in stage 1
+    /// with its old model and items, and stage 2 reloads it: the reload brings its new model and items,
+    /// so its item changes are not listed. An item that moves between such a section and another one is
+    /// deleted from the other one in stage 1, or inserted into it in stage 2 (or brought by the other
+    /// one's reload), so it is never shown twice. Every other item change keeps its own animation.
     ///
     /// Empty stages are left out: no changes give no stages. A reload (``isReload``) is one stage that
     /// deletes every section and inserts every new one, marked ``BatchStage/isReload``. Each stage passes
@@ -29,76 +34,120 @@ extension SectionedDiff {
         }
         if isEmpty { return [] }
 
-        var stages: [BatchStage<Model, Item>] = []
-        let hasSectionStructure = !(sections.deletions.isEmpty && sections.insertions.isEmpty
-            && sections.moves.isEmpty)
-        let hasItemStructure = !(itemDeletions.isEmpty && itemInsertions.isEmpty && itemMoves.isEmpty)
-        if hasSectionStructure || hasItemStructure {
-            // New structure, old content for what the last stage reloads.
-            var interim = new
-            for update in sections.updates { interim[update.to].model = old[update.from].model }
-            for update in itemUpdates {
-                interim[update.to.section].items[update.to.item] = old[update.from.section].items[update.from.item]
+        let newOfOld = newSectionIndices()
+        // Stage 2 reloads the updated sections and the moved sections whose items change ("taken whole").
+        var reloaded = [Bool](repeating: false, count: new.count)
+        for update in sections.updates { reloaded[update.to] = true }
+        var takenWhole = [Bool](repeating: false, count: new.count)
+        var oldOfTakenWhole: [Int: Int] = [:]
+        if !sections.moves.isEmpty {
+            var movedFrom = [Int](repeating: -1, count: new.count)
+            for move in sections.moves { movedFrom[move.to] = move.from }
+            func touch(_ t: Int) {
+                guard movedFrom[t] >= 0, !takenWhole[t] else { return }
+                takenWhole[t] = true
+                reloaded[t] = true
+                oldOfTakenWhole[t] = movedFrom[t]
             }
-            if hasItemStructure, let newOfOld = movedSectionsWithItemChanges() {
-                // Stage 1: sections only. A surviving section keeps its old model and items.
-                var sectionsOnly = interim
-                for s in old.indices where newOfOld[s] >= 0 { sectionsOnly[newOfOld[s]] = old[s] }
-                stages.append(BatchStage(
-                    sectionDeletions: sections.deletions, sectionInsertions: sections.insertions,
-                    sectionMoves: sections.moves, sections: sectionsOnly))
-                // Stage 2: items, with old paths translated to the sections' new indices.
-                func moved(_ path: ItemPath) -> ItemPath { ItemPath(section: newOfOld[path.section], item: path.item) }
-                stages.append(BatchStage(
-                    itemDeletions: itemDeletions.map(moved), itemInsertions: itemInsertions,
-                    itemMoves: itemMoves.map { DiffPair(from: moved($0.from), to: $0.to) },
-                    sections: interim))
-            } else {
-                stages.append(BatchStage(
-                    sectionDeletions: sections.deletions, sectionInsertions: sections.insertions,
-                    sectionMoves: sections.moves,
-                    itemDeletions: itemDeletions, itemInsertions: itemInsertions, itemMoves: itemMoves,
-                    sections: interim))
+            for path in itemDeletions { touch(newOfOld[path.section]) }
+            for path in itemInsertions { touch(path.section) }
+            for move in itemMoves {
+                touch(newOfOld[move.from.section])
+                touch(move.to.section)
             }
         }
-        if !(sections.updates.isEmpty && itemUpdates.isEmpty) {
-            var reloadedSection = [Bool](repeating: false, count: new.count)
-            for update in sections.updates { reloadedSection[update.to] = true }
+
+        // Items that arrive late: moved out of a section taken whole into one that isn't, they are
+        // inserted in stage 2 (or come with their section's reload), so they are never shown twice.
+        var arrivesLate = [[Bool]](repeating: [], count: new.count)
+        var lateInsertions: [ItemPath] = []
+        for move in itemMoves where takenWhole[newOfOld[move.from.section]] && !takenWhole[move.to.section] {
+            let t = move.to.section
+            if arrivesLate[t].isEmpty { arrivesLate[t] = [Bool](repeating: false, count: new[t].items.count) }
+            arrivesLate[t][move.to.item] = true
+            if !reloaded[t] { lateInsertions.append(move.to) }
+        }
+        // Where each new item sits in stage 1's sections, which lack the late arrivals.
+        var interimItem = [[Int]](repeating: [], count: new.count)
+        for t in new.indices where !arrivesLate[t].isEmpty {
+            var k = 0
+            interimItem[t] = arrivesLate[t].map { isLate in
+                defer { if !isLate { k += 1 } }
+                return k
+            }
+        }
+        func interimPath(_ path: ItemPath) -> ItemPath {
+            let at = interimItem[path.section]
+            return at.isEmpty ? path : ItemPath(section: path.section, item: at[path.item])
+        }
+
+        // Stage 1's item changes: none in a section taken whole; a move out of one that isn't into one
+        // that is becomes a deletion.
+        var firstDeletions: [ItemPath] = []
+        var firstInsertions: [ItemPath] = []
+        var firstMoves: [DiffPair<ItemPath>] = []
+        for path in itemDeletions where !takenWhole[newOfOld[path.section]] { firstDeletions.append(path) }
+        for path in itemInsertions where !takenWhole[path.section] { firstInsertions.append(interimPath(path)) }
+        for move in itemMoves where !takenWhole[newOfOld[move.from.section]] {
+            if takenWhole[move.to.section] {
+                firstDeletions.append(move.from)
+            } else {
+                firstMoves.append(DiffPair(from: move.from, to: interimPath(move.to)))
+            }
+        }
+        firstDeletions.sort()
+
+        // Stage 1's sections: the new structure, with old models and items where stage 2 takes a section
+        // whole, the old content of updated models and items, and without the items that arrive late.
+        var interim = new
+        for (t, s) in oldOfTakenWhole { interim[t] = old[s] }
+        for update in sections.updates where !takenWhole[update.to] {
+            interim[update.to].model = old[update.from].model
+        }
+        for update in itemUpdates where !takenWhole[update.to.section] {
+            interim[update.to.section].items[update.to.item] = old[update.from.section].items[update.from.item]
+        }
+        for t in new.indices where !arrivesLate[t].isEmpty {
+            interim[t].items = zip(interim[t].items, arrivesLate[t]).filter { !$0.1 }.map(\.0)
+        }
+
+        var stages: [BatchStage<Model, Item>] = []
+        if !(sections.deletions.isEmpty && sections.insertions.isEmpty && sections.moves.isEmpty
+            && firstDeletions.isEmpty && firstInsertions.isEmpty && firstMoves.isEmpty) {
             stages.append(BatchStage(
-                sectionReloads: sections.updates.map(\.to),
-                itemReloads: itemUpdates.lazy.map(\.to).filter { !reloadedSection[$0.section] },
-                sections: new))
+                sectionDeletions: sections.deletions, sectionInsertions: sections.insertions,
+                sectionMoves: sections.moves,
+                itemDeletions: firstDeletions, itemInsertions: firstInsertions, itemMoves: firstMoves,
+                sections: interim))
+        }
+        // An updated item that arrives late comes with new content; the others reload where they are.
+        let itemReloads = itemUpdates
+            .filter { !reloaded[$0.to.section] && !takenWhole[newOfOld[$0.from.section]] }
+            .map { interimPath($0.to) }
+        let sectionReloads = new.indices.filter { reloaded[$0] }
+        if !(sectionReloads.isEmpty && itemReloads.isEmpty && lateInsertions.isEmpty) {
+            stages.append(BatchStage(
+                sectionReloads: sectionReloads, itemInsertions: lateInsertions,
+                itemReloads: itemReloads, sections: new))
         }
         return stages
     }
 
-    /// The new index of each old section (-1 when deleted) if some item deletion, insertion or move
-    /// touches a moved section; nil when no item change does, so one structure stage is enough.
-    private func movedSectionsWithItemChanges() -> [Int]? {
-        guard !sections.moves.isEmpty else { return nil }
-        var movedOld = [Bool](repeating: false, count: old.count)
-        var movedNew = [Bool](repeating: false, count: new.count)
-        for move in sections.moves {
-            movedOld[move.from] = true
-            movedNew[move.to] = true
-        }
-        let touches = itemDeletions.contains { movedOld[$0.section] }
-            || itemInsertions.contains { movedNew[$0.section] }
-            || itemMoves.contains { movedOld[$0.from.section] || movedNew[$0.to.section] }
-        guard touches else { return nil }
-        // Where each old section lands: deleted ones nowhere, the rest by the diff's section pairing,
-        // which for a surviving section is its move destination or its place among the unmoved ones.
+    /// The new index of each old section (-1 when deleted): its move destination, or its place among
+    /// the sections that are neither inserted nor moved.
+    private func newSectionIndices() -> [Int] {
         var newOfOld = [Int](repeating: -1, count: old.count)
-        var isDeleted = [Bool](repeating: false, count: old.count)
-        for s in sections.deletions { isDeleted[s] = true }
+        var stays = [Bool](repeating: true, count: old.count)
+        for s in sections.deletions { stays[s] = false }
         var taken = [Bool](repeating: false, count: new.count)
         for t in sections.insertions { taken[t] = true }
         for move in sections.moves {
             newOfOld[move.from] = move.to
+            stays[move.from] = false
             taken[move.to] = true
         }
         var t = 0
-        for s in old.indices where !isDeleted[s] && !movedOld[s] {
+        for s in old.indices where stays[s] {
             while taken[t] { t += 1 }
             newOfOld[s] = t
             t += 1

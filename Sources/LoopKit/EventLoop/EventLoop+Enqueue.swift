@@ -1,9 +1,10 @@
 extension EventLoop {
-    /// Queues `work` to run in the loop's next iteration.
+    /// Queues `work` to run in the loop's next drain (phase 3), never inside the caller.
     ///
-    /// Work runs in the order it was queued (R1); work queued during iteration N never runs in N (R2) and
-    /// runs in N + 1 (R3). From another thread the call wakes a waiting loop, at most once per iteration
-    /// however many jobs arrive (R7).
+    /// Work runs in the order it was queued (R1). Queued from an I/O or timer callback of iteration N
+    /// (phase 2), it runs in the drain of N, after that callback returned (R2); queued from work the
+    /// drain of N runs, it runs in N + 1, never in N (R2, R3). From another thread the call wakes a
+    /// waiting loop, at most once per iteration however many jobs arrive (R7).
     ///
     /// - Throws: ``EventLoopError/shutDown`` once ``shutdown()`` has been called (R10); `work` is not kept.
     ///

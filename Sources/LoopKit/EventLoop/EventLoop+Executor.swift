@@ -1,7 +1,7 @@
 import Synchronization
 
 extension EventLoop: TaskExecutor {
-    /// Runs a Swift concurrency job on the loop, in its next iteration, in FIFO order with other work:
+    /// Runs a Swift concurrency job on the loop, in its next drain, in FIFO order with other work:
     /// a loop is a `TaskExecutor` (`Task(executorPreference: loop) { … }`), and actors pin themselves to
     /// it through ``unownedExecutor``.
     ///

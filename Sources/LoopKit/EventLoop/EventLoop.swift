@@ -13,8 +13,10 @@ import Synchronization
 /// 2. **Run** ready I/O callbacks, then due timers in (deadline, scheduling order).
 /// 3. **Drain** the next-iteration queue: exactly the work that was queued before this phase began.
 ///
-/// Work queued during iteration N never runs in N and always runs in N + 1 (rules R2 and R3), in the
-/// order it was queued (R1). See the "Loop phases and the ordering contract" article for all rules.
+/// Queued work runs in the order it was queued (R1), in the first drain that begins after it was queued
+/// and never inside the callback that queued it: work queued from an I/O or timer callback of iteration
+/// N runs in the drain of N, after that callback returned; work queued from the drain of N runs in
+/// N + 1 (rules R2 and R3). See the "Loop phases and the ordering contract" article for all rules.
 public final class EventLoop: Sendable {
     /// The thread the loop belongs to.
     let owner: ThreadID

@@ -85,7 +85,9 @@ public final class LoopBound<Value>: Sendable {
         try loop.invoke { body(&storage.value) }
     }
 
-    /// Queues `body` to run with the value in the loop's next iteration, from any thread (R1–R3).
+    /// Queues `body` to run with the value in the loop's next drain, from any thread (R1–R3): the
+    /// running iteration's when called from an I/O or timer callback, the next iteration's when called
+    /// from queued work.
     ///
     /// Useful for work that can wait until the loop has handled
     /// what is pending, even when the caller is on the loop thread.
