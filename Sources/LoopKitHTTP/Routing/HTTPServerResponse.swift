@@ -33,7 +33,9 @@ public struct HTTPServerResponse: Sendable {
 public struct HTTPResponseBody: Sendable {
     enum Storage: Sendable {
         case bytes([UInt8])
-        case stream(@Sendable (HTTPBodyWriter) async throws -> Void)
+        /// `watchesClient`: the connection keeps reading while the body streams, so that a client that
+        /// goes away is noticed at once (an event stream waits for events, not for the client).
+        case stream(@Sendable (HTTPBodyWriter) async throws -> Void, watchesClient: Bool)
     }
 
     let storage: Storage
@@ -51,9 +53,10 @@ public struct HTTPResponseBody: Sendable {
 
     /// A body written by `write`, sent chunked; `write` runs as a task on the connection's loop and each
     /// ``HTTPBodyWriter/write(_:)-([UInt8])`` suspends while the connection's pending output is above its high-water mark.
+    /// The task is cancelled when the connection closes.
     ///
     /// - Parameter write: Writes the body; returning ends it, throwing aborts the connection.
     public static func stream(_ write: @escaping @Sendable (HTTPBodyWriter) async throws -> Void) -> HTTPResponseBody {
-        HTTPResponseBody(storage: .stream(write))
+        HTTPResponseBody(storage: .stream(write, watchesClient: false))
     }
 }

@@ -1,3 +1,4 @@
+import LoopKit
 import LoopKitNet
 
 /// Writes a streamed response body, chunk by chunk, with backpressure from the connection.
@@ -13,6 +14,9 @@ public final class HTTPBodyWriter: @unchecked Sendable {
         self.connection = connection
         self.chunked = chunked
     }
+
+    /// The loop the connection lives on, where the writing task runs.
+    public var loop: EventLoop { connection.context.loop }
 
     /// Writes `bytes` as one chunk; suspends while the connection's unsent output is above its high-water
     /// mark (the client reads slower than the handler writes).
@@ -44,6 +48,17 @@ public final class HTTPBodyWriter: @unchecked Sendable {
     public func write(_ bytes: Bytes) async throws {
         try append { bytes.withUnsafeBytes($0) }
         try await flushAndWait()
+    }
+
+    /// Appends `bytes` as one chunk and sends it without waiting for the output to drain (a keep-alive
+    /// comment from a timer). Does nothing once the client has gone. Loop thread.
+    func writeWithoutWaiting(_ bytes: [UInt8]) {
+        do {
+            try append { bytes.withUnsafeBytes($0) }
+            connection.flush()
+        } catch {
+            // The client has gone: the streaming task learns it at its next write, or by cancellation.
+        }
     }
 
     private func write(bytes: [UInt8]) async throws {

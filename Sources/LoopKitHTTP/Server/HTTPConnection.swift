@@ -45,6 +45,8 @@ final class HTTPConnection: @unchecked Sendable {
     var responseStarted = false
     /// Set when the TCP connection has closed.
     var isClosed = false
+    /// The task writing a streamed response body, until it ends; cancelled when the connection closes.
+    private var responseTask: Task<Void, Never>?
     /// True while `receive` runs (a sync handler's response is flushed at its end).
     private var isReceiving = false
 
@@ -71,6 +73,8 @@ final class HTTPConnection: @unchecked Sendable {
     private func closed() {
         guard !isClosed else { return }
         isClosed = true
+        responseTask?.cancel()  // a streamed body waiting for something other than the client ends now
+        responseTask = nil
         flush()  // lets go of the loop's encoder if it held bytes of this connection's
         machine.transportClosed()
         if let streamedBody {
@@ -348,7 +352,7 @@ final class HTTPConnection: @unchecked Sendable {
                 bytes.withUnsafeBytes { encoder.appendBody($0) }
             }
             finishResponse()
-        case .stream(let write):
+        case .stream(let write, let watchesClient):
             guard allowsBody && !isHead else {
                 encoder.appendHead(response.head, framing: allowsBody ? .chunked : .none, keepAlive: keepAlive,
                                    http10: false, date: context.dateCache.fieldLine)
@@ -361,15 +365,22 @@ final class HTTPConnection: @unchecked Sendable {
             encoder.appendHead(response.head, framing: chunked ? .chunked : .none, keepAlive: keepAlive && chunked,
                                http10: head.version.minor == 0, date: context.dateCache.fieldLine)
             flush()
-            if !machine.isStreamingBody { tcp.pauseReading() }  // a streamed request body must go on
+            // Reading pauses while the body streams (pipelined requests wait), unless a streamed request body
+            // must go on or the stream watches for its client leaving (bytes then wait in the input buffer,
+            // bounded by its high-water mark, and the client's end of file closes the connection).
+            if !machine.isStreamingBody && !watchesClient { tcp.pauseReading() }
             let writer = HTTPBodyWriter(connection: self, chunked: chunked)
-            Task(executorPreference: context.loop) {
+            responseTask = Task(executorPreference: context.loop) {
                 do {
                     try await write(writer)
                     self.onLoop { $0.finishStream(chunked: chunked) }
                 } catch {
                     self.onLoop { connection in
-                        connection.context.logger.error("streamed body failed", metadata: ["error": "\(error)"])
+                        if connection.isClosed {  // the client went away: the writer learnt it, nothing failed
+                            connection.context.logger.debug("streamed body ended: client gone", metadata: ["error": "\(error)"])
+                        } else {
+                            connection.context.logger.error("streamed body failed", metadata: ["error": "\(error)"])
+                        }
                         connection.tcp.abort()
                     }
                 }
@@ -378,6 +389,7 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     private func finishStream(chunked: Bool) {
+        responseTask = nil
         guard !isClosed else { return }
         if chunked { encoder.appendLastChunk() }
         finishResponse()

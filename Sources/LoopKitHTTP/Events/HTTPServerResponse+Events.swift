@@ -1,0 +1,76 @@
+import HTTPTypes
+import LoopKit
+
+extension HTTPServerResponse {
+    /// A `text/event-stream` response (server-sent events) written by `write`.
+    ///
+    /// `write` runs as a task on the connection's loop and sends events with backpressure. The stream
+    /// ends when `write` returns (the response ends and the connection can serve its next request) or
+    /// throws (the connection is aborted). The connection keeps watching the client while the stream is
+    /// open: when the client disconnects, the task is cancelled, so a `write` waiting for its next event
+    /// (an `AsyncStream`, a `Task.sleep`) ends at once rather than at its next send.
+    ///
+    /// ```swift
+    /// router.get("/clock") { _ in
+    ///     .events { events in
+    ///         while true {
+    ///             try await events.send(ServerSentEvent(data: "\(ContinuousClock.now)"))
+    ///             try await Task.sleep(for: .seconds(1))
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - keepAlive: When nothing has been written for this long, a comment line goes out, so that
+    ///     proxies keep the connection and a vanished client is noticed; nil for none. Default 15 s.
+    ///   - write: Sends the events.
+    /// - Returns: A 200 response with `Content-Type: text/event-stream` and `Cache-Control: no-cache`.
+    public static func events(
+        keepAlive: Duration? = .seconds(15),
+        _ write: @escaping @Sendable (ServerSentEventWriter) async throws -> Void
+    ) -> HTTPServerResponse {
+        var response = HTTPServerResponse(status: .ok, headerFields: [
+            .contentType: "text/event-stream", .cacheControl: "no-cache",
+        ])
+        response.body = HTTPResponseBody(storage: .stream({ body in
+            let events = ServerSentEventWriter(body: body)
+            var timer: ScheduledTimer?
+            if let keepAlive {
+                do {
+                    timer = try body.loop.schedule(after: keepAlive, repeating: keepAlive) { events.keepAliveTick() }
+                } catch {
+                    // The loop is shutting down: the connection ends with it, so no keep-alive is needed.
+                }
+            }
+            defer { timer?.cancel() }
+            try await write(events)
+        }, watchesClient: true))
+        return response
+    }
+
+    /// `progress` as server-sent events: one `progress` event per change, coalesced to at most one per
+    /// iteration of the connection's loop, then a last `finished` or `cancelled` event, and the stream
+    /// ends.
+    ///
+    /// Each event's data is the snapshot as one JSON object (``ProgressSnapshot/jsonObject``). There is no
+    /// polling: the stream follows ``TaskProgress/snapshots(on:)``, so however fast the progress changes,
+    /// the client gets at most one event per loop iteration, and a client slower than that gets the newest
+    /// state when it catches up (the states in between are dropped, the final one never). A client that
+    /// disconnects ends the observation.
+    ///
+    /// - Parameters:
+    ///   - progress: The progress to serve; any thread may change it.
+    ///   - keepAlive: As in ``events(keepAlive:_:)``.
+    /// - Returns: A `text/event-stream` response.
+    public static func progressEvents(_ progress: TaskProgress, keepAlive: Duration? = .seconds(15)) -> HTTPServerResponse {
+        .events(keepAlive: keepAlive) { events in
+            var sequence = 0
+            for await snapshot in progress.snapshots(on: events.loop) {
+                sequence += 1
+                let kind = snapshot.isCancelled ? "cancelled" : snapshot.isFinished ? "finished" : "progress"
+                try await events.send(ServerSentEvent(event: kind, id: String(sequence), data: snapshot.jsonObject))
+            }
+        }
+    }
+}
