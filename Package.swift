@@ -37,6 +37,12 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
+        // zlib from Debian's zlib1g-dev: permessage-deflate for LoopKitHTTP's WebSockets.
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         .target(
             name: "LoopKit",
             dependencies: [
@@ -61,6 +67,7 @@ let package = Package(
                 "LoopKit",
                 "LoopKitNet",
                 "COpenSSL",  // SHA-1 and base64 for the WebSocket handshake
+                "CZlib",  // permessage-deflate
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -15,6 +15,10 @@ extension HTTPConnection {
         case .success(let valid):
             key = valid
         }
+        let deflate = route.configuration.allowsCompression
+            ? PerMessageDeflate.negotiate(head.request.headerFields[values: WebSocketHandshake.extensionsField],
+                                          serverNoContextTakeover: route.configuration.serverNoContextTakeover)
+            : nil
         tcp.pauseReading()  // what the client sends after the request belongs to the socket
         let loop = context.loop
         let logger = context.logger
@@ -39,7 +43,7 @@ extension HTTPConnection {
             let upgraded: WebSocket?
             do {
                 upgraded = try await loop.perform { () -> WebSocket? in
-                    guard let socket = self.upgrade(key: key, head: head, route: route, fields: fields) else { return nil }
+                    guard let socket = self.upgrade(key: key, head: head, route: route, fields: fields, deflate: deflate) else { return nil }
                     if case .callback(let run) = route.handler { run(request, socket) }
                     return socket
                 }
@@ -63,18 +67,19 @@ extension HTTPConnection {
     }
 
     /// Writes the `101` and turns the connection into a WebSocket; nil when the client has gone.
-    private func upgrade(key: String, head: HTTPRequestHead, route: WebSocketRoute, fields: HTTPFields) -> WebSocket? {
+    private func upgrade(key: String, head: HTTPRequestHead, route: WebSocketRoute, fields: HTTPFields,
+                         deflate: PerMessageDeflate?) -> WebSocket? {
         guard !isClosed else { return nil }
         flush()
         let response = WebSocketHandshake.switchingProtocols(acceptValue: WebSocketHandshake.acceptValue(forKey: key),
-                                                              extensions: nil, extraFields: fields)
+                                                              extensions: deflate?.responseValue, extraFields: fields)
         let written = response.withUnsafeBytes { bytes in Result { () throws(NetError) in try tcp.write(copying: bytes) } }
         guard case .success = written else { return nil }
         logAccess(head, status: 101)
         self.head = nil
         responseStarted = false
         machine.upgraded()
-        let socket = WebSocket(tcp: tcp, configuration: route.configuration)
+        let socket = WebSocket(tcp: tcp, configuration: route.configuration, deflate: deflate)
         webSocket = socket
         socket.core.value.start()
         return socket

@@ -40,9 +40,9 @@ public final class WebSocket: Sendable {
     /// The loop-confined engine.
     let core: LoopBound<WebSocketCore>
 
-    init(tcp: TCPConnection, configuration: WebSocketConfiguration) {
+    init(tcp: TCPConnection, configuration: WebSocketConfiguration, deflate: PerMessageDeflate?) {
         loop = tcp.loop
-        core = LoopBound(WebSocketCore(tcp: tcp, configuration: configuration), on: tcp.loop)
+        core = LoopBound(WebSocketCore(tcp: tcp, configuration: configuration, deflate: deflate), on: tcp.loop)
         core.value.handle = self
     }
 
@@ -61,6 +61,10 @@ public final class WebSocket: Sendable {
     /// had none), or this side's when it closed first; 1006 when the connection ended without one. Nil
     /// while open. Call on the loop's thread.
     public var closeCode: WebSocketCloseCode? { core.value.closing.code }
+
+    /// Whether permessage-deflate (RFC 7692) was negotiated: messages are compressed both ways. Call on
+    /// the loop's thread.
+    public var isCompressed: Bool { core.value.parser.allowsRSV1 }
 
     /// The close reason that goes with ``closeCode`` (empty when there was none). Call on the loop's thread.
     public var closeReason: String { core.value.closing.reason }

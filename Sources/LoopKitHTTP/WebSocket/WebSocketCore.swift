@@ -15,6 +15,8 @@ final class WebSocketCore {
     @exclusivity(unchecked) var parser: WebSocketFrameParser
     @exclusivity(unchecked) var assembler: WebSocketMessageAssembler
     var closing = WebSocketCloseStateMachine()
+    /// The compressor, when permessage-deflate was negotiated.
+    private let deflater: WebSocketDeflater?
 
     /// The callback reader, if one is set (then nothing is queued).
     var messageHandler: ((WebSocketMessage) -> Void)?
@@ -35,11 +37,14 @@ final class WebSocketCore {
     private var pongTimer: ScheduledTimer?
     private var closeTimer: ScheduledTimer?
 
-    init(tcp: TCPConnection, configuration: WebSocketConfiguration) {
+    init(tcp: TCPConnection, configuration: WebSocketConfiguration, deflate: PerMessageDeflate?) {
         self.tcp = tcp
         self.configuration = configuration
-        parser = WebSocketFrameParser(maxFrameSize: configuration.maxFrameSize)
-        assembler = WebSocketMessageAssembler(maxMessageSize: configuration.maxMessageSize)
+        parser = WebSocketFrameParser(maxFrameSize: configuration.maxFrameSize, allowsRSV1: deflate != nil)
+        assembler = WebSocketMessageAssembler(
+            maxMessageSize: configuration.maxMessageSize,
+            inflater: deflate.map { WebSocketInflater(noContextTakeover: $0.clientNoContextTakeover) })
+        deflater = deflate.map { WebSocketDeflater(windowBits: $0.serverMaxWindowBits, noContextTakeover: $0.serverNoContextTakeover) }
     }
 
     /// Takes the TCP connection's events (after the 101 was written) and starts the keep-alive pings.
@@ -199,9 +204,18 @@ final class WebSocketCore {
         switch message {
         case .text(let text):
             var text = text
-            text.withUTF8 { writeFrame(.text, UnsafeRawBufferPointer($0)) }
+            text.withUTF8 { writeMessage(.text, UnsafeRawBufferPointer($0)) }
         case .binary(let bytes):
-            bytes.withUnsafeBytes { writeFrame(.binary, $0) }
+            bytes.withUnsafeBytes { writeMessage(.binary, $0) }
+        }
+    }
+
+    /// A message as one frame: compressed (RSV1) when permessage-deflate was negotiated and it has bytes.
+    private func writeMessage(_ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer) {
+        if let deflater, !payload.isEmpty {
+            writeFrame(opcode, deflater.compress(payload), rsv1: true)
+        } else {
+            writeFrame(opcode, payload)
         }
     }
 

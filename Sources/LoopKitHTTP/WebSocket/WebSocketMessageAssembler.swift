@@ -2,7 +2,9 @@
 /// message starts with a text or binary frame and goes on with continuation frames until one has FIN;
 /// a new message inside one, or a continuation outside one, is a protocol error (1002). Text is
 /// validated as UTF-8 fragment by fragment (1007 at the first bad one); a message past
-/// ``maxMessageSize`` fails with 1009 as soon as it passes it.
+/// ``maxMessageSize`` fails with 1009 as soon as it passes it. A compressed message (RSV1 on its first
+/// frame, permessage-deflate negotiated) is inflated frame by frame, and the limit applies to what it
+/// inflates to.
 ///
 /// A value type, used on the connection's loop thread.
 struct WebSocketMessageAssembler {
@@ -13,9 +15,12 @@ struct WebSocketMessageAssembler {
     private var current: (opcode: WebSocketOpcode, compressed: Bool)?
     private var bytes: [UInt8] = []
     private var validator = UTF8Validator()
+    /// The decompressor, when permessage-deflate was negotiated.
+    private let inflater: WebSocketInflater?
 
-    init(maxMessageSize: Int) {
+    init(maxMessageSize: Int, inflater: WebSocketInflater? = nil) {
         self.maxMessageSize = maxMessageSize
+        self.inflater = inflater
     }
 
     /// Whether a message is under way (its first frame came, its last has not).
@@ -37,9 +42,17 @@ struct WebSocketMessageAssembler {
         }
         guard let (opcode, compressed) = current else { return nil }
         if compressed {
-            throw .protocolError("compressed message without permessage-deflate")
+            guard let inflater else { throw .protocolError("compressed message without permessage-deflate") }
+            var inflated: [UInt8] = []
+            let room = maxMessageSize - bytes.count
+            try frame.payload.withUnsafeBytes { payload in
+                Result { () throws(WebSocketViolation) in try inflater.inflate(payload, into: &inflated, limit: room) }
+            }.get()
+            if frame.fin { try inflater.finishMessage(into: &inflated, limit: room) }
+            try add(inflated, isText: opcode == .text)
+        } else {
+            try add(frame.payload, isText: opcode == .text)
         }
-        try add(frame.payload, isText: opcode == .text)
         guard frame.fin else { return nil }
         return try finish(opcode)
     }
