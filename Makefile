@@ -1,11 +1,11 @@
 # LoopKit — the two commands a new user needs are `make demo` and `make test`.
-# Each installs libevent-dev and libssl-dev first when pkg-config cannot find them (apt-get, through sudo when not root).
+# Each installs libevent-dev, libssl-dev and zlib1g-dev first when pkg-config cannot find them (apt-get, through sudo when not root).
 
 SWIFT        ?= swift
 PREFIX       ?= /usr/local
 CONFIG       ?= debug
 SUDO         := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
-APT_PACKAGES := libevent-dev libssl-dev openssl pkg-config
+APT_PACKAGES := libevent-dev libssl-dev zlib1g-dev openssl pkg-config
 BUILD_DIR    := .build/debug
 C_TEST       := .build/c-tests/c_api_test
 VALGRIND     := valgrind --quiet --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite --error-exitcode=1
@@ -15,14 +15,14 @@ INSTALL_CONFIG ?= release
 
 all: test
 
-## deps: install libevent-dev, libssl-dev, the openssl command (the TLS tests' peer) and pkg-config when missing
+## deps: install libevent-dev, libssl-dev, zlib1g-dev, the openssl command (the TLS tests' peer) and pkg-config when missing
 deps:
-	@if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists libevent_pthreads openssl || ! command -v openssl >/dev/null 2>&1; then \
-		echo "==> libevent-dev or libssl-dev not found: installing $(APT_PACKAGES)"; \
+	@if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists libevent_pthreads openssl zlib || ! command -v openssl >/dev/null 2>&1; then \
+		echo "==> libevent-dev, libssl-dev or zlib1g-dev not found: installing $(APT_PACKAGES)"; \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(APT_PACKAGES); \
 	fi
-	@pkg-config --exists libevent_pthreads && echo "==> libevent $$(pkg-config --modversion libevent), OpenSSL $$(pkg-config --modversion openssl)"
+	@pkg-config --exists libevent_pthreads && echo "==> libevent $$(pkg-config --modversion libevent), OpenSSL $$(pkg-config --modversion openssl), zlib $$(pkg-config --modversion zlib)"
 
 ## demo: build LoopDemo in release mode and run the tour
 demo: deps

@@ -30,11 +30,18 @@ let package = Package(
             pkgConfig: "libevent_pthreads",
             providers: [.apt(["libevent-dev"])]
         ),
-        // OpenSSL 3 from Debian's libssl-dev: LoopKitNet's TLS, and SHA-256 for the demo's /upload.
+        // OpenSSL 3 from Debian's libssl-dev: LoopKitNet's TLS, SHA-256 for the demo's /upload, SHA-1 for
+        // the WebSocket handshake.
         .systemLibrary(
             name: "COpenSSL",
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
+        ),
+        // zlib from Debian's zlib1g-dev: permessage-deflate for LoopKitHTTP's WebSockets.
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
         ),
         .target(
             name: "LoopKit",
@@ -59,6 +66,8 @@ let package = Package(
             dependencies: [
                 "LoopKit",
                 "LoopKitNet",
+                "COpenSSL",  // SHA-1 and base64 for the WebSocket handshake
+                "CZlib",  // permessage-deflate
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

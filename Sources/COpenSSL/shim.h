@@ -1,8 +1,9 @@
 #ifndef LOOPKIT_COPENSSL_SHIM_H
 #define LOOPKIT_COPENSSL_SHIM_H
 
-/* OpenSSL 3 (Debian's libssl-dev): TLS for LoopKitNet's connections and the digests LoopDemo's /upload
- * reports. Only LoopKitNet's Internal/OpenSSL.swift (and LoopDemoKit's one digest file) import it.
+/* OpenSSL 3 (Debian's libssl-dev): TLS for LoopKitNet's connections, the digests LoopDemo's /upload
+ * reports and the WebSocket handshake's SHA-1. Only LoopKitNet's Internal/OpenSSL.swift, LoopDemoKit's one
+ * digest file and LoopKitHTTP's WebSocket/WebSocketHandshake.swift import it.
  * The static inline functions stand in for OpenSSL's function-like macros, which Swift cannot call. */
 #include <openssl/evp.h>
 #include <openssl/ssl.h>

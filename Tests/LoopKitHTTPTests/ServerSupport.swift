@@ -23,7 +23,7 @@ struct WireResponse {
 /// A blocking TCP client that speaks raw bytes, so tests can send anything, split anywhere.
 final class RawClient {
     let fd: Int32
-    private var buffer: [UInt8] = []
+    var buffer: [UInt8] = []
 
     init(port: Int) throws {
         fd = try Self.connectedSocket(port: port)

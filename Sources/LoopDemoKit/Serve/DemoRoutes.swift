@@ -2,13 +2,13 @@ import HTTPTypes
 import LoopKit
 import LoopKitHTTP
 
-/// The routes of `LoopDemo serve`: `GET /hello`, `POST /echo`, `POST /upload`, `GET /stream`, `GET /work`;
-/// anything else is 404.
+/// The routes of `LoopDemo serve`: `GET /hello`, `POST /echo`, `POST /upload`, `GET /stream`, `GET /work`,
+/// `GET /ws/echo` (a WebSocket); anything else is 404.
 public enum DemoRoutes {
     /// The router.
     ///
     /// - Parameter work: The per-item work of `/work` (about 1 µs per item once calibrated).
-    /// - Returns: A router with exactly the demo's five routes.
+    /// - Returns: A router with exactly the demo's six routes.
     public static func router(work: SyntheticWork) -> HTTPRouter {
         var router = HTTPRouter()
         router.get("/hello") { _ in
@@ -56,6 +56,11 @@ public enum DemoRoutes {
             // The budget is per job and iteration: 1 ms each keeps four concurrent jobs within ~4 ms a turn.
             try await request.loop.process(0..<items, budget: workBudget, each: { item in sink.value &+= work(item) })
             return .text("processed \(items)")
+        }
+        // A WebSocket that sends every message back (permessage-deflate when the client offers it); the
+        // client's reading paces the echo: `send` waits while the output is above the high-water mark.
+        router.webSocket("/ws/echo") { _, socket in
+            for try await message in socket.messages { try await socket.send(message) }
         }
         return router
     }

@@ -14,11 +14,14 @@ public enum HTTPHandler: Sendable {
     /// (``HTTPRequestBody/read(_:onEnd:)``) and answers through the ``HTTPResponder``, once; at most
     /// `limit` body bytes (nil: no limit).
     case streamingCallback(limit: Int?, @Sendable (HTTPServerRequest, HTTPRequestBody, HTTPResponder) -> Void)
+    /// Upgrades the connection to a WebSocket (RFC 6455) once the request head is complete; made by
+    /// `router.webSocket(…)`.
+    case webSocket(WebSocketRoute)
 
     /// Whether the handler reads the body as it arrives (it starts at the head).
     var streamsBody: Bool {
         switch self {
-        case .sync, .async: false
+        case .sync, .async, .webSocket: false
         case .streaming, .streamingCallback: true
         }
     }

@@ -47,6 +47,8 @@ final class HTTPConnection: @unchecked Sendable {
     var isClosed = false
     /// The task writing a streamed response body, until it ends; cancelled when the connection closes.
     private var responseTask: Task<Void, Never>?
+    /// The WebSocket the connection was upgraded to, if it was (it serves the connection from then on).
+    var webSocket: WebSocket?
     /// True while `receive` runs (a sync handler's response is flushed at its end).
     private var isReceiving = false
 
@@ -313,6 +315,8 @@ final class HTTPConnection: @unchecked Sendable {
                 }
                 self.onLoop { $0.send(response) }
             }
+        case .webSocket(let webSocketRoute):
+            webSocketRequested(serverRequest, head: head, route: webSocketRoute)
         case .streaming, .streamingCallback:
             break  // started at the head
         }
@@ -444,7 +448,7 @@ final class HTTPConnection: @unchecked Sendable {
     /// One access line, `METHOD TARGET STATUS`, at `info`: built by appending (no interpolation of the
     /// HTTP types' descriptions) and with its source given (swift-log would otherwise work it out of
     /// `#fileID` on every call).
-    private func logAccess(_ head: HTTPRequestHead, status: Int) {
+    func logAccess(_ head: HTTPRequestHead, status: Int) {
         guard context.logger.logLevel <= .info else { return }
         var line = head.request.method.rawValue
         line += " "
@@ -485,6 +489,10 @@ final class HTTPConnection: @unchecked Sendable {
     /// Graceful shutdown: close now when idle, else after the current response.
     func shutdown() {
         guard !isClosed else { return }
+        if let webSocket {  // an upgraded connection: the close handshake, with 1001
+            webSocket.close(code: .goingAway, reason: "server shutting down")
+            return
+        }
         if machine.shutdownRequested() == .closeNow { tcp.close() }
     }
 }

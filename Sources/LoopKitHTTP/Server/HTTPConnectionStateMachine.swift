@@ -26,6 +26,8 @@ struct HTTPConnectionStateMachine {
         /// The response went out before the request's body ended: the sending side is shut, and what the
         /// client still sends is read and dropped until it closes (so the response is not lost to a reset).
         case lingering
+        /// Upgraded to a WebSocket after a `101`: no more HTTP; the socket serves the connection.
+        case upgraded
         /// Closed.
         case closed
     }
@@ -60,7 +62,7 @@ struct HTTPConnectionStateMachine {
     var canParse: Bool {
         switch state {
         case .idle, .readingHead, .readingBody, .streaming: true
-        case .responding, .closing, .lingering, .closed: false
+        case .responding, .closing, .lingering, .upgraded, .closed: false
         }
     }
 
@@ -155,7 +157,7 @@ struct HTTPConnectionStateMachine {
         case .lingering, .streaming:
             state = .closing
             return .closeNow
-        case .responding, .closing, .closed:
+        case .responding, .closing, .upgraded, .closed:
             return .none
         }
     }
@@ -168,6 +170,11 @@ struct HTTPConnectionStateMachine {
             return .closeNow
         }
         return .none
+    }
+
+    /// The `101` went out: the connection leaves HTTP (no parsing, no HTTP timeouts).
+    mutating func upgraded() {
+        state = .upgraded
     }
 
     /// The peer closed or the socket failed.

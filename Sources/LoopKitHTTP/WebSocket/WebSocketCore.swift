@@ -1,0 +1,322 @@
+import LoopKit
+import LoopKitNet
+
+/// The engine of one ``WebSocket``: reads frames out of the TCP connection (lent in place by its read
+/// callback), answers pings, runs the close handshake, and hands messages to the callback or the
+/// `messages` reader.
+///
+/// Loop-confined and not `Sendable`: it lives inside the socket's `LoopBound`, so only the loop's
+/// thread reaches it.
+final class WebSocketCore {
+    let tcp: TCPConnection
+    let configuration: WebSocketConfiguration
+    /// The public handle, for timers (their closures are `@Sendable`: they reach the core through it).
+    weak var handle: WebSocket?
+    @exclusivity(unchecked) var parser: WebSocketFrameParser
+    @exclusivity(unchecked) var assembler: WebSocketMessageAssembler
+    var closing = WebSocketCloseStateMachine()
+    /// The compressor, when permessage-deflate was negotiated.
+    private let deflater: WebSocketDeflater?
+
+    /// The callback reader, if one is set (then nothing is queued).
+    var messageHandler: ((WebSocketMessage) -> Void)?
+    var closeHandlers: [(WebSocketError?) -> Void] = []
+    /// Messages waiting for the `messages` reader, and their bytes.
+    private var queue: [WebSocketMessage] = []
+    private var queueHead = 0
+    private var queuedBytes = 0
+    /// The `messages` reader, suspended.
+    private var waiter: UnsafeContinuation<Result<WebSocketMessage?, WebSocketError>, Never>?
+    /// Set once the TCP connection has ended: nil for a clean close handshake, else the error.
+    private(set) var ending: WebSocketError??
+    /// Why this side failed the connection (a violation, a ping timeout), reported at the end.
+    private var failure: WebSocketError?
+    /// True while `receive` runs.
+    private var isReceiving = false
+    private var keepAliveTimer: ScheduledTimer?
+    private var pongTimer: ScheduledTimer?
+    private var closeTimer: ScheduledTimer?
+
+    init(tcp: TCPConnection, configuration: WebSocketConfiguration, deflate: PerMessageDeflate?) {
+        self.tcp = tcp
+        self.configuration = configuration
+        parser = WebSocketFrameParser(maxFrameSize: configuration.maxFrameSize, allowsRSV1: deflate != nil)
+        assembler = WebSocketMessageAssembler(
+            maxMessageSize: configuration.maxMessageSize,
+            inflater: deflate.map { WebSocketInflater(noContextTakeover: $0.clientNoContextTakeover) })
+        deflater = deflate.map { WebSocketDeflater(windowBits: $0.serverMaxWindowBits, noContextTakeover: $0.serverNoContextTakeover) }
+    }
+
+    /// Takes the TCP connection's events (after the 101 was written) and starts the keep-alive pings.
+    func start() {
+        tcp.onRead { [self] bytes in receive(bytes) }
+        tcp.onClose { [self] _ in transportClosed() }
+        tcp.resumeReading()
+        if let interval = configuration.pingInterval {
+            keepAliveTimer = schedule(after: interval, repeating: interval) { [weak handle] in
+                handle?.core.value.sendKeepAlivePing()
+            }
+        }
+    }
+
+    /// A timer on the socket's loop; nil, and the connection dropped, when the loop is shutting down
+    /// (which ends its connections anyway).
+    private func schedule(after delay: Duration, repeating interval: Duration? = nil,
+                          _ body: @escaping @Sendable () -> Void) -> ScheduledTimer? {
+        do {
+            return try tcp.loop.schedule(after: delay, repeating: interval, body)
+        } catch {
+            tcp.abort()
+            return nil
+        }
+    }
+
+    // MARK: Reading
+
+    /// Whether more frames may be parsed: a callback reader, or room in the queue.
+    private var hasRoom: Bool { messageHandler != nil || queuedBytes < configuration.inboundBufferLimit }
+
+    /// Parses and handles the frames the bytes hold; returns how many bytes were consumed.
+    private func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
+        guard ending == nil, closing.state != .closed else { return bytes.count }  // after the end: drop
+        isReceiving = true
+        defer { isReceiving = false }
+        var offset = 0
+        while offset < bytes.count {
+            guard hasRoom else { return offset }  // the reader is behind: backpressure
+            do throws(WebSocketViolation) {
+                let (event, consumed) = try parser.parse(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+                offset += consumed
+                guard case .frame(let frame) = event else { return offset }
+                try handle(frame)
+            } catch {
+                fail(error)
+                return bytes.count
+            }
+            if closing.state == .closed { return bytes.count }
+        }
+        return offset
+    }
+
+    /// One frame: control frames at once (even between fragments), data frames into the assembler.
+    private func handle(_ frame: WebSocketFrame) throws(WebSocketViolation) {
+        switch frame.opcode {
+        case .close:
+            try closeFrameArrived(frame.payload)
+        case .ping:
+            if closing.canSend { writeFrame(.pong, frame.payload) }
+        case .pong:
+            pongTimer?.cancel()
+            pongTimer = nil
+        default:
+            guard closing.state == .open else { return }  // after this side's close: dropped
+            if let message = try assembler.append(frame) { deliver(message) }
+        }
+    }
+
+    /// The peer's close frame: its code must be one a close frame may carry and its reason UTF-8.
+    private func closeFrameArrived(_ payload: [UInt8]) throws(WebSocketViolation) {
+        var code: WebSocketCloseCode?
+        var reason = ""
+        if !payload.isEmpty {
+            guard payload.count >= 2 else { throw .protocolError("close frame with a one-byte payload") }
+            let received = WebSocketCloseCode(rawValue: UInt16(payload[0]) << 8 | UInt16(payload[1]))
+            guard received.isValidOnTheWire else { throw .protocolError("close code \(received.rawValue) may not be sent") }
+            var validator = UTF8Validator()
+            let text = Array(payload[2...])
+            guard validator.validate(text), validator.isComplete else { throw .invalidUTF8("close reason is not UTF-8") }
+            code = received
+            reason = String(decoding: text, as: UTF8.self)
+        }
+        perform(closing.closeReceived(code, reason: reason))
+    }
+
+    private func deliver(_ message: WebSocketMessage) {
+        if let messageHandler {
+            messageHandler(message)
+        } else if let waiter {
+            self.waiter = nil
+            waiter.resume(returning: .success(message))
+        } else {
+            queue.append(message)
+            queuedBytes += message.byteCount
+        }
+    }
+
+    /// The next message for the `messages` reader: one queued, the end, or nil when it must wait.
+    func takeMessage() -> Result<WebSocketMessage?, WebSocketError>? {
+        if queueHead < queue.count {
+            let message = queue[queueHead]
+            queue[queueHead] = .binary([])
+            queueHead += 1
+            if queueHead == queue.count {
+                queue.removeAll(keepingCapacity: true)
+                queueHead = 0
+            }
+            let wasFull = !hasRoom
+            queuedBytes -= message.byteCount
+            if wasFull, hasRoom { readBufferedInput() }
+            return .success(message)
+        }
+        if let ending { return ending.map { .failure($0) } ?? .success(nil) }
+        return nil
+    }
+
+    /// Suspends the `messages` reader until a message or the end.
+    func waitForMessage() async -> Result<WebSocketMessage?, WebSocketError> {
+        if let ready = takeMessage() { return ready }
+        precondition(waiter == nil && messageHandler == nil, "WebSocket messages are read by one consumer at a time")
+        return await withUnsafeContinuation { continuation in
+            if let ready = takeMessage() {
+                continuation.resume(returning: ready)
+            } else {
+                waiter = continuation
+            }
+        }
+    }
+
+    /// Sets the callback reader; it first gets what is queued.
+    func setMessageHandler(_ handler: @escaping (WebSocketMessage) -> Void) {
+        precondition(waiter == nil, "WebSocket messages are read by one consumer at a time")
+        messageHandler = handler
+        while queueHead < queue.count, case .success(let message?)? = takeMessage() { handler(message) }
+        readBufferedInput()
+    }
+
+    /// The reader made room: parse what the socket delivered and was left unconsumed.
+    private func readBufferedInput() {
+        guard !isReceiving, ending == nil else { return }
+        _ = tcp.consumeBufferedInput { bytes in receive(bytes) }
+    }
+
+    // MARK: Writing
+
+    /// The error a send gets once the socket cannot send.
+    var closedError: WebSocketError {
+        if let failure { return failure }
+        if case .some(.some(let error)) = ending { return error }
+        return .closed(closing.code ?? .noStatusReceived, reason: closing.reason)
+    }
+
+    /// Sends a message as one frame.
+    func write(_ message: WebSocketMessage) throws(WebSocketError) {
+        guard closing.canSend, ending == nil else { throw closedError }
+        switch message {
+        case .text(let text):
+            var text = text
+            text.withUTF8 { writeMessage(.text, UnsafeRawBufferPointer($0)) }
+        case .binary(let bytes):
+            bytes.withUnsafeBytes { writeMessage(.binary, $0) }
+        }
+    }
+
+    /// A message as one frame: compressed (RSV1) when permessage-deflate was negotiated and it has bytes.
+    private func writeMessage(_ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer) {
+        if let deflater, !payload.isEmpty {
+            writeFrame(opcode, deflater.compress(payload), rsv1: true)
+        } else {
+            writeFrame(opcode, payload)
+        }
+    }
+
+    /// Writes one unmasked frame.
+    func writeFrame(_ opcode: WebSocketOpcode, _ payload: [UInt8], rsv1: Bool = false) {
+        payload.withUnsafeBytes { writeFrame(opcode, $0, rsv1: rsv1) }
+    }
+
+    func writeFrame(_ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer, rsv1: Bool = false) {
+        var frame: [UInt8] = []
+        frame.reserveCapacity(payload.count + 10)
+        WebSocketFrameEncoder.append(fin: true, rsv1: rsv1, opcode: opcode, payload: payload, into: &frame)
+        let written = frame.withUnsafeBytes { bytes in Result { () throws(NetError) in try tcp.write(copying: bytes) } }
+        if case .failure = written {
+            // Closing or closed: the close handler ends the socket.
+        }
+    }
+
+    // MARK: Closing
+
+    /// This side closes: its close frame goes out, and the peer's is awaited for the close timeout.
+    func close(code: WebSocketCloseCode, reason: String) {
+        precondition(code.isValidOnTheWire, "WebSocket close code \(code) may not be sent in a close frame")
+        perform(closing.closeRequested(code, reason: reason))
+    }
+
+    /// The peer broke a rule.
+    private func fail(_ violation: WebSocketViolation) {
+        if failure == nil, closing.state != .closed { failure = .protocolViolation(violation.code, reason: violation.reason) }
+        perform(closing.failed(violation))
+    }
+
+    private func perform(_ action: WebSocketCloseStateMachine.Action) {
+        switch action {
+        case .none:
+            break
+        case .sendClose(let code, let reason, let thenCloseTransport):
+            writeFrame(.close, WebSocketFrameEncoder.closePayload(code: code, reason: reason))
+            if thenCloseTransport {
+                tcp.close()
+            } else {
+                closeTimer = schedule(after: configuration.closeTimeout) { [weak handle] in
+                    guard let handle else { return }
+                    handle.core.value.perform(handle.core.value.closing.timedOut())
+                }
+            }
+        case .closeTransport:
+            tcp.close()
+        case .abortTransport:
+            tcp.abort()
+        }
+    }
+
+    /// A keep-alive tick: send a ping, and close if its pong does not come within the ping timeout.
+    private func sendKeepAlivePing() {
+        guard closing.canSend, pongTimer == nil else { return }
+        writeFrame(.ping, [])
+        pongTimer = schedule(after: configuration.pingTimeout) { [weak handle] in
+            guard let handle else { return }
+            let core = handle.core.value
+            if core.failure == nil, core.closing.state == .open { core.failure = .pingTimeout }
+            core.perform(core.closing.timedOut())
+        }
+    }
+
+    /// The TCP connection ended: every waiter and close handler is told, once.
+    private func transportClosed() {
+        guard ending == nil else { return }
+        let clean = closing.transportClosed()
+        let error: WebSocketError? = failure ?? (clean ? nil : .connectionLost)
+        ending = .some(error)
+        for timer in [keepAliveTimer, pongTimer, closeTimer] { timer?.cancel() }
+        keepAliveTimer = nil
+        pongTimer = nil
+        closeTimer = nil
+        if let waiter, queueHead == queue.count {
+            self.waiter = nil
+            waiter.resume(returning: error.map { .failure($0) } ?? .success(nil))
+        }
+        let handlers = closeHandlers
+        closeHandlers = []
+        messageHandler = nil
+        for handler in handlers { handler(error) }
+    }
+
+    /// Adds a close handler; on a socket that has ended it runs at once.
+    func addCloseHandler(_ handler: @escaping (WebSocketError?) -> Void) {
+        if let ending {
+            handler(ending)
+        } else {
+            closeHandlers.append(handler)
+        }
+    }
+}
+
+extension WebSocketMessage {
+    /// The payload's size in bytes (UTF-8 for text).
+    var byteCount: Int {
+        switch self {
+        case .text(let text): text.utf8.count
+        case .binary(let bytes): bytes.count
+        }
+    }
+}

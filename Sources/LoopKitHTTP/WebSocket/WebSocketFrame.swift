@@ -1,0 +1,20 @@
+/// One WebSocket frame, unmasked (RFC 6455 §5.2).
+///
+/// A value type: safe from any thread.
+struct WebSocketFrame: Hashable, Sendable {
+    /// The last frame of its message (always set on a control frame).
+    var fin: Bool
+    /// RSV1: the message is compressed (permessage-deflate, RFC 7692), on its first frame only.
+    var rsv1: Bool
+    /// What the payload is.
+    var opcode: WebSocketOpcode
+    /// The payload, unmasked.
+    var payload: [UInt8]
+
+    init(fin: Bool = true, rsv1: Bool = false, opcode: WebSocketOpcode, payload: [UInt8] = []) {
+        self.fin = fin
+        self.rsv1 = rsv1
+        self.opcode = opcode
+        self.payload = payload
+    }
+}

@@ -1,0 +1,84 @@
+/// Puts data frames together into messages and checks the fragmentation rules (RFC 6455 §5.4): a
+/// message starts with a text or binary frame and goes on with continuation frames until one has FIN;
+/// a new message inside one, or a continuation outside one, is a protocol error (1002). Text is
+/// validated as UTF-8 fragment by fragment (1007 at the first bad one); a message past
+/// ``maxMessageSize`` fails with 1009 as soon as it passes it. A compressed message (RSV1 on its first
+/// frame, permessage-deflate negotiated) is inflated frame by frame, and the limit applies to what it
+/// inflates to.
+///
+/// A value type, used on the connection's loop thread.
+struct WebSocketMessageAssembler {
+    /// The largest message accepted (after decompression).
+    var maxMessageSize: Int
+
+    /// The message under way: its opcode and whether it is compressed.
+    private var current: (opcode: WebSocketOpcode, compressed: Bool)?
+    private var bytes: [UInt8] = []
+    private var validator = UTF8Validator()
+    /// The decompressor, when permessage-deflate was negotiated.
+    private let inflater: WebSocketInflater?
+
+    init(maxMessageSize: Int, inflater: WebSocketInflater? = nil) {
+        self.maxMessageSize = maxMessageSize
+        self.inflater = inflater
+    }
+
+    /// Whether a message is under way (its first frame came, its last has not).
+    var isAssembling: Bool { current != nil }
+
+    /// Takes the next data frame (text, binary or continuation).
+    ///
+    /// - Parameter frame: The frame, unmasked.
+    /// - Returns: The message it completes, or nil.
+    /// - Throws: ``WebSocketViolation`` for a broken rule.
+    mutating func append(_ frame: WebSocketFrame) throws(WebSocketViolation) -> WebSocketMessage? {
+        switch frame.opcode {
+        case .continuation:
+            guard current != nil else { throw .protocolError("continuation frame outside a message") }
+            guard !frame.rsv1 else { throw .protocolError("RSV1 set on a continuation frame") }
+        default:
+            guard current == nil else { throw .protocolError("new message inside a fragmented one") }
+            current = (frame.opcode, frame.rsv1)
+        }
+        guard let (opcode, compressed) = current else { return nil }
+        if compressed {
+            guard let inflater else { throw .protocolError("compressed message without permessage-deflate") }
+            var inflated: [UInt8] = []
+            let room = maxMessageSize - bytes.count
+            try frame.payload.withUnsafeBytes { payload in
+                Result { () throws(WebSocketViolation) in try inflater.inflate(payload, into: &inflated, limit: room) }
+            }.get()
+            if frame.fin { try inflater.finishMessage(into: &inflated, limit: room) }
+            try add(inflated, isText: opcode == .text)
+        } else {
+            try add(frame.payload, isText: opcode == .text)
+        }
+        guard frame.fin else { return nil }
+        return try finish(opcode)
+    }
+
+    /// Adds message bytes (decompressed), checking size and, for text, UTF-8.
+    private mutating func add(_ piece: [UInt8], isText: Bool) throws(WebSocketViolation) {
+        guard bytes.count + piece.count <= maxMessageSize else {
+            throw .tooBig("message larger than \(maxMessageSize) bytes")
+        }
+        if isText {
+            guard validator.validate(piece) else { throw .invalidUTF8("text message is not UTF-8") }
+        }
+        if bytes.isEmpty { bytes = piece } else { bytes.append(contentsOf: piece) }
+    }
+
+    /// The last frame arrived: the message, and a fresh start for the next.
+    private mutating func finish(_ opcode: WebSocketOpcode) throws(WebSocketViolation) -> WebSocketMessage {
+        defer {
+            current = nil
+            bytes = []
+            validator.reset()
+        }
+        if opcode == .text {
+            guard validator.isComplete else { throw .invalidUTF8("text message ends inside a character") }
+            return .text(String(decoding: bytes, as: UTF8.self))
+        }
+        return .binary(bytes)
+    }
+}
