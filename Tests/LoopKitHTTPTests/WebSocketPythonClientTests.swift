@@ -7,9 +7,9 @@ enum PythonWebSockets {
     /// Whether `python3` can import `websockets`, after installing it with pip if needed (once).
     static let isAvailable: Bool = {
         let check = ["-c", "import websockets.sync.client"]
-        if (try? run("/usr/bin/env", ["python3"] + check).status) == 0 { return true }
-        _ = try? run("/usr/bin/env", ["python3", "-m", "pip", "install", "--quiet", "websockets"])
-        return (try? run("/usr/bin/env", ["python3"] + check).status) == 0
+        if (try? runBlocking("/usr/bin/env", ["python3"] + check).status) == 0 { return true }
+        _ = try? runBlocking("/usr/bin/env", ["python3", "-m", "pip", "install", "--quiet", "websockets"])
+        return (try? runBlocking("/usr/bin/env", ["python3"] + check).status) == 0
     }()
 
     /// Echo through `/ws/echo`: text, binary, a large fragmented binary and a large fragmented text, then
@@ -44,7 +44,7 @@ struct WebSocketPythonClientTests {
         try #require(PythonWebSockets.isAvailable, "python3 with the websockets package (pip install websockets)")
         var output = ""
         try await withServer(router: webSocketTestRouter()) { (_: HTTPServer, port: Int) async throws in
-            let result = try run("/usr/bin/env", ["python3", "-c", PythonWebSockets.echo, "\(port)", compression])
+            let result = try await run("/usr/bin/env", ["python3", "-c", PythonWebSockets.echo, "\(port)", compression])
             #expect(result.status == 0)
             output = result.output
         }
