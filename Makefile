@@ -11,7 +11,7 @@ C_TEST       := .build/c-tests/c_api_test
 VALGRIND     := valgrind --quiet --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite --error-exitcode=1
 INSTALL_CONFIG ?= release
 
-.PHONY: all deps demo test test-swift test-c leak-check leak-check-tls install-check test-sanitize bench bench-http wrk docs install clean
+.PHONY: all deps demo test test-swift test-c leak-check leak-check-tls install-check test-sanitize bench bench-http bench-https wrk docs install clean
 
 all: test
 
@@ -71,6 +71,7 @@ test-sanitize: deps
 bench: deps
 	cd Benchmarks && $(SWIFT) run -c release LoopKitBenchmarks
 	$(MAKE) bench-http
+	$(MAKE) bench-https
 
 ## wrk: install wrk (Debian's package) when it is missing
 wrk:
@@ -84,6 +85,15 @@ bench-http: deps wrk
 	$(SWIFT) build -c release --product LoopDemo
 	cd Benchmarks && $(SWIFT) build -c release --product NIOHTTPPeer && $(SWIFT) build -c release --product HummingbirdPeer
 	flock /tmp/loopkit-bench.lock Benchmarks/http-bench.sh
+
+## bench-https: LoopKitHTTP over TLS vs NIOHTTP1 + NIOSSL and nginx (one certificate, ECDSA P-256): keep-alive,
+## new connections, idle TLS connection memory, 1 GiB upload; server on core 0, load on core 1
+bench-https: deps wrk
+	@command -v nginx >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nginx; }
+	$(SWIFT) build -c release --product LoopDemo
+	cd Benchmarks && $(SWIFT) build -c release --product NIOHTTPPeer
+	flock /tmp/loopkit-bench.lock Benchmarks/https-bench.sh | tee Benchmarks/RESULTS-https.txt
 
 ## docs: the three DocC catalogues (LoopKit, LoopKitNet, LoopKitHTTP), every symbol link and parameter
 ## checked (warnings are errors)

@@ -11,6 +11,9 @@ let package = Package(
         // The C ABI (loopkit.h) as a shared library: libLoopKitC.so.
         .library(name: "LoopKitC", type: .dynamic, targets: ["LoopKitC"]),
         .library(name: "LoopKitHTTP", targets: ["LoopKitHTTP"]),
+        // A test client for LoopKitHTTP routes, in memory on a stepped loop or live over a socket. A product
+        // of its own so that LoopKitTesting (loop-ordering tests) does not pull in the HTTP stack.
+        .library(name: "LoopKitHTTPTesting", targets: ["LoopKitHTTPTesting"]),
         .executable(name: "LoopDemo", targets: ["LoopDemo"]),
     ],
     dependencies: [
@@ -73,9 +76,17 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        .target(
+            name: "LoopKitHTTPTesting",
+            dependencies: [
+                "LoopKitHTTP", "LoopKit", "LoopKitNet", "LoopKitTesting",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "LoopKitHTTPTests",
-            dependencies: ["LoopKitHTTP", "LoopKit", "LoopKitNet"]
+            dependencies: ["LoopKitHTTP", "LoopKit", "LoopKitNet", "LoopKitHTTPTesting", "LoopDemoKit"]
         ),
         .executableTarget(
             name: "LoopDemo",

@@ -9,6 +9,8 @@ let package = Package(
     dependencies: [
         .package(name: "LoopKit", path: "../"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // The HTTPS peer (NIOHTTPPeer --tls-cert/--tls-key). It builds BoringSSL from source: Benchmarks only.
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // HTTP peers of LoopKitHTTP (Benchmarks/http-bench.sh starts them as pinned subprocesses).
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         // LoopKitHTTP's logger, silenced in the idle keep-alive connection row's child.
@@ -30,7 +32,8 @@ let package = Package(
         ),
         // OpenSSL's SHA-256 for the NIO peer's streamed /upload (Debian's libssl-dev, as LoopKit's).
         .systemLibrary(name: "CPeerOpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
-        // A minimal NIOHTTP1 server: /hello, /work run inline or on NIOThreadPool, streamed /upload and /echo.
+        // A minimal NIOHTTP1 server: /hello, /work run inline or on NIOThreadPool, streamed /upload and /echo;
+        // over HTTPS with NIOSSL when given --tls-cert and --tls-key.
         .executableTarget(
             name: "NIOHTTPPeer",
             dependencies: [
@@ -38,6 +41,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // Hummingbird 2 serving /hello.

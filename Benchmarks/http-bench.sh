@@ -8,28 +8,9 @@ DURATION=${DURATION:-5s}
 LOOPDEMO=${LOOPDEMO:-.build/release/LoopDemo}
 NIO_PEER=${NIO_PEER:-Benchmarks/.build/release/NIOHTTPPeer}
 HB_PEER=${HB_PEER:-Benchmarks/.build/release/HummingbirdPeer}
-SERVER_CORE=${SERVER_CORE:-0}
-CLIENT_CORE=${CLIENT_CORE:-1}
 PORT_BASE=${PORT_BASE:-18400}
-pid=""
-cleanup() {
-    if [ -n "$pid" ]; then kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-    pid=""
-}
-trap cleanup EXIT
-
-# start PORT COMMAND...: starts a pinned server and waits for its "listening on" line.
-start() {
-    local port=$1; shift
-    local log; log=$(mktemp)
-    taskset -c "$SERVER_CORE" "$@" --port "$port" > "$log" 2>/dev/null &
-    pid=$!
-    for _ in $(seq 1 200); do grep -q "^listening on" "$log" && { rm -f "$log"; return 0; }; sleep 0.05; done
-    echo "server did not start: $*" >&2; exit 1
-}
-
-# cpu_ticks: the server's user + system CPU time so far, in clock ticks (/proc/PID/stat fields 14 and 15).
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+# shellcheck source=bench-lib.sh
+source "$(dirname "$0")/bench-lib.sh"
 
 # wrk_row NAME URL [extra wrk args]: prints "NAME  requests/s  p99  server CPU per request  server core busy".
 # The CPU columns tell a server that is the bottleneck (core near 100%) from one waiting on wrk.
@@ -72,9 +53,6 @@ round_rps() {
     cleanup
 }
 
-# median of the numbers on stdin
-median() { sort -g | awk '{a[NR] = $1} END {if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-
 # alternated NAME WRK-ARGS... -- : ROUNDS rounds of LoopKit (warning), LoopKit (info, its log in a file), NIO,
 # Hummingbird, one after another in each round; prints medians, and the median of the per-round ratios to
 # NIO with their min-max.
@@ -104,20 +82,6 @@ alternated() {
         printf '  %-42s %10.0f req/s   %sx NIO (%s-%s)   rounds: %s\n' "$label" "$med" \
             "$(median <<< "$ratios")" "$(sort -g <<< "$ratios" | head -1)" "$(sort -g <<< "$ratios" | tail -1)" "${values[*]}"
     done
-}
-
-# start_sized PORT COMMAND...: as start, for the servers started with "sh -c" above (port passed as $1).
-start() {
-    local port=$1; shift
-    local log; log=$(mktemp)
-    if [ "$1" = "sh" ]; then
-        taskset -c "$SERVER_CORE" "$@" "$port" > "$log" 2>/dev/null &
-    else
-        taskset -c "$SERVER_CORE" "$@" --port "$port" > "$log" 2>/dev/null &
-    fi
-    pid=$!
-    for _ in $(seq 1 200); do grep -q "^listening on" "$log" && { rm -f "$log"; return 0; }; sleep 0.05; done
-    echo "server did not start: $*" >&2; exit 1
 }
 
 # upload_row NAME PORT PATH COMMAND...: 1 GiB of zeros streamed by curl (core 1) as a POST body; MB/s and the

@@ -1,63 +1,79 @@
+import HTTPTypes
+import LoopKitHTTPTesting
 import Testing
 @testable import LoopKitHTTP
 
+/// Each test runs twice: in memory on a stepped loop and live over a socket (``HTTPTestClient``).
 @Suite("Keep-alive and Connection: close")
 struct KeepAliveTests {
-    @Test func http11ConnectionServesSeveralRequests() async throws {
-        try await withServer { _, port in
-            let client = try RawClient(port: port)
-            for _ in 0..<3 {
-                let response = try client.exchange("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
-                #expect(response.status == 200)
-                #expect(response.text == "Hello, World!")
-                #expect(response.field("Connection") == nil)
-            }
-        }
-    }
-
-    @Test func serverSetsDateAndContentLength() async throws {
-        try await withServer { _, port in
-            let response = try RawClient(port: port).exchange("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
-            #expect(response.field("Content-Length") == "13")
-            #expect(response.field("Date")?.hasSuffix(" GMT") == true)
-        }
-    }
-
-    @Test func connectionCloseIsAnsweredThenClosed() async throws {
-        try await withServer { _, port in
-            let client = try RawClient(port: port)
-            let response = try client.exchange("GET /hello HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-            #expect(response.status == 200)
-            #expect(response.field("Connection") == "close")
-            #expect(client.isClosedByServer())
-        }
-    }
-
-    @Test func http10ClientIsAnsweredThenClosed() async throws {
-        try await withServer { _, port in
-            let client = try RawClient(port: port)
-            let response = try client.exchange("GET /hello HTTP/1.0\r\n\r\n")
-            #expect(response.status == 200)
+    @Test(arguments: HTTPTestMode.allCases)
+    func http11ConnectionServesSeveralRequests(mode: HTTPTestMode) throws {
+        let client = try HTTPTestClient(router: testRouter(), mode: mode)
+        for _ in 0..<3 {
+            let response = try client.execute(.get, "/hello")
+            #expect(response.status == .ok)
             #expect(response.text == "Hello, World!")
-            #expect(client.isClosedByServer())
+            #expect(response.headerFields[.connection] == nil)
         }
     }
 
-    @Test func http10KeepAliveIsHonoured() async throws {
-        try await withServer { _, port in
-            let client = try RawClient(port: port)
-            let first = try client.exchange("GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
-            #expect(first.field("Connection") == "keep-alive")
-            #expect(try client.exchange("GET /hello HTTP/1.0\r\n\r\n").status == 200)
-            #expect(client.isClosedByServer())
-        }
+    @Test(arguments: HTTPTestMode.allCases)
+    func serverSetsDateAndContentLength(mode: HTTPTestMode) throws {
+        let response = try HTTPTestClient(router: testRouter(), mode: mode).execute(.get, "/hello")
+        #expect(response.headerFields[.contentLength] == "13")
+        #expect(response.headerFields[.date]?.hasSuffix(" GMT") == true)
     }
 
-    @Test func idleKeepAliveConnectionIsClosedAfterItsTimeout() async throws {
-        try await withServer(configure: { $0.idleTimeout = .milliseconds(100) }) { _, port in
-            let client = try RawClient(port: port)
-            #expect(try client.exchange("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n").status == 200)
-            #expect(client.readUntilClosed().isEmpty)  // closed without a response
-        }
+    @Test(arguments: HTTPTestMode.allCases)
+    func connectionCloseIsAnsweredThenClosed(mode: HTTPTestMode) throws {
+        let client = try HTTPTestClient(router: testRouter(), mode: mode)
+        let response = try client.execute(.get, "/hello", headerFields: [.connection: "close"])
+        #expect(response.status == .ok)
+        #expect(response.headerFields[.connection] == "close")
+        #expect(try client.readUntilClosed().isEmpty)
+    }
+
+    @Test(arguments: HTTPTestMode.allCases)
+    func http10ClientIsAnsweredThenClosed(mode: HTTPTestMode) throws {
+        let client = try HTTPTestClient(router: testRouter(), mode: mode)
+        try client.send("GET /hello HTTP/1.0\r\n\r\n")
+        let response = try client.nextResponse()
+        #expect(response.status == .ok)
+        #expect(response.text == "Hello, World!")
+        #expect(try client.readUntilClosed().isEmpty)
+    }
+
+    @Test(arguments: HTTPTestMode.allCases)
+    func http10KeepAliveIsHonoured(mode: HTTPTestMode) throws {
+        let client = try HTTPTestClient(router: testRouter(), mode: mode)
+        try client.send("GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        #expect(try client.nextResponse().headerFields[.connection] == "keep-alive")
+        try client.send("GET /hello HTTP/1.0\r\n\r\n")
+        #expect(try client.nextResponse().status == .ok)
+        #expect(try client.readUntilClosed().isEmpty)
+    }
+
+    @Test(arguments: HTTPTestMode.allCases)
+    func idleKeepAliveConnectionIsClosedAfterItsTimeout(mode: HTTPTestMode) throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.idleTimeout = .milliseconds(100)
+        let client = try HTTPTestClient(router: testRouter(), configuration: configuration, mode: mode)
+        #expect(try client.execute(.get, "/hello").status == .ok)
+        try client.advance(by: .milliseconds(150))
+        #expect(try client.readUntilClosed().isEmpty)  // closed without a response
+    }
+
+    /// In memory the timeout is exact on virtual time: open just before it, closed once it has passed.
+    @Test func idleTimeoutFiresOnVirtualTimeAndNotBefore() throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.idleTimeout = .seconds(60)
+        let client = try HTTPTestClient(router: testRouter(), configuration: configuration)
+        #expect(try client.execute(.get, "/hello").status == .ok)
+        try client.advance(by: .seconds(55))
+        #expect(!client.isClosedByServer)
+        try client.advance(by: .seconds(10))
+        try client.runUntilIdle()
+        #expect(client.isClosedByServer)
+        #expect(client.receivedText.isEmpty)
     }
 }

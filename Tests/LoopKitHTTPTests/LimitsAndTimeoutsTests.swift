@@ -1,6 +1,10 @@
+import HTTPTypes
+import LoopKitHTTPTesting
 import Testing
 @testable import LoopKitHTTP
 
+/// Each wire test runs twice: in memory on a stepped loop (timeouts on virtual time) and live over a
+/// socket (``HTTPTestClient``).
 @Suite("Limits and timeouts over the wire")
 struct LimitsAndTimeoutsTests {
     @Test func everyServerLimitHasASafeDefault() {
@@ -12,74 +16,85 @@ struct LimitsAndTimeoutsTests {
         #expect(configuration.maxBodySize == 1024 * 1024)
     }
 
-    @Test func overLongRequestLineIs431() async throws {
-        try await withServer(configure: { $0.limits.maxRequestLineLength = 100 }) { _, port in
-            let client = try RawClient(port: port)
-            let response = try client.exchange("GET /\(String(repeating: "a", count: 200)) HTTP/1.1\r\nHost: t\r\n\r\n")
-            #expect(response.status == 431)
-            #expect(client.isClosedByServer())
-        }
+    func client(_ mode: HTTPTestMode, _ configure: (inout HTTPServer.Configuration) -> Void) throws -> HTTPTestClient {
+        var configuration = HTTPServer.Configuration()
+        configure(&configuration)
+        return try HTTPTestClient(router: testRouter(), configuration: configuration, mode: mode)
     }
 
-    @Test func overLargeHeadIs431() async throws {
-        try await withServer(configure: { $0.limits.maxHeadSize = 512 }) { _, port in
-            let client = try RawClient(port: port)
-            let fields = (0..<40).map { "X-F\($0): \(String(repeating: "v", count: 30))\r\n" }.joined()
-            let response = try client.exchange("GET /hello HTTP/1.1\r\nHost: t\r\n\(fields)\r\n")
-            #expect(response.status == 431)
-            #expect(client.isClosedByServer())
-        }
+    @Test(arguments: HTTPTestMode.allCases)
+    func overLongRequestLineIs431(mode: HTTPTestMode) throws {
+        let client = try client(mode) { $0.limits.maxRequestLineLength = 100 }
+        try client.send("GET /\(String(repeating: "a", count: 200)) HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(try client.nextResponse().status.code == 431)
+        #expect(try client.readUntilClosed().isEmpty)
     }
 
-    @Test func tooManyFieldsIs431() async throws {
-        try await withServer(configure: { $0.limits.maxFieldCount = 3 }) { _, port in
-            let client = try RawClient(port: port)
-            let response = try client.exchange("GET /hello HTTP/1.1\r\nHost: t\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n")
-            #expect(response.status == 431)
-        }
+    @Test(arguments: HTTPTestMode.allCases)
+    func overLargeHeadIs431(mode: HTTPTestMode) throws {
+        let client = try client(mode) { $0.limits.maxHeadSize = 512 }
+        let fields = (0..<40).map { "X-F\($0): \(String(repeating: "v", count: 30))\r\n" }.joined()
+        try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\(fields)\r\n")
+        #expect(try client.nextResponse().status.code == 431)
+        #expect(try client.readUntilClosed().isEmpty)
     }
 
-    @Test func bodyOverTheLimitIs413() async throws {
-        try await withServer(configure: { $0.maxBodySize = 16 }) { _, port in
-            let client = try RawClient(port: port)
-            let response = try client.exchange("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 17\r\n\r\n01234567890123456")
-            #expect(response.status == 413)
-            #expect(client.isClosedByServer())
-        }
+    @Test(arguments: HTTPTestMode.allCases)
+    func tooManyFieldsIs431(mode: HTTPTestMode) throws {
+        let client = try client(mode) { $0.limits.maxFieldCount = 3 }
+        try client.send("GET /hello HTTP/1.1\r\nHost: t\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n")
+        #expect(try client.nextResponse().status.code == 431)
     }
 
-    @Test func chunkedBodyOverTheLimitIs413() async throws {
-        try await withServer(configure: { $0.maxBodySize = 16 }) { _, port in
-            let client = try RawClient(port: port)
-            let response = try client.exchange("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n0123456789abcdef\r\n1\r\nx\r\n")
-            #expect(response.status == 413)
-        }
+    @Test(arguments: HTTPTestMode.allCases)
+    func bodyOverTheLimitIs413(mode: HTTPTestMode) throws {
+        let client = try client(mode) { $0.maxBodySize = 16 }
+        let response = try client.execute(.post, "/echo", body: Array("01234567890123456".utf8))
+        #expect(response.status == .contentTooLarge)
+        #expect(try client.readUntilClosed().isEmpty)
     }
 
-    @Test func slowHeadIsAnswered408AndClosed() async throws {
-        try await withServer(configure: { $0.headTimeout = .milliseconds(100) }) { _, port in
-            let client = try RawClient(port: port)
-            client.send("GET /hello HTTP/1.1\r\nHost: t\r\n")  // never finishes the head
-            let response = try client.readResponse()
-            #expect(response.status == 408)
-            #expect(client.isClosedByServer())
-        }
+    @Test(arguments: HTTPTestMode.allCases)
+    func chunkedBodyOverTheLimitIs413(mode: HTTPTestMode) throws {
+        let client = try client(mode) { $0.maxBodySize = 16 }
+        try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n0123456789abcdef\r\n1\r\nx\r\n")
+        #expect(try client.nextResponse().status == .contentTooLarge)
     }
 
-    @Test func slowBodyIsAnswered408AndClosed() async throws {
-        try await withServer(configure: { $0.bodyTimeout = .milliseconds(100) }) { _, port in
-            let client = try RawClient(port: port)
-            client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc")
-            let response = try client.readResponse()
-            #expect(response.status == 408)
-            #expect(client.isClosedByServer())
-        }
+    @Test(arguments: HTTPTestMode.allCases)
+    func slowHeadIsAnswered408AndClosed(mode: HTTPTestMode) throws {
+        let client = try client(mode) { $0.headTimeout = .milliseconds(100) }
+        try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n")  // never finishes the head
+        try client.advance(by: .milliseconds(150))
+        #expect(try client.nextResponse().status == .requestTimeout)
+        #expect(try client.readUntilClosed().isEmpty)
     }
 
-    @Test func silentConnectionIsClosedWithoutAResponse() async throws {
-        try await withServer(configure: { $0.idleTimeout = .milliseconds(100) }) { _, port in
-            let client = try RawClient(port: port)
-            #expect(client.readUntilClosed().isEmpty)
-        }
+    @Test(arguments: HTTPTestMode.allCases)
+    func slowBodyIsAnswered408AndClosed(mode: HTTPTestMode) throws {
+        let client = try client(mode) { $0.bodyTimeout = .milliseconds(100) }
+        try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc")
+        try client.advance(by: .milliseconds(150))
+        #expect(try client.nextResponse().status == .requestTimeout)
+        #expect(try client.readUntilClosed().isEmpty)
+    }
+
+    @Test(arguments: HTTPTestMode.allCases)
+    func silentConnectionIsClosedWithoutAResponse(mode: HTTPTestMode) throws {
+        let client = try client(mode) { $0.idleTimeout = .milliseconds(100) }
+        try client.advance(by: .milliseconds(150))
+        #expect(try client.readUntilClosed().isEmpty)
+    }
+
+    /// In memory, a head that is not finished is not answered until its timeout: the loop goes idle and
+    /// the client says so, rather than hanging.
+    @Test func anUnfinishedHeadWaitsForItsTimeoutInMemory() throws {
+        let client = try client(.inMemory) { $0.headTimeout = .seconds(10) }
+        try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n")
+        #expect(throws: HTTPTestClientError.noResponse(received: "")) { try client.nextResponse() }
+        try client.advance(by: .seconds(9))
+        #expect(!client.isClosedByServer)
+        try client.advance(by: .seconds(2))
+        #expect(try client.nextResponse().status == .requestTimeout)
     }
 }

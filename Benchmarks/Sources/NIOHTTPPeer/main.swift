@@ -1,10 +1,13 @@
 // A minimal NIOHTTP1 server, the peer of LoopKitHTTP in `make bench`: `GET /hello`, and
 // `GET /work?items=N` (N items of ~1 µs of work) run inline in the handler (`--work inline`) or on
 // NIOThreadPool (`--work pool`). One event loop thread. Prints `listening on HOST:PORT` when ready.
+// With `--tls-cert FILE --tls-key FILE` it serves the same routes over HTTPS: NIOSSLServerHandler (BoringSSL)
+// in front of the HTTP pipeline, NIOSSL's default server configuration (TLS 1.2 and 1.3).
 import CPeerOpenSSL
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -170,14 +173,26 @@ extension ChannelHandlerContext {
 
 var port = 0
 var mode = WorkMode.inline
+var certificatePath: String?
+var keyPath: String?
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     switch argument {
     case "--port": port = Int(arguments.next() ?? "0") ?? 0
     case "--work": mode = arguments.next() == "pool" ? .pool : .inline
+    case "--tls-cert": certificatePath = arguments.next()
+    case "--tls-key": keyPath = arguments.next()
     default: break
     }
 }
+
+/// The HTTPS context when both --tls-cert and --tls-key were given.
+let tls: NIOSSLContext? = try {
+    guard let certificatePath, let keyPath else { return nil }
+    let chain = try NIOSSLCertificate.fromPEMFile(certificatePath).map { NIOSSLCertificateSource.certificate($0) }
+    let key = try NIOSSLPrivateKey(file: keyPath, format: .pem)
+    return try NIOSSLContext(configuration: .makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key)))
+}()
 
 let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 let pool = NIOThreadPool(numberOfThreads: 2)
@@ -189,6 +204,7 @@ let channel = try ServerBootstrap(group: group)
     .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
     .childChannelInitializer { channel in
         channel.eventLoop.makeCompletedFuture {
+            if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
             try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
             try channel.pipeline.syncOperations.addHandler(HTTPHandler(mode: mode, pool: pool, work: work))
         }

@@ -2,15 +2,54 @@ import HTTPTypes
 import LoopKit
 import LoopKitHTTP
 
-/// The routes of `LoopDemo serve`: `GET /hello`, `POST /echo`, `POST /upload`, `GET /stream`, `GET /work`,
-/// `GET /ws/echo` (a WebSocket); anything else is 404.
+/// The routes of `LoopDemo serve`: `GET /` (the live page), `GET /hello`, `POST /echo`, `POST /upload`,
+/// `GET /stream`, `GET /work`, the jobs (`POST /jobs`, `GET /jobs/ID/events`, `GET /ws/jobs/ID`,
+/// `POST /jobs/ID/cancel`) and `GET /ws/echo` (a WebSocket); anything else is 404.
 public enum DemoRoutes {
     /// The router.
     ///
-    /// - Parameter work: The per-item work of `/work` (about 1 µs per item once calibrated).
-    /// - Returns: A router with exactly the demo's six routes.
-    public static func router(work: SyntheticWork) -> HTTPRouter {
+    /// - Parameters:
+    ///   - work: The per-item work of `/work` and of the jobs (about 1 µs per item once calibrated).
+    ///   - jobs: The jobs of the live page (a fresh table by default).
+    /// - Returns: A router with exactly the demo's routes.
+    public static func router(work: SyntheticWork, jobs: DemoJobs = DemoJobs()) -> HTTPRouter {
         var router = HTTPRouter()
+        router.get("/") { _ in
+            HTTPServerResponse(status: .ok, headerFields: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-cache"],
+                               body: .bytes(LivePage.html))
+        }
+        // The live page's jobs: started here, on this connection's loop, and watched from any connection.
+        router.post("/jobs") { request in
+            guard let items = request.query("items").flatMap({ Int($0) }), (0...100_000_000).contains(items) else {
+                return .text("items=N (0...100000000) required\n", status: .badRequest)
+            }
+            do {
+                let id = try jobs.start(items: items, work: work, on: request.loop)
+                return HTTPServerResponse(status: .created, headerFields: [.contentType: "application/json"],
+                                          body: .string("{\"id\":\(id),\"items\":\(items)}"))
+            } catch {
+                return .text("cannot start a job: \(error)\n", status: .serviceUnavailable)
+            }
+        }
+        router.get("/jobs/:id/events") { request in
+            guard let job = request.parameters["id"].flatMap({ Int($0) }).flatMap(jobs.job) else {
+                return .text("no such job\n", status: .notFound)
+            }
+            return .progressEvents(job.progress)
+        }
+        router.webSocket("/ws/jobs/:id", shouldUpgrade: { request in
+            request.parameters["id"].flatMap({ Int($0) }).flatMap(jobs.job) == nil ? .refuse(status: .notFound) : .accept
+        }) { request, socket in
+            guard let job = request.parameters["id"].flatMap({ Int($0) }).flatMap(jobs.job) else { return }
+            try await socket.send(progress: job.progress)
+        }
+        router.post("/jobs/:id/cancel") { request in
+            guard let job = request.parameters["id"].flatMap({ Int($0) }).flatMap(jobs.job) else {
+                return .text("no such job\n", status: .notFound)
+            }
+            job.cancel()
+            return .text("cancelled\n", status: .accepted)
+        }
         router.get("/hello") { _ in
             HTTPServerResponse(status: .ok, headerFields: [.contentType: "text/plain"], body: .bytes(hello))
         }

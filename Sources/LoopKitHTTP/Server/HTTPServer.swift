@@ -81,7 +81,7 @@ public final class HTTPServer: Service, Sendable {
     private let group: LoopGroup
     /// The configuration the server was created with.
     public let configuration: Configuration
-    private let router: HTTPRouter
+    let router: HTTPRouter
     private let logger: Logger
     /// LoopKit's `Lock` (a `Mutex` the thread sanitizer can see).
     private let state = Lock<(lifecycle: Lifecycle, waiters: [CheckedContinuation<Void, Never>])>((.initial, []))

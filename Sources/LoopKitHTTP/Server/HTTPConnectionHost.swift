@@ -1,0 +1,46 @@
+import Logging
+import LoopKit
+import LoopKitNet
+
+/// Serves HTTP on connections handed to it, on one loop, without a listener: what an ``HTTPServer`` does
+/// on each of its loops, for connections that do not come from a socket (LoopKitHTTPTesting's in-memory
+/// client hands it the server end of an in-memory connection pair).
+///
+/// Everything runs as on a server's loop: the same router, parser, limits, timeouts (swept by a timer on
+/// the loop, so virtual time fires them) and graceful shutdown. Loop-confined: create it and call it on
+/// the loop's thread.
+package final class HTTPConnectionHost {
+    private let context: HTTPLoopContext
+
+    /// Starts serving on `loop`.
+    ///
+    /// - Parameters:
+    ///   - loop: The loop; the caller is on its thread.
+    ///   - configuration: Limits and timeouts (address, port, backlog and TLS are not used).
+    ///   - router: The routes.
+    ///   - logger: The access log and errors.
+    /// - Throws: ``EventLoopError/shutDown`` when the loop refuses work.
+    package init(loop: EventLoop, configuration: HTTPServer.Configuration, router: HTTPRouter, logger: Logger) throws {
+        context = HTTPLoopContext(loop: loop, configuration: configuration, router: router, logger: logger)
+        try context.start()
+    }
+
+    /// Serves `connection` as if a listener had accepted it.
+    package func serve(_ connection: TCPConnection) {
+        context.accept(connection)
+    }
+
+    /// The connections being served.
+    package var connectionCount: Int { context.connectionCount }
+
+    /// Graceful shutdown, as ``HTTPServer/shutdown()`` does on one loop: idle connections close, the
+    /// others finish their response; `onFinished` runs once none is left.
+    package func shutdown(deadline: Duration, onFinished: @escaping @Sendable () -> Void) {
+        context.shutdown(deadline: deadline, onFinished: onFinished)
+    }
+}
+
+extension HTTPServer {
+    /// The router the server was created with (for the test client, which serves it in memory).
+    package var routes: HTTPRouter { router }
+}

@@ -1,0 +1,237 @@
+import HTTPTypes
+import Logging
+import LoopKit
+import LoopKitHTTP
+import LoopKitTesting
+
+/// A client for testing HTTP routes: in memory on a stepped loop (deterministic, virtual time) or live
+/// over a real socket, with one API so one test body runs both ways.
+///
+/// ```swift
+/// @Test(arguments: HTTPTestMode.allCases)
+/// func helloAnswers(mode: HTTPTestMode) throws {
+///     let client = try HTTPTestClient(router: DemoRoutes.router(work: .none), mode: mode)
+///     let response = try client.execute(.get, "/hello")
+///     #expect(response.status == .ok)
+///     #expect(response.text == "Hello, World!")
+/// }
+/// ```
+///
+/// In memory (``HTTPTestMode/inMemory``), the router runs on a ``LoopDriver``'s loop exactly as on a
+/// server's loop (parser, limits, timeouts, async handlers as tasks on the loop), fed through an
+/// in-memory connection pair. Nothing happens between calls: ``send(_:)-([UInt8])`` only queues bytes,
+/// ``nextResponse(isHeadRequest:)`` steps iterations until a whole response has arrived, ``step()`` runs
+/// one iteration, and ``advance(by:)`` moves virtual time so the server's timeouts fire. The same test
+/// gives the same trace every run. Live (``HTTPTestMode/live``), an ``HTTPServer`` serves the router on
+/// 127.0.0.1 on a loop thread of its own and the client speaks to it through a socket; waiting means
+/// waiting for bytes (at most 10 s, a hung test's safety net), and ``advance(by:)`` lets real time pass.
+///
+/// Not `Sendable`: a client belongs to the thread that created it (in memory, the driver's thread); call
+/// every method there. It shuts its server down when released, or at ``shutDown()``.
+public final class HTTPTestClient {
+    /// How this client reaches the routes.
+    public let mode: HTTPTestMode
+    private let transport: any HTTPTestTransport
+    /// Received and not yet read as a response.
+    private var buffer: [UInt8] = []
+
+    /// A client for the routes of `router`, served with `configuration`'s limits and timeouts.
+    ///
+    /// - Parameters:
+    ///   - router: The routes under test.
+    ///   - configuration: Limits, timeouts and watermarks (the address is ignored: live mode listens on
+    ///     127.0.0.1, port 0).
+    ///   - mode: In memory (the default) or live.
+    ///   - logger: The server's logger (silent by default).
+    /// - Throws: ``HTTPTestClientError/cannotStart(_:)``.
+    public init(router: HTTPRouter, configuration: HTTPServer.Configuration = HTTPServer.Configuration(),
+                mode: HTTPTestMode = .inMemory,
+                logger: Logger = Logger(label: "loopkit.http.test", factory: { _ in SwiftLogNoOpLogHandler() })) throws {
+        self.mode = mode
+        do {
+            switch mode {
+            case .inMemory: transport = try InMemoryTransport(router: router, configuration: configuration, logger: logger)
+            case .live: transport = try LiveTransport(router: router, configuration: configuration, logger: logger)
+            }
+        } catch let error as HTTPTestClientError {
+            throw error
+        } catch {
+            throw HTTPTestClientError.cannotStart("\(error)")
+        }
+    }
+
+    /// A client for an ``HTTPServer``'s routes and configuration. The server itself is not started: in
+    /// memory its router runs on the driver's loop; live, a second server like it listens on port 0.
+    ///
+    /// - Parameters:
+    ///   - server: The server whose router and configuration to use.
+    ///   - mode: In memory (the default) or live.
+    /// - Throws: ``HTTPTestClientError/cannotStart(_:)``.
+    public convenience init(server: HTTPServer, mode: HTTPTestMode = .inMemory) throws {
+        try self.init(router: server.routes, configuration: server.configuration, mode: mode)
+    }
+
+    deinit { transport.shutDown() }
+
+    /// The driver of the in-memory loop, to step it or read its clock; nil when live.
+    public var driver: LoopDriver? { (transport as? InMemoryTransport)?.driver }
+
+    // MARK: Sending
+
+    /// Sends raw bytes: anything, split anywhere, for tests of bad input.
+    ///
+    /// - Parameter bytes: The bytes.
+    /// - Throws: LoopKitNet's `NetError` when the connection has closed.
+    public func send(_ bytes: [UInt8]) throws {
+        try transport.send(bytes)
+    }
+
+    /// Sends `text`'s UTF-8 bytes raw (`"GET / HTTP/1.1\r\nHost: t\r\n\r\n"`).
+    ///
+    /// - Parameter text: The bytes, as text.
+    /// - Throws: LoopKitNet's `NetError` when the connection has closed.
+    public func send(_ text: String) throws {
+        try transport.send(Array(text.utf8))
+    }
+
+    /// Sends `request` (swift-http-types) as HTTP/1.1 with `body`: `Host: test` unless the request has an
+    /// authority or a `Host` field, and `Content-Length` when there is a body and no framing field.
+    ///
+    /// - Parameters:
+    ///   - request: The method, path and fields.
+    ///   - body: The body.
+    /// - Throws: LoopKitNet's `NetError` when the connection has closed.
+    public func send(_ request: HTTPRequest, body: [UInt8] = []) throws {
+        var head = "\(request.method.rawValue) \(request.path ?? "/") HTTP/1.1\r\n"
+        let hostField = HTTPField.Name("Host")!
+        if request.headerFields[hostField] == nil { head += "Host: \(request.authority ?? "test")\r\n" }
+        for field in request.headerFields { head += "\(field.name.rawName): \(field.value)\r\n" }
+        if !body.isEmpty, request.headerFields[.contentLength] == nil, request.headerFields[.transferEncoding] == nil {
+            head += "Content-Length: \(body.count)\r\n"
+        }
+        try transport.send(Array((head + "\r\n").utf8) + body)
+    }
+
+    // MARK: Receiving
+
+    /// Reads the next whole response: in memory, steps the loop until it has arrived; live, waits for it.
+    ///
+    /// - Parameter isHeadRequest: The request was `HEAD` (the fields describe a body that is not sent).
+    /// - Returns: The response, its chunked body put together.
+    /// - Throws: ``HTTPTestClientError/noResponse(received:)`` (in memory, the loop went idle first),
+    ///   ``HTTPTestClientError/closedEarly(received:)``, ``HTTPTestClientError/timedOut(after:received:)``
+    ///   (live), ``HTTPTestClientError/malformed(_:)``.
+    public func nextResponse(isHeadRequest: Bool = false) throws -> HTTPTestResponse {
+        while true {
+            buffer += transport.takeReceived()
+            let closed = transport.isClosedByServer
+            if let (response, used) = try HTTPTestResponse.parse(buffer, isHeadRequest: isHeadRequest, atEndOfStream: closed) {
+                buffer.removeFirst(used)
+                return response
+            }
+            if closed { throw HTTPTestClientError.closedEarly(received: receivedText) }
+            guard try transport.waitForProgress() else {
+                throw mode == .inMemory ? HTTPTestClientError.noResponse(received: receivedText)
+                                        : HTTPTestClientError.timedOut(after: LiveTransport.safetyTimeout, received: receivedText)
+            }
+        }
+    }
+
+    /// Sends `request` and reads its response.
+    ///
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - body: Its body.
+    /// - Returns: The response.
+    /// - Throws: What ``send(_:body:)`` and ``nextResponse(isHeadRequest:)`` throw.
+    public func execute(_ request: HTTPRequest, body: [UInt8] = []) throws -> HTTPTestResponse {
+        try send(request, body: body)
+        return try nextResponse(isHeadRequest: request.method == .head)
+    }
+
+    /// Sends a request for `path` and reads its response.
+    ///
+    /// ```swift
+    /// let response = try client.execute(.post, "/echo", body: Array("ping".utf8))
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - method: The method (GET by default).
+    ///   - path: The request target, with its query.
+    ///   - headerFields: More fields.
+    ///   - body: The body.
+    /// - Returns: The response.
+    /// - Throws: What ``nextResponse(isHeadRequest:)`` throws.
+    public func execute(_ method: HTTPRequest.Method = .get, _ path: String, headerFields: HTTPFields = [:],
+                        body: [UInt8] = []) throws -> HTTPTestResponse {
+        try execute(HTTPRequest(method: method, scheme: nil, authority: nil, path: path, headerFields: headerFields), body: body)
+    }
+
+    /// Everything received and not yet read as a response, as text: a response as it is being written
+    /// (a streamed body's chunks so far, say). Collects what has arrived; does not step or wait.
+    public var receivedText: String {
+        buffer += transport.takeReceived()
+        return String(decoding: buffer, as: UTF8.self)
+    }
+
+    /// Forgets what has been received and not read (after looking at ``receivedText``).
+    public func discardReceived() {
+        buffer = transport.takeReceived()
+        buffer.removeAll()
+    }
+
+    /// Reads until the server closes the connection (in memory, stepping the loop; live, waiting).
+    ///
+    /// - Returns: The bytes that came after the last response read and before the end.
+    /// - Throws: ``HTTPTestClientError/noResponse(received:)`` (in memory) when the loop goes idle with the
+    ///   connection still open; ``HTTPTestClientError/timedOut(after:received:)`` live.
+    public func readUntilClosed() throws -> [UInt8] {
+        while true {
+            buffer += transport.takeReceived()
+            if transport.isClosedByServer { break }
+            guard try transport.waitForProgress() else {
+                throw mode == .inMemory ? HTTPTestClientError.noResponse(received: receivedText)
+                                        : HTTPTestClientError.timedOut(after: LiveTransport.safetyTimeout, received: receivedText)
+            }
+        }
+        buffer += transport.takeReceived()
+        defer { buffer = [] }
+        return buffer
+    }
+
+    /// Whether the server has closed the connection (every byte it sent before has arrived).
+    public var isClosedByServer: Bool { transport.isClosedByServer }
+
+    // MARK: Time and steps
+
+    /// In memory: runs one loop iteration if anything is queued or due; returns whether it did. Live:
+    /// waits until something arrives or the server closes (false after the safety timeout).
+    @discardableResult
+    public func step() throws -> Bool {
+        try transport.waitForProgress()
+    }
+
+    /// In memory: runs iterations until nothing is queued and no timer is due. Live: does nothing.
+    public func runUntilIdle() throws {
+        try driver?.runUntilIdle()
+    }
+
+    /// Moves time forward by `duration`: in memory, virtual time, firing exactly the server's timers that
+    /// fall due (its head, body and idle timeouts); live, real time passes.
+    ///
+    /// - Parameter duration: How far.
+    public func advance(by duration: Duration) throws {
+        try transport.advance(by: duration)
+    }
+
+    /// Closes the client's end of the connection (in memory, then runs the loop until idle).
+    public func close() throws {
+        try transport.closeClient()
+    }
+
+    /// Stops the server (gracefully in memory, live with ``HTTPServer/shutdown()``) and releases the loops.
+    /// Calling it again does nothing; releasing the client does it too.
+    public func shutDown() {
+        transport.shutDown()
+    }
+}

@@ -1,0 +1,29 @@
+/// Why an ``HTTPTestClient`` could not give what was asked.
+public enum HTTPTestClientError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// In memory: no response is complete and the loop has nothing left to do (no queued work, no due
+    /// timer): the server waits for more input or for time to pass. `received` is what arrived so far.
+    case noResponse(received: String)
+    /// The server closed the connection before a whole response arrived; `received` is what did.
+    case closedEarly(received: String)
+    /// Live: nothing completed within the client's safety timeout.
+    case timedOut(after: Duration, received: String)
+    /// The bytes are not an HTTP/1.1 response.
+    case malformed(String)
+    /// The server could not be started, or the client could not reach it.
+    case cannotStart(String)
+
+    public var description: String {
+        switch self {
+        case .noResponse(let received):
+            "no complete response and the loop is idle (the server waits for input or time); received: \(String(reflecting: received))"
+        case .closedEarly(let received):
+            "the server closed the connection before a whole response; received: \(String(reflecting: received))"
+        case .timedOut(let after, let received):
+            "no complete response within \(after); received: \(String(reflecting: received))"
+        case .malformed(let reason):
+            "not an HTTP/1.1 response: \(reason)"
+        case .cannotStart(let reason):
+            "cannot start the test server: \(reason)"
+        }
+    }
+}

@@ -1,0 +1,136 @@
+import Dispatch
+import Logging
+import LoopKit
+import LoopKitHTTP
+import LoopKitNet
+import Synchronization
+
+/// The routes served by a real ``HTTPServer`` on 127.0.0.1 (port 0, one loop thread), reached by a
+/// LoopKitNet client connection on a loop of its own; the test's thread waits for what arrives.
+final class LiveTransport: HTTPTestTransport {
+    /// How long the test's thread waits for anything to arrive before giving up (a hung test's safety net).
+    static let safetyTimeout: Duration = .seconds(10)
+
+    private let serverGroup: LoopGroup
+    private let clientGroup: LoopGroup
+    private let server: HTTPServer
+    private let connection: TCPConnection
+    private let inbox: Inbox
+    private var isShutDown = false
+
+    /// What the client connection has received, filled on the client's loop thread.
+    private final class Inbox: Sendable {
+        let state = Mutex<(bytes: [UInt8], closed: Bool)>(([], false))
+        /// Signalled on every arrival and on close.
+        let arrived = DispatchSemaphore(value: 0)
+    }
+
+    let port: Int
+
+    init(router: HTTPRouter, configuration: HTTPServer.Configuration, logger: Logger) throws {
+        var configuration = configuration
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        serverGroup = try LoopGroup(threads: 1, name: "http-test-server")
+        clientGroup = try LoopGroup(threads: 1, name: "http-test-client")
+        server = HTTPServer(group: serverGroup, configuration: configuration, router: router, logger: logger)
+        do {
+            port = try server.start()
+            let inbox = Inbox()
+            self.inbox = inbox
+            connection = try Self.connect(port: port, on: clientGroup.loops[0], inbox: inbox)
+        } catch {
+            server.beginShutdown()
+            serverGroup.shutdown()
+            clientGroup.shutdown()
+            throw HTTPTestClientError.cannotStart("\(error)")
+        }
+    }
+
+    deinit { shutDown() }
+
+    /// Connects to the server and installs the inbox's callbacks on the client's loop; waits for both.
+    private static func connect(port: Int, on loop: EventLoop, inbox: Inbox) throws -> TCPConnection {
+        let outcome = Mutex<Result<TCPConnection, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        // A task on the client's loop thread, not on Swift's cooperative pool: the test's thread, waiting
+        // below, may itself be one of the pool's few threads.
+        Task(executorPreference: loop) {
+            do {
+                let connection = try await TCPConnection.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: port), on: loop)
+                try await loop.perform {
+                    connection.onRead { bytes in
+                        inbox.state.withLock { $0.bytes.append(contentsOf: bytes) }
+                        inbox.arrived.signal()
+                        return bytes.count
+                    }
+                    connection.onClose { _ in
+                        inbox.state.withLock { $0.closed = true }
+                        inbox.arrived.signal()
+                    }
+                }
+                outcome.withLock { $0 = .success(connection) }
+            } catch {
+                outcome.withLock { $0 = .failure(error) }
+            }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + .seconds(10)) == .success, let result = outcome.withLock({ $0 }) else {
+            throw HTTPTestClientError.cannotStart("no connection to 127.0.0.1:\(port) within 10 s")
+        }
+        return try result.get()
+    }
+
+    func send(_ bytes: [UInt8]) throws {
+        let connection = connection
+        try clientGroup.loops[0].invokeAndWait {
+            try connection.write(Bytes(bytes))
+        }
+    }
+
+    func takeReceived() -> [UInt8] {
+        inbox.state.withLock { state in
+            defer { state.bytes.removeAll(keepingCapacity: true) }
+            return state.bytes
+        }
+    }
+
+    var isClosedByServer: Bool { inbox.state.withLock { $0.closed } }
+
+    func waitForProgress() throws -> Bool {
+        if inbox.state.withLock({ !$0.bytes.isEmpty || $0.closed }) { return true }
+        return inbox.arrived.wait(timeout: .now() + .seconds(Int(Self.safetyTimeout.components.seconds))) == .success
+    }
+
+    func advance(by duration: Duration) throws {
+        let nanoseconds = max(0, duration / .nanoseconds(1))
+        let until = DispatchTime.now() + .nanoseconds(Int(min(nanoseconds, Double(Int.max))))
+        // Real time must pass for the server's timers; arrivals meanwhile are kept by the inbox.
+        _ = DispatchSemaphore(value: 0).wait(timeout: until)
+    }
+
+    func closeClient() throws {
+        let connection = connection
+        try clientGroup.loops[0].invokeAndWait { connection.close() }
+    }
+
+    func shutDown() {
+        guard !isShutDown else { return }
+        isShutDown = true
+        let connection = connection
+        do {
+            try clientGroup.loops[0].invokeAndWait { connection.abort() }
+        } catch {
+            // The client's loop has shut down already, and the connection with it.
+        }
+        let stopped = DispatchSemaphore(value: 0)
+        let server = server
+        Task(executorPreference: serverGroup.loops[0]) {  // off the cooperative pool, as in `connect`
+            await server.shutdown()
+            stopped.signal()
+        }
+        stopped.wait()
+        serverGroup.shutdown()
+        clientGroup.shutdown()
+    }
+}

@@ -1,0 +1,168 @@
+import Foundation
+import HTTPTypes
+import LoopKit
+import LoopKitHTTPTesting
+import Synchronization
+import Testing
+@testable import LoopKitHTTP
+
+@Suite("Server-sent events")
+struct ServerSentEventsTests {
+    // MARK: The wire format
+
+    @Test func anEventIsItsFieldsThenABlankLine() throws {
+        let event = ServerSentEvent(event: "tick", id: "7", data: "hello", retry: .milliseconds(2500))
+        #expect(String(decoding: try event.encoded(), as: UTF8.self) == "event: tick\nid: 7\nretry: 2500\ndata: hello\n\n")
+    }
+
+    @Test func everyLineOfTheDataIsADataLineWhateverItsBreak() throws {
+        let event = ServerSentEvent(data: "a\nb\r\nc\rd")
+        #expect(String(decoding: try event.encoded(), as: UTF8.self) == "data: a\ndata: b\ndata: c\ndata: d\n\n")
+        #expect(String(decoding: try ServerSentEvent(data: "").encoded(), as: UTF8.self) == "data: \n\n")
+    }
+
+    @Test func aFieldThatWouldInjectAnotherIsATypedError() {
+        #expect(throws: ServerSentEventError.lineBreak(field: "event", value: "a\ndata: forged")) {
+            try ServerSentEvent(event: "a\ndata: forged", data: "x").encoded()
+        }
+        #expect(throws: ServerSentEventError.lineBreak(field: "id", value: "1\0")) {
+            try ServerSentEvent(id: "1\0", data: "x").encoded()
+        }
+        #expect(ServerSentEventError.lineBreak(field: "event", value: "a\nb").description.contains("must not contain a line break"))
+    }
+
+    @Test func aCommentIsOneLineThatClientsIgnore() {
+        #expect(String(decoding: ServerSentEvent.comment("keep\nalive"), as: UTF8.self) == ": keep alive\n")
+    }
+
+    // MARK: Over a connection
+
+    static let threeEvents = "event: greeting\ndata: one\n\nid: 2\ndata: two\n\ndata: three\ndata: lines\n\n"
+
+    static func router(ended: Flag = Flag()) -> HTTPRouter {
+        var router = HTTPRouter()
+        router.get("/three") { _ in
+            .events { events in
+                try await events.send(ServerSentEvent(event: "greeting", data: "one"))
+                try await events.send(ServerSentEvent(id: "2", data: "two"))
+                try await events.send(ServerSentEvent(data: "three\nlines"))
+            }
+        }
+        // One event, then waits for nothing (a stream that never yields) until the client goes.
+        router.get("/quiet") { _ in
+            .events(keepAlive: .seconds(15)) { events in
+                defer { ended.set() }
+                try await events.send(ServerSentEvent(data: "ready"))
+                let (never, _) = AsyncStream<Int>.makeStream()
+                for await _ in never {}
+            }
+        }
+        return router
+    }
+
+    @Test(arguments: HTTPTestMode.allCases)
+    func eventsAreStreamedAsTextEventStream(mode: HTTPTestMode) throws {
+        let client = try HTTPTestClient(router: Self.router(), mode: mode)
+        let response = try client.execute(.get, "/three")
+        #expect(response.status == .ok)
+        #expect(response.headerFields[.contentType] == "text/event-stream")
+        #expect(response.headerFields[.cacheControl] == "no-cache")
+        #expect(response.text == Self.threeEvents)
+        #expect(try client.execute(.get, "/three").text == Self.threeEvents)  // the connection serves on
+    }
+
+    @Test func keepAliveCommentsGoOutOnlyWhenTheStreamIsQuiet() throws {
+        let client = try HTTPTestClient(router: Self.router())
+        try client.send("GET /quiet HTTP/1.1\r\nHost: t\r\n\r\n")
+        try client.runUntilIdle()
+        #expect(client.receivedText.hasSuffix("data: ready\n\n\r\n"))
+        client.discardReceived()
+        try client.advance(by: .seconds(15))  // the first tick finds the event just written: nothing
+        try client.runUntilIdle()
+        #expect(client.receivedText.isEmpty)
+        try client.advance(by: .seconds(15))
+        try client.runUntilIdle()
+        #expect(client.receivedText.contains(": keep-alive\n"))
+    }
+
+    @Test(arguments: HTTPTestMode.allCases)
+    func aClientThatLeavesEndsTheStreamsTask(mode: HTTPTestMode) throws {
+        let ended = Flag()
+        let client = try HTTPTestClient(router: Self.router(ended: ended), mode: mode)
+        try client.send("GET /quiet HTTP/1.1\r\nHost: t\r\n\r\n")
+        while !client.receivedText.contains("data: ready") { try #require(try client.step()) }
+        #expect(!ended.isSet)
+        try client.close()
+        for _ in 0..<1_000 where !ended.isSet { try client.step() }
+        #expect(ended.isSet)
+    }
+
+    // MARK: Progress on the wire
+
+    /// However many changes happen between two iterations, one event carries the latest state; the final
+    /// state always goes out, then the stream ends.
+    @Test func progressIsCoalescedToOneEventPerIterationAndEndsWithItsFinalState() throws {
+        let progress = TaskProgress(totalUnitCount: 100)
+        var router = HTTPRouter()
+        router.get("/progress") { _ in .progressEvents(progress, keepAlive: nil) }
+        let client = try HTTPTestClient(router: router)
+        try client.send("GET /progress HTTP/1.1\r\nHost: t\r\n\r\n")
+        try client.runUntilIdle()
+        #expect(Self.events(in: client.receivedText).map(\.completed) == [0])
+        for unit in 1...50 { progress.completedUnitCount = Int64(unit) }
+        try client.runUntilIdle()
+        #expect(Self.events(in: client.receivedText).map(\.completed) == [0, 50])
+        for unit in 51...100 { progress.completedUnitCount = Int64(unit) }
+        let response = try client.nextResponse()  // the stream ends after the final state
+        let events = Self.events(in: response.text)
+        #expect(events.map(\.completed) == [0, 50, 100])
+        #expect(events.map(\.kind) == ["progress", "progress", "finished"])
+        #expect(events.map(\.id) == ["1", "2", "3"])
+    }
+
+    @Test func aCancelledProgressEndsWithACancelledEvent() throws {
+        let progress = TaskProgress(totalUnitCount: 10)
+        var router = HTTPRouter()
+        router.get("/progress") { _ in .progressEvents(progress, keepAlive: nil) }
+        let client = try HTTPTestClient(router: router)
+        try client.send("GET /progress HTTP/1.1\r\nHost: t\r\n\r\n")
+        try client.runUntilIdle()
+        progress.completedUnitCount = 3
+        progress.cancel()
+        let events = Self.events(in: try client.nextResponse().text)
+        #expect(events.last?.kind == "cancelled")
+        #expect(events.last?.completed == 3)
+    }
+
+    /// The `event:` and `id:` lines and the JSON's `completed` field of every event in `text`.
+    static func events(in text: String) -> [(kind: String, id: String, completed: Int)] {
+        text.components(separatedBy: "\n\n").compactMap { block in
+            var kind = "message", id = "", completed = -1
+            for line in block.split(separator: "\n") {
+                if line.hasPrefix("event: ") { kind = String(line.dropFirst(7)) }
+                if line.hasPrefix("id: ") { id = String(line.dropFirst(4)) }
+                if line.hasPrefix("data: "), let range = line.range(of: "\"completed\":") {
+                    completed = Int(line[range.upperBound...].prefix { $0.isNumber }) ?? -1
+                }
+            }
+            return completed >= 0 ? (kind, id, completed) : nil
+        }
+    }
+
+    // MARK: A real client
+
+    @Test func curlReadsTheEventStream() async throws {
+        try await withServer(router: Self.router()) { _, port in
+            let result = try await run("/usr/bin/curl", ["-sS", "-N", "http://127.0.0.1:\(port)/three"])
+            #expect(result.status == 0)
+            #expect(result.output == Self.threeEvents)
+        }
+    }
+}
+
+/// A flag set once, from any thread.
+final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .releasing) }
+    var isSet: Bool { value.load(ordering: .acquiring) }
+}
