@@ -95,16 +95,24 @@ function watch(id, items) {
 
 function updateStart() { startButton.disabled = running.size >= 4; }
 
-startButton.onclick = async () => {
-  const items = Math.max(1, parseInt(document.getElementById("items").value, 10) || 1);
-  const count = Math.min(4 - running.size, Math.max(1, parseInt(document.getElementById("count").value, 10) || 1));
+async function start(items, count) {
   for (let i = 0; i < count; i++) {
     const answer = await fetch("/jobs?items=" + items, { method: "POST" });
     if (!answer.ok) { alert(await answer.text()); return; }
     const job = await answer.json();
     watch(job.id, job.items);
   }
-};
+}
+
+startButton.onclick = () => start(
+  Math.max(1, parseInt(document.getElementById("items").value, 10) || 1),
+  Math.min(4 - running.size, Math.max(1, parseInt(document.getElementById("count").value, 10) || 1)));
+
+// /?start=N&items=M starts N jobs at once (a link to share, and the headless check's way in).
+const query = new URLSearchParams(location.search);
+if (query.has("start")) {
+  start(Math.max(1, parseInt(query.get("items"), 10) || 3000000), Math.min(4, Math.max(1, parseInt(query.get("start"), 10) || 1)));
+}
 
 // The /hello probe: one request at a time, four a second; the last 40 round trips drawn.
 const samples = [];
