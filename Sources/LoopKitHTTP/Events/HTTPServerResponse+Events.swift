@@ -53,8 +53,8 @@ extension HTTPServerResponse {
     /// iteration of the connection's loop, then a last `finished` or `cancelled` event, and the stream
     /// ends.
     ///
-    /// Each event's data is the snapshot as one JSON object (``ProgressSnapshot/jsonObject``). There is no
-    /// polling: the stream follows ``TaskProgress/snapshots(on:)``, so however fast the progress changes,
+    /// Each event's data is the snapshot as one JSON object (`ProgressSnapshot.jsonObject`). There is no
+    /// polling: the stream follows `TaskProgress.snapshots(on:)`, so however fast the progress changes,
     /// the client gets at most one event per loop iteration, and a client slower than that gets the newest
     /// state when it catches up (the states in between are dropped, the final one never). A client that
     /// disconnects ends the observation.

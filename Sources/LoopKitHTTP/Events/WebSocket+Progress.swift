@@ -4,7 +4,7 @@ extension WebSocket {
     /// Sends `progress` over the socket: one text message per change, coalesced to at most one per
     /// iteration of the socket's loop, ending with the final state (finished or cancelled); returns then.
     ///
-    /// Each message is the snapshot as one JSON object (``LoopKit/ProgressSnapshot/jsonObject``) with a
+    /// Each message is the snapshot as one JSON object (`ProgressSnapshot.jsonObject`) with a
     /// `"kind"` of `progress`, `finished` or `cancelled` added. As with
     /// ``HTTPServerResponse/progressEvents(_:keepAlive:)``, there is no polling, a slow client gets the
     /// newest state when it catches up, and the final state is never dropped. Each send waits while the
