@@ -103,7 +103,7 @@ extension EventLoop {
     ///
     /// The `async` form of ``process(_:budget:each:update:completion:)``. Called from the loop's thread
     /// (an actor on the loop, a task preferring it), the job starts at once and `update(0, count)` runs
-    /// before the first suspension; from anywhere else it starts in the loop's next iteration. Cancelling
+    /// before the first suspension; from anywhere else it starts in the loop's next drain. Cancelling
     /// the awaiting task cancels the job.
     ///
     /// - Parameters:

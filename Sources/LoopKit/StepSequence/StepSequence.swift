@@ -103,7 +103,8 @@ public struct StepSequence<Output: Sendable>: Sendable {
                      finalHandler: finalHandler, diagnosticHandler: handler)
     }
 
-    /// Starts a run: the first step starts in the loop's next iteration.
+    /// Starts a run: the first step starts in the loop's next drain (R2: the next iteration's when started
+    /// from the drain, this iteration's when started from an I/O or timer callback).
     ///
     /// - Returns: The run, to cancel it or follow its progress.
     ///
