@@ -73,3 +73,31 @@ public func lk_loop_is_current(_ handle: OpaquePointer!) -> Int32 {
 public func lk_loop_event_base(_ handle: OpaquePointer!) -> OpaquePointer! {
     Handles.borrow(handle, as: EventLoop.self)?.eventBase
 }
+
+@c @implementation
+public func lk_loop_set_iteration_observer(_ handle: OpaquePointer!, _ fn: lk_iteration_fn!, _ ctx: UnsafeMutableRawPointer!) -> Int32 {
+    guard let loop = Handles.borrow(handle, as: EventLoop.self) else { return Status.invalid }
+    guard let fn else {
+        return Status.run { () throws(EventLoopError) in try loop.setIterationObserver(nil) }
+    }
+    let context = Context(ctx)
+    return Status.run { () throws(EventLoopError) in
+        try loop.setIterationObserver { report in
+            var c = lk_iteration_report(
+                iteration: report.iteration, poll_wait_ns: nanoseconds(report.pollWait),
+                io_callbacks_ns: nanoseconds(report.ioCallbacks), timers_ns: nanoseconds(report.timers),
+                drain_ns: nanoseconds(report.drain), total_ns: nanoseconds(report.total),
+                io_callback_count: UInt64(report.ioCallbackCount), timers_fired: UInt64(report.timersFired),
+                drained_jobs: UInt64(report.drainedJobs), queue_depth: UInt64(report.queueDepth),
+                worst_timer_lateness_ns: nanoseconds(report.worstTimerLateness), budget_overrun: report.budgetOverrun ? 1 : 0)
+            fn(context.pointer, &c)
+        }
+    }
+}
+
+/// A non-negative duration in whole nanoseconds (negative ones, which a report never holds, as 0).
+private func nanoseconds(_ duration: Duration) -> UInt64 {
+    let (seconds, attoseconds) = duration.components
+    guard seconds >= 0, attoseconds >= 0 else { return 0 }
+    return UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000).partialValue &+ UInt64(attoseconds / 1_000_000_000)
+}

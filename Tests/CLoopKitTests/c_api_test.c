@@ -1019,6 +1019,63 @@ static void cycles(int n) {
     printf("%d create/run/destroy cycles done\n", n);
 }
 
+/* ---- The iteration observer ------------------------------------------------------------------------ */
+
+typedef struct {
+    int reports;
+    int phases_add_up;
+    uint64_t io_callbacks, timers_fired, drained_jobs;
+    lk_iteration_report last;
+} observed_t;
+
+static void observe(void *ctx, const lk_iteration_report *report) {
+    observed_t *o = ctx;
+    o->reports += 1;
+    o->phases_add_up += report->poll_wait_ns + report->io_callbacks_ns + report->timers_ns + report->drain_ns == report->total_ns;
+    o->io_callbacks += report->io_callback_count;
+    o->timers_fired += report->timers_fired;
+    o->drained_jobs += report->drained_jobs;
+    o->last = *report;
+}
+
+static void noop_job(void *ctx) { (void)ctx; }
+
+static void test_iteration_observer(void) {
+    lk_loop *loop = begin("the iteration observer: one report per iteration, its phases adding up");
+    observed_t o = {0};
+    CHECK_EQ(lk_loop_set_iteration_observer(NULL, observe, &o), LK_EINVAL);
+    CHECK_EQ(lk_loop_set_iteration_observer(loop, observe, &o), LK_OK);
+    int fds[2];
+    CHECK_EQ(pipe(fds), 0);
+    trace_t trace;
+    trace_init(&trace, loop);
+    io_t io = {&trace, loop, fds[0]};
+    lk_watch *watch = NULL;
+    CHECK_EQ(lk_watch_fd(loop, fds[0], LK_READABLE, on_readable, &io, &watch), LK_OK);
+    CHECK(write(fds[1], "x", 1) == 1);
+    CHECK_EQ(lk_timer_start(loop, 0, 0, noop_job, NULL, NULL), LK_OK);
+    CHECK_EQ(lk_loop_enqueue(loop, noop_job, NULL), LK_OK);
+    CHECK_EQ(lk_loop_enqueue(loop, noop_job, NULL), LK_OK);
+    int callbacks = 0;
+    for (int i = 0; i < 4; i++) callbacks += lk_loop_run_once(loop, 0);
+    CHECK_EQ(callbacks, 4);
+    CHECK_EQ(o.reports, 4); /* one per iteration */
+    CHECK_EQ(o.phases_add_up, 4);
+    CHECK_EQ(o.io_callbacks, 1);
+    CHECK_EQ(o.timers_fired, 1);
+    CHECK_EQ(o.drained_jobs, 2);
+    CHECK_EQ(o.last.iteration, lk_loop_iteration(loop));
+    CHECK_EQ(o.last.queue_depth, 0);
+    CHECK_EQ(o.last.budget_overrun, 0);
+    CHECK_EQ(lk_loop_set_iteration_observer(loop, NULL, NULL), LK_OK);
+    CHECK_EQ(lk_loop_run_once(loop, 0), 0);
+    CHECK_EQ(o.reports, 4);
+    CHECK_EQ(lk_watch_cancel(watch), LK_OK);
+    lk_loop_destroy(loop);
+    close(fds[0]);
+    close(fds[1]);
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "--cycles") == 0) {
         cycles(atoi(argv[2]));
@@ -1047,6 +1104,7 @@ int main(int argc, char **argv) {
     test_run_and_stop();
     test_attach();
     test_process();
+    test_iteration_observer();
     printf("c_api_test: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

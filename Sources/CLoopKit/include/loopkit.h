@@ -62,6 +62,24 @@ typedef void (*lk_each_fn)(void *ctx, size_t index);                /* lk_proces
 typedef void (*lk_update_fn)(void *ctx, size_t done, size_t total); /* lk_process: progress */
 typedef void (*lk_complete_fn)(void *ctx, int status);              /* lk_process: LK_OK or LK_ECANCELED */
 
+/* What one iteration of a loop did, for lk_loop_set_iteration_observer. Durations are nanoseconds of the
+ * loop's clock, and poll_wait_ns + io_callbacks_ns + timers_ns + drain_ns == total_ns exactly. */
+typedef struct lk_iteration_report {
+    uint64_t iteration;               /* lk_loop_iteration() while it ran */
+    uint64_t poll_wait_ns;            /* phase 1: waiting in the poll until the first I/O callback (0 when attached) */
+    uint64_t io_callbacks_ns;         /* phase 2: from the first I/O callback to the poll's return */
+    uint64_t timers_ns;               /* phase 2: due timers */
+    uint64_t drain_ns;                /* phase 3: the queue's drain */
+    uint64_t total_ns;                /* the whole iteration */
+    uint64_t io_callback_count;       /* LoopKit I/O callbacks run (watches) */
+    uint64_t timers_fired;
+    uint64_t drained_jobs;            /* jobs the drain ran */
+    uint64_t queue_depth;             /* jobs waiting for the next drain when the iteration ended */
+    uint64_t worst_timer_lateness_ns; /* the latest a timer fired after its deadline; 0 when none fired */
+    int budget_overrun;               /* 1 when an lk_process chunk ran past its time budget */
+} lk_iteration_report;
+typedef void (*lk_iteration_fn)(void *ctx, const lk_iteration_report *report); /* after each iteration */
+
 /* Status codes. */
 enum {
     LK_OK = 0,         /* success */
@@ -148,6 +166,14 @@ LK_EXTERN int lk_loop_is_current(const lk_loop *loop);
  * (drive it with lk_loop_run or lk_loop_run_once). The pointer stays valid until lk_loop_destroy.
  * [any thread] to read the pointer. */
 LK_EXTERN struct event_base *lk_loop_event_base(const lk_loop *loop);
+
+/* Installs fn, called on the loop's thread after every iteration with what it did and how long each
+ * phase took (the report is valid during the call only); fn == NULL removes it. One observer per loop:
+ * installing another replaces it. With none installed the loop reads no clock for it. fn must not run
+ * the loop (LK_EBUSY); work it queues runs in the next iteration's drain. On the loop's thread it takes
+ * effect from the next iteration; from another thread, from the iteration after the drain that installs it.
+ * [any thread] Errors: LK_EINVAL (NULL loop), LK_ECLOSED (from another thread, once shut down). */
+LK_EXTERN int lk_loop_set_iteration_observer(lk_loop *loop, lk_iteration_fn fn, void *ctx);
 
 /* ---- Work --------------------------------------------------------------------------------------- */
 

@@ -135,6 +135,7 @@ final class ProcessingRun {
             let fit = nanosecondsPerItem > 0 ? Double(room) / nanosecondsPerItem : Double(total)
             stride = max(1, min(Int(min(fit, Double(total))), stride * 2, total))
         }
+        if lastRead &- start > budget { loop.noteBudgetOverrun() }
         // The next iteration starts with a stride that fills one check window at the measured cost.
         if nanosecondsPerItem > 0 {
             self.stride = max(1, Int(min(Double(window) / nanosecondsPerItem, Double(total))))

@@ -66,6 +66,10 @@ extension EventLoop {
         state.value.callbacksRun = 0
         defer { state.value.inIteration = false }
         iterationCounter.add(1, ordering: .relaxed)
+        let observed = state.value.isObserved
+        let iteration = observed ? self.iteration : 0
+        let start = observed ? clock.nanoseconds() : 0
+        var timersStart: UInt64 = 0, drainStart: UInt64 = 0
         try CurrentLoop.with(self) { () throws(EventLoopError) in
             // Phase 1: poll. Wait only when nothing is queued and no timer is due, and then no longer
             // than until the next timer's deadline. Ready I/O callbacks (phase 2, first half) run inside.
@@ -73,9 +77,15 @@ extension EventLoop {
             if idle { armTimerEvent() }
             try events.base.poll(idle ? .blocking : .nonBlocking)
             // Phase 2, second half: due timers, in (deadline, scheduling order).
+            if observed { timersStart = clock.nanoseconds() }
             fireDueTimers()
             // Phase 3: the snapshot of the queue taken now.
+            if observed { drainStart = clock.nanoseconds() }
             drainQueue()
+        }
+        if observed {
+            reportIteration(iteration, start: start, timersStart: timersStart, drainStart: drainStart,
+                            end: clock.nanoseconds(), drained: state.value.drainedJobs)
         }
         let callbacks = state.value.callbacksRun
         reachCheckpoint(.iterationEnded)
@@ -91,9 +101,11 @@ extension EventLoop {
     /// Phase 3: runs exactly the jobs queued before it began, in order (R1–R3).
     func drainQueue() {
         var batch = queue.takeSnapshot()
+        state.value.drainedJobs = 0
         if !batch.isEmpty {
             let ran = batch.runFront(limit: drainLimit ?? .max)
             state.value.callbacksRun += ran
+            state.value.drainedJobs = ran
             // A drain limit left work: it goes back to the front, ahead of anything queued since (R1).
             if !batch.isEmpty, queue.putBack(&batch), isAttached { requestDrain(fromLoopThread: true) }
         }
@@ -106,9 +118,19 @@ extension EventLoop {
         guard isAttached, !state.value.inIteration else { return }
         state.value.inIteration = true
         iterationCounter.add(1, ordering: .relaxed)
+        let observed = state.value.isObserved
+        let iteration = observed ? self.iteration : 0
+        let start = observed ? clock.nanoseconds() : 0
+        var drainStart: UInt64 = 0
         CurrentLoop.with(self) {
             fireDueTimers()
+            if observed { drainStart = clock.nanoseconds() }
             drainQueue()
+        }
+        // The host's poll was phase 1: an attached loop's report starts at its timers.
+        if observed {
+            reportIteration(iteration, start: start, timersStart: start, drainStart: drainStart,
+                            end: clock.nanoseconds(), drained: state.value.drainedJobs)
         }
         state.value.inIteration = false
         if reachCheckpoint(.iterationEnded) != .finish { armTimerEvent() }

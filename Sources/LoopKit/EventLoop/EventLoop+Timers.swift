@@ -98,6 +98,7 @@ extension EventLoop {
                 timer.markFired()
             }
             state.value.callbacksRun += 1
+            if state.value.isObserved { noteTimerFired(lateness: now &- min(now, entry.deadline)) }
             timer.body()
         }
     }

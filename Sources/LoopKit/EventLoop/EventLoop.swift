@@ -203,6 +203,15 @@ struct LoopState: ~Copyable {
     var inIteration = false
     /// Callbacks run in the current iteration, for ``EventLoop/runOnce(blocking:)``.
     var callbacksRun = 0
+    /// Jobs the current iteration's drain ran.
+    var drainedJobs = 0
+    /// The iteration observer (``EventLoop/setIterationObserver(_:)``), and whether one is installed.
+    var iterationObserver: (@Sendable (IterationReport) -> Void)?
+    var isObserved = false
+    /// What the iteration in progress measured for the observer (kept only when observed).
+    var measurement = IterationMeasurement()
+    /// A budgeted job's chunk ran past its budget in this iteration.
+    var budgetOverran = false
 
     /// What must end when the loop shuts down, by owner, with the order of registration.
     var shutdownObservers: [ObjectIdentifier: (sequence: UInt64, body: () -> Void)] = [:]

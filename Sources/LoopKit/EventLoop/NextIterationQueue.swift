@@ -155,6 +155,12 @@ final class NextIterationQueue: Sendable {
 
     // MARK: State
 
+    /// The number of jobs queued and not yet taken by a drain: the loop thread's and other threads'.
+    /// Takes the inbox's lock (for an iteration observer, not for the hot path). Loop thread only.
+    var depth: Int {
+        outbox.value.jobs.count + inbox.withLock { $0.jobs.count }
+    }
+
     /// Whether any job is queued. Loop thread only.
     var hasJobs: Bool { !outbox.value.jobs.isEmpty || inboxHasJobs.load(ordering: .acquiring) }
 

@@ -51,7 +51,10 @@ public final class Watch: Sendable {
         var events: IOEvents = []
         if what.contains(.read) || what.contains(.signal) { events.insert(.readable) }
         if what.contains(.write) { events.insert(.writable) }
-        loop?.state.value.callbacksRun += 1
+        if let loop {
+            loop.state.value.callbacksRun += 1
+            if loop.state.value.isObserved { loop.noteIOCallback() }
+        }
         registration.handler(events)
     }
 
