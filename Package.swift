@@ -14,6 +14,8 @@ let package = Package(
         // A test client for LoopKitHTTP routes, in memory on a stepped loop or live over a socket. A product
         // of its own so that LoopKitTesting (loop-ordering tests) does not pull in the HTTP stack.
         .library(name: "LoopKitHTTPTesting", targets: ["LoopKitHTTPTesting"]),
+        // Loop and HTTP server metrics on swift-metrics, kept out of LoopKit and LoopKitHTTP.
+        .library(name: "LoopKitMetrics", targets: ["LoopKitMetrics"]),
         .executable(name: "LoopDemo", targets: ["LoopDemo"]),
     ],
     dependencies: [
@@ -26,6 +28,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // LoopKitMetrics only: the ecosystem's metrics API; LoopDemo exposes it with swift-prometheus.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(
@@ -75,6 +79,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
+        ),
+        .target(
+            name: "LoopKitMetrics",
+            dependencies: ["LoopKit", .product(name: "CoreMetrics", package: "swift-metrics")]
+        ),
+        .testTarget(
+            name: "LoopKitMetricsTests",
+            dependencies: ["LoopKitMetrics", "LoopKit", "LoopKitTesting", .product(name: "MetricsTestKit", package: "swift-metrics")]
         ),
         .target(
             name: "LoopKitHTTPTesting",
