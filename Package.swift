@@ -30,6 +30,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // LoopKitMetrics only: the ecosystem's metrics API; LoopDemo exposes it with swift-prometheus.
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         .systemLibrary(
@@ -103,10 +104,12 @@ let package = Package(
         .executableTarget(
             name: "LoopDemo",
             dependencies: [
-                "LoopDemoKit", "LoopKitHTTP", "LoopKitNet",
+                "LoopDemoKit", "LoopKitHTTP", "LoopKitNet", "LoopKitMetrics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         .testTarget(

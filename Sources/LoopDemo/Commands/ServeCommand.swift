@@ -2,8 +2,11 @@ import ArgumentParser
 import LoopDemoKit
 import LoopKit
 import LoopKitHTTP
+import LoopKitMetrics
 import LoopKitNet
 import Logging
+import Metrics
+import Prometheus
 import ServiceLifecycle
 #if canImport(Glibc)
 import Glibc
@@ -37,9 +40,13 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("tls-key"), help: "The PEM private key of --tls-cert.")
     var tlsKey: String?
 
+    @Option(name: .customLong("metrics"), help: "Serve the loops' metrics in Prometheus text format at GET /metrics on this port (0 picks a free one).")
+    var metricsPort: Int?
+
     func validate() throws {
         guard (tlsCertificate == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
+        if let metricsPort, !(0...65535).contains(metricsPort) { throw ValidationError("--metrics must be in 0...65535") }
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1") }
         guard maxBody >= 0 else { throw ValidationError("--max-body must not be negative") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
@@ -63,14 +70,20 @@ struct ServeCommand: ParsableCommand {
                                 router: DemoRoutes.router(work: .calibrated(nanosecondsPerItem: 1_000)), logger: logger)
         let port = try server.start()
         print("listening on \(host):\(port)")
+        var services: [any Service] = [server]
+        if let metricsPort {
+            let metrics = try Self.startMetrics(on: group, host: host, port: metricsPort, logger: logger)
+            services.append(metrics.server)
+            print("metrics on \(host):\(metrics.port)")
+        }
         fflush(nil)  // every output stream: the line must reach a pipe at once
 
         // The main thread runs a loop of its own until the service group has returned.
         let main = try EventLoop()
-        let services = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        let serviceGroup = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         Task {
             do {
-                try await services.run()
+                try await serviceGroup.run()
             } catch {
                 logger.error("server failed", metadata: ["error": "\(error)"])
             }
@@ -78,5 +91,31 @@ struct ServeCommand: ParsableCommand {
         }
         try main.run()
         group.shutdown()
+    }
+
+    /// Bootstraps swift-metrics with a Prometheus registry, records every loop of `group` (dimension
+    /// `loop` = `serve-N`), and serves the registry's text format at `GET /metrics` on a second port.
+    private static func startMetrics(on group: LoopGroup, host: String, port: Int, logger: Logger) throws -> (server: HTTPServer, port: Int) {
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        // A loop's iterations last microseconds to milliseconds: buckets from 10 µs to 1 s.
+        let fine: [Duration] = [.microseconds(10), .microseconds(50), .microseconds(100), .microseconds(500), .milliseconds(1),
+                                .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(50), .milliseconds(100),
+                                .milliseconds(500), .seconds(1)]
+        for label in [LoopMetrics.Name.iterationDuration, LoopMetrics.Name.pollWait, LoopMetrics.Name.timerLateness] {
+            factory.durationHistogramBuckets[label] = fine
+        }
+        factory.valueHistogramBuckets[LoopMetrics.Name.drainSize] = [0, 1, 2, 5, 10, 50, 100, 500, 1000, 10_000]
+        MetricsSystem.bootstrap(factory)
+        for (index, loop) in group.loops.enumerated() { try LoopMetrics.record(loop, name: "serve-\(index)") }
+        var router = HTTPRouter()
+        router.get("/metrics") { _ in
+            HTTPServerResponse(status: .ok, headerFields: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                               body: .bytes(registry.emitToBuffer()))
+        }
+        var quiet = logger
+        quiet.logLevel = max(logger.logLevel, .notice)  // scrapes are not worth an access line each
+        let server = HTTPServer(group: group, configuration: HTTPServer.Configuration(host: host, port: port), router: router, logger: quiet)
+        return (server, try server.start())
     }
 }
