@@ -66,30 +66,45 @@ extension EventLoop {
         state.value.callbacksRun = 0
         defer { state.value.inIteration = false }
         iterationCounter.add(1, ordering: .relaxed)
-        let observed = state.value.isObserved
-        let iteration = observed ? self.iteration : 0
-        let start = observed ? clock.nanoseconds() : 0
-        var timersStart: UInt64 = 0, drainStart: UInt64 = 0
-        try CurrentLoop.with(self) { () throws(EventLoopError) in
-            // Phase 1: poll. Wait only when nothing is queued and no timer is due, and then no longer
-            // than until the next timer's deadline. Ready I/O callbacks (phase 2, first half) run inside.
-            let idle = mayBlock && !hasQueuedWork && !hasDueTimer
-            if idle { armTimerEvent() }
-            try events.base.poll(idle ? .blocking : .nonBlocking)
-            // Phase 2, second half: due timers, in (deadline, scheduling order).
-            if observed { timersStart = clock.nanoseconds() }
-            fireDueTimers()
-            // Phase 3: the snapshot of the queue taken now.
-            if observed { drainStart = clock.nanoseconds() }
-            drainQueue()
-        }
-        if observed {
-            reportIteration(iteration, start: start, timersStart: timersStart, drainStart: drainStart,
-                            end: clock.nanoseconds(), drained: state.value.drainedJobs)
+        // An observed iteration takes its own path, so that an unobserved one costs one flag check more.
+        if state.value.isObserved {
+            try runObservedPhases(mayBlock: mayBlock)
+        } else {
+            try CurrentLoop.with(self) { () throws(EventLoopError) in
+                try pollAndRunIO(mayBlock: mayBlock)  // phases 1 and 2a
+                fireDueTimers()                       // phase 2b
+                drainQueue()                          // phase 3
+            }
         }
         let callbacks = state.value.callbacksRun
         reachCheckpoint(.iterationEnded)
         return callbacks
+    }
+
+    /// Phase 1: poll. Wait only when nothing is queued and no timer is due, and then no longer than until
+    /// the next timer's deadline. Ready I/O callbacks (phase 2, first half) run inside.
+    @inline(__always)
+    private func pollAndRunIO(mayBlock: Bool) throws(EventLoopError) {
+        let idle = mayBlock && !hasQueuedWork && !hasDueTimer
+        if idle { armTimerEvent() }
+        try events.base.poll(idle ? .blocking : .nonBlocking)
+    }
+
+    /// The three phases as in ``runIteration(mayBlock:)``, with the loop's clock read between them for
+    /// the iteration observer, which then receives the report.
+    private func runObservedPhases(mayBlock: Bool) throws(EventLoopError) {
+        let iteration = self.iteration
+        let start = clock.nanoseconds()
+        var timersStart: UInt64 = 0, drainStart: UInt64 = 0, drained = 0
+        try CurrentLoop.with(self) { () throws(EventLoopError) in
+            try pollAndRunIO(mayBlock: mayBlock)
+            timersStart = clock.nanoseconds()
+            fireDueTimers()
+            drainStart = clock.nanoseconds()
+            drained = drainQueue()
+        }
+        reportIteration(iteration, start: start, timersStart: timersStart, drainStart: drainStart,
+                        end: clock.nanoseconds(), drained: drained)
     }
 
     /// Whether any job is queued. On the loop's thread this covers every job; on any other thread, the
@@ -98,18 +113,19 @@ extension EventLoop {
         owner.isCurrent ? queue.hasJobs : queue.hasJobsFromOtherThreads
     }
 
-    /// Phase 3: runs exactly the jobs queued before it began, in order (R1–R3).
-    func drainQueue() {
+    /// Phase 3: runs exactly the jobs queued before it began, in order (R1–R3); returns how many ran.
+    @discardableResult
+    func drainQueue() -> Int {
         var batch = queue.takeSnapshot()
-        state.value.drainedJobs = 0
+        var ran = 0
         if !batch.isEmpty {
-            let ran = batch.runFront(limit: drainLimit ?? .max)
+            ran = batch.runFront(limit: drainLimit ?? .max)
             state.value.callbacksRun += ran
-            state.value.drainedJobs = ran
             // A drain limit left work: it goes back to the front, ahead of anything queued since (R1).
             if !batch.isEmpty, queue.putBack(&batch), isAttached { requestDrain(fromLoopThread: true) }
         }
         queue.recycle(batch)
+        return ran
     }
 
     /// The tick, the timer or the wake-up event fired. For an owned loop they only end a waiting poll; for
@@ -121,16 +137,16 @@ extension EventLoop {
         let observed = state.value.isObserved
         let iteration = observed ? self.iteration : 0
         let start = observed ? clock.nanoseconds() : 0
-        var drainStart: UInt64 = 0
+        var drainStart: UInt64 = 0, drained = 0
         CurrentLoop.with(self) {
             fireDueTimers()
             if observed { drainStart = clock.nanoseconds() }
-            drainQueue()
+            drained = drainQueue()
         }
         // The host's poll was phase 1: an attached loop's report starts at its timers.
         if observed {
             reportIteration(iteration, start: start, timersStart: start, drainStart: drainStart,
-                            end: clock.nanoseconds(), drained: state.value.drainedJobs)
+                            end: clock.nanoseconds(), drained: drained)
         }
         state.value.inIteration = false
         if reachCheckpoint(.iterationEnded) != .finish { armTimerEvent() }

@@ -79,7 +79,7 @@ extension EventLoop {
 
     private func drainUntilEmpty() {
         while queue.hasJobs {
-            CurrentLoop.with(self) { drainQueue() }
+            CurrentLoop.with(self) { _ = drainQueue() }
         }
     }
 

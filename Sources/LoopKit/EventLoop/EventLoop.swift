@@ -203,8 +203,6 @@ struct LoopState: ~Copyable {
     var inIteration = false
     /// Callbacks run in the current iteration, for ``EventLoop/runOnce(blocking:)``.
     var callbacksRun = 0
-    /// Jobs the current iteration's drain ran.
-    var drainedJobs = 0
     /// The iteration observer (``EventLoop/setIterationObserver(_:)``), and whether one is installed.
     var iterationObserver: (@Sendable (IterationReport) -> Void)?
     var isObserved = false
