@@ -4,7 +4,8 @@ import LoopKit
 import NIOCore
 import NIOPosix
 
-// `--callgrind TARGET N`: one side of one CPU-bound row, run untimed for N operations, for
+// `--callgrind TARGET N`: one side of one CPU-bound row (or CPU-bound part of one, as the step sequence's
+// build), run untimed for N operations, for
 // `Benchmarks/callgrind.sh` to count its instructions under `valgrind --tool=callgrind`. The script runs
 // each target for N and for 2N operations and divides the difference by N, so the process's start-up and
 // the target's set-up (the same in both runs) cancel out. Instruction counts do not move with the load of
@@ -84,6 +85,21 @@ enum Callgrind {
                         side: "Foundation Progress", operations: 400_000) { n in
             _ = ProgressIncrements.foundationIncrements(n)
         },
+        CallgrindTarget(name: "steps-build/loopkit", row: "step sequence, building, per step", side: "LoopKit",
+                        operations: 50_000) { n in
+            let group = try LoopGroup(threads: 2, name: "callgrind-steps")
+            withExtendedLifetime(StepSequenceChain.buildLoopKit(group.loops[0], group.loops[1], n, Finish())) {}
+            group.shutdown()
+        },
+        // Built, never started or fulfilled, on both sides: the figures are the build alone.
+        CallgrindTarget(name: "steps-build/nio-hop", row: "step sequence, building, per step",
+                        side: "NIO hop(B).map.hop(A) chain", operations: 50_000) { n in
+            try withNIOLoops { a, b in _ = try StepSequenceChain.buildHopChain(a, b, n, Finish()) }
+        },
+        CallgrindTarget(name: "steps-build/nio-flatmap", row: "step sequence, building, per step",
+                        side: "NIO flatMap chain", operations: 50_000) { n in
+            try withNIOLoops { a, b in _ = try StepSequenceChain.buildFlatMapChain(a, b, n, Finish()) }
+        },
         CallgrindTarget(name: "diff/loopkit", row: "diff 10k items, -1k/+1k/200 moved (per diff)", side: "LoopKit Diff",
                         operations: 4) { n in
             let (old, new) = DiffBenchmark.shape(count: 10_000, seed: 0xD1FF)
@@ -114,6 +130,14 @@ enum Callgrind {
             exit(1)
         }
         exit(0)
+    }
+
+    /// Runs `body` with the two loops of a fresh two-thread NIO group, then shuts the group down.
+    private static func withNIOLoops(_ body: (any NIOCore.EventLoop, any NIOCore.EventLoop) throws -> Void) throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let loops = Array(group.makeIterator())
+        try body(loops[0], loops[1])
+        try group.syncShutdownGracefully()
     }
 
     /// Runs `body` with the one loop of a fresh one-thread NIO group, then shuts the group down.
