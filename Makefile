@@ -11,7 +11,7 @@ C_TEST       := .build/c-tests/c_api_test
 VALGRIND     := valgrind --quiet --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite --error-exitcode=1
 INSTALL_CONFIG ?= release
 
-.PHONY: all deps demo test test-swift test-c leak-check leak-check-tls install-check test-sanitize bench bench-http bench-https wrk docs install clean
+.PHONY: all deps demo test test-swift test-c leak-check leak-check-tls install-check test-sanitize bench bench-core bench-callgrind bench-http bench-https wrk docs install clean
 
 all: test
 
@@ -67,11 +67,24 @@ leak-check-tls: deps
 test-sanitize: deps
 	$(SWIFT) test --sanitize=thread -Xswiftc -DLOOPKIT_TSAN --scratch-path .build-tsan
 
-## bench: LoopKit against SwiftNIO, Dispatch and Foundation, same process, ratios printed; then HTTP
-bench: deps
-	cd Benchmarks && $(SWIFT) run -c release LoopKitBenchmarks
+## bench: the core rows (bench-core), then HTTP and HTTPS
+bench: bench-core
 	$(MAKE) bench-http
 	$(MAKE) bench-https
+
+## bench-core: LoopKit against SwiftNIO, Dispatch and Foundation, same process, runs alternated (10 each
+## after a warm-up); medians with min–max, per-run ratios; never overlapping another bench run (flock)
+bench-core: deps
+	cd Benchmarks && $(SWIFT) build -c release --product LoopKitBenchmarks
+	cd Benchmarks && flock /tmp/loopkit-bench.lock $(SWIFT) run -c release LoopKitBenchmarks | tee RESULTS.txt
+
+## bench-callgrind: instructions per operation of the CPU-bound core rows, LoopKit and its peer, counted by
+## callgrind (each side run for N and 2N operations; the difference / N): repeatable on a loaded machine
+bench-callgrind: deps
+	@command -v valgrind >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq valgrind; }
+	cd Benchmarks && $(SWIFT) build -c release --product LoopKitBenchmarks
+	flock /tmp/loopkit-bench.lock Benchmarks/callgrind.sh | tee Benchmarks/RESULTS-callgrind.txt
 
 ## wrk: install wrk (Debian's package) when it is missing
 wrk:

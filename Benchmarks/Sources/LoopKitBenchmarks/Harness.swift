@@ -2,22 +2,33 @@ import Foundation
 import Synchronization
 
 // Timing, medians, threads and the printed table. Every scenario measures LoopKit and its peers in
-// the same process: one warm-up run, then the median of `runs` timed runs, on a monotonic clock.
+// the same process, on a monotonic clock: one warm-up run of each, then `runs` rounds in which LoopKit and
+// its peers run alternately (L, P, L, P, …). Each figure is a median with its min–max; each ratio is the
+// median of the per-round ratios, with their min–max, so a lucky run cannot flatter either side.
 
 // MARK: Options
 
-/// What the command line asked for (parsed by hand: `--quick`, `--json`, `--runs N`, `--only NAME`).
+/// What the command line asked for (parsed by hand: `--quick`, `--json`, `--runs N`, `--only NAME`,
+/// `--callgrind TARGET N`, `--callgrind-list`).
 struct Options: Sendable {
-    /// Fewer operations per run, for a smoke run.
+    /// Fewer operations per run and fewer runs, for a smoke run.
     var quick = false
     /// Print the rows as JSON instead of a table.
     var json = false
-    /// Timed runs per figure (after one warm-up); the median is reported.
-    var runs = 5
+    /// Timed runs asked for with `--runs`; nil for the default (10, or 3 with `--quick`).
+    var requestedRuns: Int?
     /// Run only the scenarios whose key contains this string.
     var only: String?
     /// Measure the peers too (`--no-peers` skips them, to profile LoopKit alone).
     var peers = true
+    /// Run one side of one CPU-bound row for this many operations and exit (`--callgrind TARGET N`), for
+    /// `callgrind.sh` to count its instructions under valgrind.
+    var callgrind: (target: String, operations: Int)?
+    /// List the `--callgrind` targets and exit.
+    var callgrindList = false
+
+    /// Timed runs per figure, after one warm-up: 10 by default, 3 with `--quick`, or `--runs N`.
+    var runs: Int { requestedRuns ?? (quick ? 3 : 10) }
 
     static func parse(_ arguments: [String]) -> Options {
         var options = Options()
@@ -29,7 +40,13 @@ struct Options: Sendable {
             case "--no-peers": options.peers = false
             case "--runs":
                 guard let value = rest.popFirst().flatMap(Int.init), value >= 1 else { usage("--runs needs a positive number") }
-                options.runs = value
+                options.requestedRuns = value
+            case "--callgrind":
+                guard let target = rest.popFirst(), let value = rest.popFirst().flatMap(Int.init), value >= 1 else {
+                    usage("--callgrind needs a target and a positive number of operations")
+                }
+                options.callgrind = (target: target, operations: value)
+            case "--callgrind-list": options.callgrindList = true
             case "--only":
                 guard let value = rest.popFirst() else { usage("--only needs a scenario name") }
                 options.only = value
@@ -47,11 +64,18 @@ struct Options: Sendable {
         if let problem { FileHandle.standardError.write(Data("error: \(problem)\n".utf8)) }
         print("""
             usage: LoopKitBenchmarks [--quick] [--json] [--runs N] [--only SCENARIO] [--no-peers]
-              --quick      fewer operations per run (a smoke run)
+                   LoopKitBenchmarks --callgrind TARGET N | --callgrind-list
+              --quick      fewer operations per run and 3 runs (a smoke run)
               --json       one JSON object per row instead of the table
-              --runs N     timed runs per figure after one warm-up (default 5); the median is reported
+              --runs N     timed runs per figure after one warm-up (default 10), LoopKit and its peers
+                           alternated; figures are medians with min–max, ratios the median per-run ratio
               --only NAME  run only scenarios whose key contains NAME (enqueue, chain, cross, invoke, timers, lateness, pingpong, oversub, echo, process, progress, diff, steps, memory, idlemem)
               --no-peers   measure LoopKit alone (for profiling it)
+              --callgrind TARGET N
+                           run one side of one CPU-bound row for N operations, untimed, and exit
+                           (Benchmarks/callgrind.sh runs it under valgrind for N and 2N)
+              --callgrind-list
+                           the --callgrind targets, one per line: target, default N, row, side
             """)
         exit(problem == nil ? 0 : 2)
     }
@@ -85,8 +109,10 @@ func median(_ values: [Double]) -> Double {
 }
 
 /// Figures measured together: each body runs once as a warm-up, then `runs` rounds in which every body
-/// runs once, LoopKit and its peers interleaved, so load from other processes on a shared machine falls
-/// on all of them alike. Each figure is the median of its per-operation costs.
+/// runs once, in the order they were added. Scenarios add them LoopKit, peer, LoopKit, peer, …, so the
+/// runs alternate and load from other processes on a shared machine falls on all of them alike. Each
+/// figure keeps its per-round costs (sample `i` of every figure comes from round `i`), so a row can show
+/// the median of the per-round ratios and their spread.
 ///
 /// A body does its own set-up, times only the work with ``monotonicNanoseconds()`` and returns the
 /// elapsed nanoseconds for its `operations` operations.
@@ -148,6 +174,8 @@ struct Figures {
 /// A measured cost per operation, with the runs it was taken from.
 struct Figure: Sendable {
     var median: Double
+    /// One value per timed round, in round order (sample `i` of every figure of a comparison comes from
+    /// round `i`).
     var samples: [Double]
 
     /// (max - min) / median: how much the runs disagreed.
@@ -155,15 +183,55 @@ struct Figure: Sendable {
         guard let low = samples.min(), let high = samples.max(), median > 0 else { return 0 }
         return (high - low) / median
     }
+
+    /// The lowest and highest run.
+    var range: (low: Double, high: Double)? {
+        guard let low = samples.min(), let high = samples.max() else { return nil }
+        return (low, high)
+    }
+}
+
+/// How a peer compares with LoopKit over the runs: `peer / LoopKit` of each round, summarised.
+struct Ratio: Sendable {
+    /// The per-round ratios (peer's cost / LoopKit's), in round order.
+    var values: [Double]
+
+    /// The median per-round ratio: above 1, LoopKit was faster.
+    var median: Double { LoopKitBenchmarks.median(values) }
+    var low: Double { values.min()! }
+    var high: Double { values.max()! }
+    /// The first and third quartiles (nearest rank).
+    var quartiles: (q1: Double, q3: Double) { (percentile(values, 0.25), percentile(values, 0.75)) }
+
+    /// The per-round ratios of `peer` to `loopKit` when both were measured in the same rounds; with one
+    /// peer sample (a peer timed once), its ratio to LoopKit's median.
+    init?(peer: Figure, loopKit: Figure) {
+        if peer.samples.count == loopKit.samples.count, !peer.samples.isEmpty {
+            values = zip(peer.samples, loopKit.samples).map { $0 / $1 }
+        } else if !peer.median.isNaN, loopKit.median > 0, !loopKit.median.isNaN {
+            values = [peer.median / loopKit.median]
+        } else {
+            return nil
+        }
+    }
 }
 
 // MARK: Shared state for the measured closures
 
-/// Bumped by the measured jobs. A global, so a job closure captures nothing and allocates nothing
-/// (a closure capturing a reference would allocate its context once per job: the closure's own cost).
-/// Only one thread touches it at a time: the thread running the jobs of the scenario in progress, with
-/// a semaphore or thread join ordering it against the checks made afterwards.
+/// Bumped by the measured jobs of the "captures nothing" figures. A global, so a job closure captures
+/// nothing and allocates nothing. Only one thread touches it at a time: the thread running the jobs of the
+/// scenario in progress, with a semaphore or thread join ordering it against the checks made afterwards.
 nonisolated(unsafe) var benchCounter = 0
+
+/// The object a caller's job closure captures (`{ counter.value &+= 1 }`), as real callers' closures
+/// capture the objects they work on: making such a closure allocates its context, one per job, which a
+/// closure capturing nothing (``benchCounter``) does not. The figures headed "captures an object" use it.
+///
+/// `@unchecked Sendable`: one thread touches `value` at a time (the thread running the jobs), ordered
+/// against the checks made afterwards by a semaphore, a `wait()` or a thread join.
+final class CapturedCounter: @unchecked Sendable {
+    var value = 0
+}
 
 /// A one-shot signal with a time stamp, from the thread that finishes to the thread that waits.
 final class Finish: Sendable {
@@ -264,22 +332,26 @@ struct Row: Sendable {
     /// What the reader should know to interpret the figure.
     var note: String?
 
-    /// Whether LoopKit met the goal; nil when the row has none.
+    /// The named peer's figure.
+    func peer(_ name: String) -> Figure? { peers.first { $0.name == name }?.figure }
+
+    /// The median per-round ratio of the named peer to LoopKit (above 1: LoopKit faster).
+    func ratio(_ name: String) -> Double? { peer(name).flatMap { Ratio(peer: $0, loopKit: loopKit) }?.median }
+
+    /// Whether LoopKit met the goal; nil when the row has none. Ratio goals are judged on the median of the
+    /// per-round ratios, nanosecond goals on LoopKit's median.
     var met: Bool? {
         switch goal {
         case .atMostNanoseconds(let ns): loopKit.median <= ns
-        case .noSlowerThan(let name): peers.first { $0.name == name }.map { loopKit.median <= $0.figure.median }
+        case .noSlowerThan(let name): ratio(name).map { $0 >= 1 }
         case .growthAtMostKiB(let kib): loopKit.median <= kib
-        case .atMostNanosecondsAndTimesFaster(let ns, let name, let ratio):
-            loopKit.median <= ns
-                && (peers.first { $0.name == name }.map { $0.figure.median >= ratio * loopKit.median } ?? true)
-        case .timesFaster(let name, let ratio):
-            peers.first { $0.name == name }.map { $0.figure.median >= ratio * loopKit.median }
+        case .atMostNanosecondsAndTimesFaster(let ns, let name, let times):
+            loopKit.median <= ns && (ratio(name).map { $0 >= times } ?? true)
+        case .timesFaster(let name, let times): ratio(name).map { $0 >= times }
         case .withinTimesOf(let reference, let times, let name):
-            (peers.first { $0.name == reference }.map { loopKit.median <= times * $0.figure.median } ?? true)
-                && (peers.first { $0.name == name }.map { loopKit.median <= $0.figure.median } ?? true)
+            (ratio(reference).map { $0 >= 1 / times } ?? true) && (ratio(name).map { $0 >= 1 } ?? true)
         case .atMostKiBAndNoMoreThan(let kib, let name):
-            loopKit.median <= kib && (peers.first { $0.name == name }.map { loopKit.median <= $0.figure.median } ?? true)
+            loopKit.median <= kib && (ratio(name).map { $0 >= 1 } ?? true)
         case .none: nil
         }
     }
@@ -299,28 +371,41 @@ func format(_ value: Double, unit: Unit) -> String {
     return (rounded < 0 ? "-" : "") + grouped
 }
 
+/// A figure's cell: the median, then the runs' min–max in brackets.
+func figureCell(_ figure: Figure, unit: Unit) -> String {
+    let suffix = unit.rawValue + (unit == .kibibytes ? "" : "/op")
+    var cell = "\(format(figure.median, unit: unit)) \(suffix)"
+    if figure.samples.count > 1, let range = figure.range {
+        cell += " [\(format(range.low, unit: unit))–\(format(range.high, unit: unit))]"
+    }
+    return cell
+}
+
+/// A ratio's cell: the median per-round ratio, its min–max, and "faster" or how many times slower.
+func ratioCell(_ ratio: Ratio) -> String {
+    let value = ratio.median
+    var cell = String(format: "%.2fx", value)
+    if ratio.values.count > 1 { cell += String(format: " [%.2f–%.2f]", ratio.low, ratio.high) }
+    return cell + (value >= 1 ? " faster" : String(format: " (%.1fx slower)", 1 / value))
+}
+
 /// Prints the rows as a table: one line per peer, the goal and verdict on each scenario's first line.
 func printTable(_ rows: [Row], header: String) {
-    let titles = ["scenario", "LoopKit", "peer", "peer", "ratio (peer/LoopKit)", "goal", "met?"]
+    let titles = ["scenario", "LoopKit median [min–max]", "peer", "peer median [min–max]",
+                  "peer/LoopKit, median per-run [min–max]", "goal", "met?"]
     var lines: [[String]] = []
     for row in rows {
-        let unit = row.unit.rawValue + (row.unit == .kibibytes ? "" : "/op")
-        let loopKit = "\(format(row.loopKit.median, unit: row.unit)) \(unit)"
+        let loopKit = figureCell(row.loopKit, unit: row.unit)
         let verdict = row.met.map { $0 ? "yes" : "NO" } ?? "—"
         let peers = row.peers.isEmpty ? [(name: "—", figure: Figure(median: .nan, samples: []))] : row.peers
         for (index, peer) in peers.enumerated() {
             let hasPeer = !peer.figure.median.isNaN
-            var ratio = "—"
-            if hasPeer, row.loopKit.median > 0 {
-                let value = peer.figure.median / row.loopKit.median
-                ratio = value >= 1 ? String(format: "%.2fx faster", value)
-                    : String(format: "%.2fx (%.1fx slower)", value, 1 / value)
-            }
+            let ratio = hasPeer ? Ratio(peer: peer.figure, loopKit: row.loopKit).map(ratioCell) ?? "—" : "—"
             lines.append([
                 index == 0 ? row.scenario : "",
-                loopKit,
+                index == 0 ? loopKit : "",
                 peer.name,
-                hasPeer ? "\(format(peer.figure.median, unit: row.unit)) \(unit)" : "—",
+                hasPeer ? figureCell(peer.figure, unit: row.unit) : "—",
                 ratio,
                 index == 0 ? row.goal.description : "",
                 index == 0 ? verdict : "",
@@ -366,7 +451,8 @@ func printTable(_ rows: [Row], header: String) {
     }
 }
 
-/// Prints the rows as JSON, one object per scenario.
+/// Prints the rows as JSON, one object per scenario: medians, every run's value, and for each peer the
+/// per-run ratios with their median, min, max and quartiles.
 func printJSON(_ rows: [Row]) {
     func number(_ value: Double) -> String { value.isFinite ? String(format: "%.3f", value) : "null" }
     func string(_ value: String) -> String {
@@ -381,15 +467,22 @@ func printJSON(_ rows: [Row]) {
         }
         return "\"\(escaped)\""
     }
-    func samples(_ figure: Figure) -> String { "[" + figure.samples.map(number).joined(separator: ", ") + "]" }
+    func array(_ values: [Double]) -> String { "[" + values.map(number).joined(separator: ", ") + "]" }
     let objects = rows.map { row -> String in
         let peers = row.peers.map { peer in
-            "{\"name\": \(string(peer.name)), \"median\": \(number(peer.figure.median)), "
-                + "\"ratio\": \(number(peer.figure.median / row.loopKit.median)), \"samples\": \(samples(peer.figure))}"
+            var object = "{\"name\": \(string(peer.name)), \"median\": \(number(peer.figure.median)), "
+                + "\"samples\": \(array(peer.figure.samples))"
+            if let ratio = Ratio(peer: peer.figure, loopKit: row.loopKit) {
+                let (q1, q3) = ratio.quartiles
+                object += ", \"ratio\": \(number(ratio.median)), \"ratio_min\": \(number(ratio.low)), "
+                    + "\"ratio_max\": \(number(ratio.high)), \"ratio_q1\": \(number(q1)), \"ratio_q3\": \(number(q3)), "
+                    + "\"ratio_samples\": \(array(ratio.values))"
+            }
+            return object + "}"
         }
         let met = row.met.map { $0 ? "true" : "false" } ?? "null"
         return "  {\"scenario\": \(string(row.scenario)), \"unit\": \(string(row.unit == .kibibytes ? "KiB" : "ns/op")), "
-            + "\"loopkit\": \(number(row.loopKit.median)), \"loopkit_samples\": \(samples(row.loopKit)), "
+            + "\"loopkit\": \(number(row.loopKit.median)), \"loopkit_samples\": \(array(row.loopKit.samples)), "
             + "\"peers\": [\(peers.joined(separator: ", "))], \"goal\": \(string(row.goal.description)), \"met\": \(met)"
             + (row.note.map { ", \"note\": \(string($0))" } ?? "") + "}"
     }

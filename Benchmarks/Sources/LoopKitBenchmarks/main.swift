@@ -4,13 +4,16 @@ import NIOCore
 import NIOPosix
 
 // LoopKit against SwiftNIO, Dispatch and Foundation, in one process: each row measures LoopKit and its
-// peers in the same run (one warm-up, then the median of the timed runs) and prints the ratio
-// peer / LoopKit ("x faster") next to the design's goal.
+// peers in the same run (one warm-up, then timed runs alternating LoopKit and its peers) and prints each
+// figure's median with its min–max, and the median per-run ratio peer / LoopKit ("x faster") with its
+// min–max, next to the design's goal.
 
 // A child process started by a scenario (the hidden sub-command) runs only its role, then exits.
 if let server = IdleConnectionServer(arguments: CommandLine.arguments) { server.run() }
 
 let options = Options.parse(CommandLine.arguments)
+// `--callgrind TARGET N` / `--callgrind-list`: one side of one row, untimed, for callgrind.sh.
+if options.callgrind != nil || options.callgrindList { Callgrind.main(options) }
 /// The 1-minute load average when the run began: other processes on a shared machine inflate figures.
 let loadAtStart = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first ?? "?"
 let nio = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -51,7 +54,8 @@ if options.json {
     let seconds = Double(monotonicNanoseconds() - started) / 1e9
     let mode = options.quick ? "quick" : "full"
     printTable(rows, header: """
-        LoopKit benchmarks (\(mode) run: 1 warm-up + median of \(options.runs)); libevent \(EventLoop.libeventVersion), \
+        LoopKit benchmarks (\(mode) run: 1 warm-up, then \(options.runs) runs alternating LoopKit and its peers; \
+        figures: median [min–max of the runs]; ratios: median [min–max] of the per-run peer/LoopKit); libevent \(EventLoop.libeventVersion), \
         \(ProcessInfo.processInfo.activeProcessorCount) cores, load average \(loadAtStart) at start, \
         \(String(format: "%.0f", seconds)) s
 

@@ -47,6 +47,15 @@ enum ArrayProcessorBudget {
             return elapsed
         }
 
+        comparison.peer(inlinePeer, operations: n) {
+            benchCounter = 0
+            let start = monotonicNanoseconds()
+            for item in items { benchCounter &+= item }
+            let elapsed = monotonicNanoseconds() - start
+            check(benchCounter == expected, "plain loop processed the wrong items")
+            return elapsed
+        }
+
         comparison.loopKit(perItemName, operations: n) {
             benchCounter = 0
             try loop.process(items, budget: .default, each: { benchCounter &+= $0 },
@@ -55,15 +64,6 @@ enum ArrayProcessorBudget {
             try loop.run()
             let elapsed = monotonicNanoseconds() - start
             check(benchCounter == expected, "LoopKit processed the wrong items")
-            return elapsed
-        }
-
-        comparison.peer(inlinePeer, operations: n) {
-            benchCounter = 0
-            let start = monotonicNanoseconds()
-            for item in items { benchCounter &+= item }
-            let elapsed = monotonicNanoseconds() - start
-            check(benchCounter == expected, "plain loop processed the wrong items")
             return elapsed
         }
 

@@ -19,19 +19,7 @@ enum ChainOnePerIteration {
 
         let loop = try LoopKit.EventLoop()
         var comparison = Comparison(options)
-        comparison.loopKit("LoopKit", operations: n) {
-            chainLoop = loop
-            defer { chainLoop = nil }
-            chainRemaining = n
-            let startIteration = loop.iteration
-            let start = monotonicNanoseconds()
-            try loop.enqueue(loopKitStep)
-            try loop.run()
-            let elapsed = monotonicNanoseconds() - start
-            check(chainRemaining == 0, "LoopKit chain stopped with \(chainRemaining) left")
-            check(loop.iteration - startIteration >= UInt64(n), "LoopKit chain ran in fewer than \(n) iterations")
-            return elapsed
-        }
+        comparison.loopKit("LoopKit", operations: n) { try loopKitChain(loop, n) }
 
         // Foundation's RunLoop.perform does not wake a waiting run loop on Linux: each wait runs to its
         // deadline. 10 ms is a deadline a UI-style loop might wait for input; CF runs the block list twice
@@ -46,19 +34,7 @@ enum ChainOnePerIteration {
         }
 
         let eventLoop = nio.next()
-        comparison.peer(nioPeer, operations: n) {
-            let finish = Finish()
-            nioChainLoop = eventLoop
-            nioChainFinish = finish
-            defer { (nioChainLoop, nioChainFinish) = (nil, nil) }
-            let start = try eventLoop.submit { () -> UInt64 in
-                chainRemaining = n
-                let start = monotonicNanoseconds()
-                eventLoop.execute(nioStep)
-                return start
-            }.wait()
-            return finish.wait() - start
-        }
+        comparison.peer(nioPeer, operations: n) { try nioChain(eventLoop, n) }
 
         let figures = try comparison.run()
         loop.shutdown()
@@ -72,6 +48,37 @@ enum ChainOnePerIteration {
                     + "(perform does not wake the loop on Linux), and \(spinItems) blocks with a busy-polling "
                     + "driver that burns the core."),
         ]
+    }
+
+    /// LoopKit: a chain of `n` jobs, each enqueuing the next, under `run()`; returns the elapsed nanoseconds.
+    static func loopKitChain(_ loop: LoopKit.EventLoop, _ n: Int) throws -> UInt64 {
+        chainLoop = loop
+        defer { chainLoop = nil }
+        chainRemaining = n
+        let startIteration = loop.iteration
+        let start = monotonicNanoseconds()
+        try loop.enqueue(loopKitStep)
+        try loop.run()
+        let elapsed = monotonicNanoseconds() - start
+        check(chainRemaining == 0, "LoopKit chain stopped with \(chainRemaining) left")
+        check(loop.iteration - startIteration >= UInt64(n), "LoopKit chain ran in fewer than \(n) iterations")
+        return elapsed
+    }
+
+    /// SwiftNIO: a chain of `n` `execute`s on its loop, started from this thread; returns the elapsed
+    /// nanoseconds.
+    static func nioChain(_ eventLoop: any NIOCore.EventLoop, _ n: Int) throws -> UInt64 {
+        let finish = Finish()
+        nioChainLoop = eventLoop
+        nioChainFinish = finish
+        defer { (nioChainLoop, nioChainFinish) = (nil, nil) }
+        let start = try eventLoop.submit { () -> UInt64 in
+            chainRemaining = n
+            let start = monotonicNanoseconds()
+            eventLoop.execute(nioStep)
+            return start
+        }.wait()
+        return finish.wait() - start
     }
 
     /// Runs a chain of `items` RunLoop.perform blocks on this thread; returns the elapsed nanoseconds.

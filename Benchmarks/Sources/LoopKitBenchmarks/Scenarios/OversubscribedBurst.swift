@@ -60,9 +60,10 @@ enum OversubscribedBurst {
         }
 
         var comparison = Comparison(options)
+        // Added LoopKit, peer, LoopKit, peer: the runs alternate.
         comparison.loopKit("LoopKit", operations: total) { withHogs(hogs) { loopKitBurst() } }
-        comparison.loopKit(quiet, operations: total) { loopKitBurst() }
         comparison.peer(nioPeer, operations: total) { withHogs(hogs) { nioBurst() } }
+        comparison.loopKit(quiet, operations: total) { loopKitBurst() }
         comparison.peer(nioQuiet, operations: total) { nioBurst() }
         let figures = try comparison.run()
         let wakeUps = loop.wakeUpCount

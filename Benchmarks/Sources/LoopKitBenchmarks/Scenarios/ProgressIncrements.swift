@@ -16,52 +16,21 @@ enum ProgressIncrements {
 
     static func run(_ options: Options) throws -> [Row] {
         let n = options.count(1_000_000, quick: 100_000)
-        let perChild = Int64(n / 4)
+        let perChild = n / 4
         let loop = try EventLoop()
         var comparison = Comparison(options)
         var deliveryNotes: [String] = []
 
         func loopKitRun(every: Int) throws -> UInt64 {
-            let stats = DeliveryStats()
-            let parent = TaskProgress.discrete(totalUnitCount: 4)
-            let children = (0..<4).map { _ in TaskProgress.discrete(totalUnitCount: perChild) }
-            for child in children { parent.addChild(child, withPendingUnitCount: 1) }
-            let observation = parent.observe(on: loop) { stats.record($0, iteration: loop.iteration) }
-            try loop.runOnce(blocking: false)
-            let startIteration = loop.iteration
-            let start = monotonicNanoseconds()
-            var i = 0
-            while i < n {
-                let end = min(i + every, n)
-                while i < end {
-                    children[i & 3].increment()
-                    i += 1
-                }
-                try loop.runOnce(blocking: false)
-            }
-            let elapsed = monotonicNanoseconds() - start
-            while try loop.runOnce(blocking: false) > 0 {}
-            let summary = stats.summary
-            check(summary.maxPerIteration <= 1, "more than one delivery in an iteration")
-            check(summary.last == 1, "the final delivery was \(summary.last), not 1.0")
-            deliveryNotes.append("every \(every): \(summary.count) deliveries over \(loop.iteration - startIteration) "
-                                 + "iterations, at most \(summary.maxPerIteration) per iteration, last fraction \(summary.last)")
-            observation.cancel()
+            let (elapsed, note) = try loopKitIncrements(loop, n, every: every)
+            deliveryNotes.append(note)
             return elapsed
         }
 
+        // Added LoopKit, peer, LoopKit: the runs alternate.
         comparison.loopKit(every10k, operations: n) { try loopKitRun(every: 10_000) }
+        comparison.peer(foundationPeer, operations: n) { foundationIncrements(n) }
         comparison.loopKit(every100, operations: n) { try loopKitRun(every: 100) }
-
-        comparison.peer(foundationPeer, operations: n) {
-            let parent = Progress(totalUnitCount: 4)
-            let children = (0..<4).map { _ in Progress(totalUnitCount: perChild, parent: parent, pendingUnitCount: 1) }
-            let start = monotonicNanoseconds()
-            for i in 0..<n { children[i & 3].completedUnitCount += 1 }
-            let elapsed = monotonicNanoseconds() - start
-            check(parent.fractionCompleted == 1, "Foundation's parent ended at \(parent.fractionCompleted)")
-            return elapsed
-        }
 
         let figures = try comparison.run()
         loop.shutdown()
@@ -74,6 +43,50 @@ enum ProgressIncrements {
             Row(scenario: "1M progress increments, iteration every 100", unit: .nanoseconds,
                 loopKit: figures[every100], peers: figures.peers(foundationPeer), goal: .none, note: nil),
         ]
+    }
+}
+
+extension ProgressIncrements {
+    /// LoopKit: `n` increments round-robin over four children of an observed parent, one non-blocking
+    /// iteration every `every` increments; returns the elapsed nanoseconds and a note on the deliveries.
+    static func loopKitIncrements(_ loop: EventLoop, _ n: Int, every: Int) throws -> (elapsed: UInt64, note: String) {
+        let stats = DeliveryStats()
+        let parent = TaskProgress.discrete(totalUnitCount: 4)
+        let children = (0..<4).map { _ in TaskProgress.discrete(totalUnitCount: Int64(n / 4)) }
+        for child in children { parent.addChild(child, withPendingUnitCount: 1) }
+        let observation = parent.observe(on: loop) { stats.record($0, iteration: loop.iteration) }
+        try loop.runOnce(blocking: false)
+        let startIteration = loop.iteration
+        let start = monotonicNanoseconds()
+        var i = 0
+        while i < n {
+            let end = min(i + every, n)
+            while i < end {
+                children[i & 3].increment()
+                i += 1
+            }
+            try loop.runOnce(blocking: false)
+        }
+        let elapsed = monotonicNanoseconds() - start
+        while try loop.runOnce(blocking: false) > 0 {}
+        let summary = stats.summary
+        check(summary.maxPerIteration <= 1, "more than one delivery in an iteration")
+        check(summary.last == 1, "the final delivery was \(summary.last), not 1.0")
+        observation.cancel()
+        let note = "every \(every): \(summary.count) deliveries over \(loop.iteration - startIteration) "
+            + "iterations, at most \(summary.maxPerIteration) per iteration, last fraction \(summary.last)"
+        return (elapsed, note)
+    }
+
+    /// Foundation: the same tree of `Progress`, `n` increments round-robin on this thread.
+    static func foundationIncrements(_ n: Int) -> UInt64 {
+        let parent = Progress(totalUnitCount: 4)
+        let children = (0..<4).map { _ in Progress(totalUnitCount: Int64(n / 4), parent: parent, pendingUnitCount: 1) }
+        let start = monotonicNanoseconds()
+        for i in 0..<n { children[i & 3].completedUnitCount += 1 }
+        let elapsed = monotonicNanoseconds() - start
+        check(parent.fractionCompleted == 1, "Foundation's parent ended at \(parent.fractionCompleted)")
+        return elapsed
     }
 }
 

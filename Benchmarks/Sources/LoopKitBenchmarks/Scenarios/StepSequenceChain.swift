@@ -36,18 +36,7 @@ enum StepSequenceChain {
         comparison.loopKit("LoopKit", operations: n) {
             let finish = Finish()
             let buildStart = monotonicNanoseconds()
-            var sequence = StepSequence(on: control, target: target).then { (_: Void) -> Int in 1 }
-            for _ in 1..<n {
-                sequence = sequence.then { $0 &+ 1 }
-            }
-            let ready = sequence.finally { outcome in
-                if case .succeeded(let value) = outcome {
-                    check(value == n, "LoopKit sequence ended with \(value), expected \(n)")
-                } else {
-                    check(false, "LoopKit sequence did not succeed: \(outcome)")
-                }
-                finish.signal()
-            }
+            let ready = buildLoopKit(control, target, n, finish)
             builds.loopKit.append(Double(monotonicNanoseconds() - buildStart) / Double(n))
             let start = monotonicNanoseconds()
             let running = ready.start()
@@ -67,19 +56,7 @@ enum StepSequenceChain {
             let buildStart = monotonicNanoseconds()
             // Built on A: each `hop(to: B)` registers on an A future inline; each `map`/`hop(to: A)` on a
             // B future is registered by a job sent to B, so B is drained before the clock starts.
-            let promise = try loopA.submit { () -> EventLoopPromise<Int> in
-                let promise = loopA.makePromise(of: Int.self)
-                var future = promise.futureResult
-                for _ in 0..<n {
-                    future = future.hop(to: loopB).map { $0 &+ 1 }.hop(to: loopA)
-                }
-                future.whenComplete { result in
-                    check((try? result.get()) == n, "NIO hop chain ended with \(result), expected \(n)")
-                    finish.signal()
-                }
-                return promise
-            }.wait()
-            try loopB.submit {}.wait()
+            let promise = try buildHopChain(loopA, loopB, n, finish)
             builds.hop.append(Double(monotonicNanoseconds() - buildStart) / Double(n))
             let start = monotonicNanoseconds()
             promise.succeed(0)
@@ -89,22 +66,7 @@ enum StepSequenceChain {
         comparison.peer(flatMapPeer, operations: n) {
             let finish = Finish()
             let buildStart = monotonicNanoseconds()
-            let promise = try loopA.submit { () -> EventLoopPromise<Int> in
-                let promise = loopA.makePromise(of: Int.self)
-                var future = promise.futureResult
-                for _ in 0..<n {
-                    future = future.flatMap { value in
-                        let result = loopA.makePromise(of: Int.self)
-                        loopB.execute { result.succeed(value &+ 1) }
-                        return result.futureResult
-                    }
-                }
-                future.whenComplete { result in
-                    check((try? result.get()) == n, "NIO flatMap chain ended with \(result), expected \(n)")
-                    finish.signal()
-                }
-                return promise
-            }.wait()
+            let promise = try buildFlatMapChain(loopA, loopB, n, finish)
             builds.flatMap.append(Double(monotonicNanoseconds() - buildStart) / Double(n))
             let start = monotonicNanoseconds()
             promise.succeed(0)
@@ -147,6 +109,70 @@ enum StepSequenceChain {
                     + "chains built inside A.submit (hop chain: until B has registered its callbacks). Not part "
                     + "of the per-step figure above."),
         ]
+    }
+}
+
+extension StepSequenceChain {
+    /// LoopKit: `n` trivial steps on `target`, flowing on `control`, and a `finally` that checks the result
+    /// and signals `finish`; built, not started.
+    static func buildLoopKit(_ control: LoopKit.EventLoop, _ target: LoopKit.EventLoop, _ n: Int,
+                             _ finish: Finish) -> StepSequence<Int> {
+        var sequence = StepSequence(on: control, target: target).then { (_: Void) -> Int in 1 }
+        for _ in 1..<n {
+            sequence = sequence.then { $0 &+ 1 }
+        }
+        return sequence.finally { outcome in
+            if case .succeeded(let value) = outcome {
+                check(value == n, "LoopKit sequence ended with \(value), expected \(n)")
+            } else {
+                check(false, "LoopKit sequence did not succeed: \(outcome)")
+            }
+            finish.signal()
+        }
+    }
+
+    /// SwiftNIO: built on A, `n` times `.hop(to: B).map { $0 &+ 1 }.hop(to: A)` on an unfulfilled promise
+    /// of A, whose last future signals `finish`; returns once B has registered its callbacks.
+    static func buildHopChain(_ loopA: any NIOCore.EventLoop, _ loopB: any NIOCore.EventLoop, _ n: Int,
+                              _ finish: Finish) throws -> EventLoopPromise<Int> {
+        // Each `hop(to: B)` registers on an A future inline; each `map`/`hop(to: A)` on a B future is
+        // registered by a job sent to B, so B is drained before returning.
+        let promise = try loopA.submit { () -> EventLoopPromise<Int> in
+            let promise = loopA.makePromise(of: Int.self)
+            var future = promise.futureResult
+            for _ in 0..<n {
+                future = future.hop(to: loopB).map { $0 &+ 1 }.hop(to: loopA)
+            }
+            future.whenComplete { result in
+                check((try? result.get()) == n, "NIO hop chain ended with \(result), expected \(n)")
+                finish.signal()
+            }
+            return promise
+        }.wait()
+        try loopB.submit {}.wait()
+        return promise
+    }
+
+    /// SwiftNIO: built on A, `n` `flatMap`s whose closure, at run time, queues the step on B and returns
+    /// an A promise B fulfils; the last future signals `finish`.
+    static func buildFlatMapChain(_ loopA: any NIOCore.EventLoop, _ loopB: any NIOCore.EventLoop, _ n: Int,
+                                  _ finish: Finish) throws -> EventLoopPromise<Int> {
+        try loopA.submit { () -> EventLoopPromise<Int> in
+            let promise = loopA.makePromise(of: Int.self)
+            var future = promise.futureResult
+            for _ in 0..<n {
+                future = future.flatMap { value in
+                    let result = loopA.makePromise(of: Int.self)
+                    loopB.execute { result.succeed(value &+ 1) }
+                    return result.futureResult
+                }
+            }
+            future.whenComplete { result in
+                check((try? result.get()) == n, "NIO flatMap chain ended with \(result), expected \(n)")
+                finish.signal()
+            }
+            return promise
+        }.wait()
     }
 }
 

@@ -17,36 +17,13 @@ enum TimersScheduleAndFire {
         var comparison = Comparison(options)
         var schedulingShare: [Double] = []
         comparison.loopKit("LoopKit", operations: n) {
-            timerLoop = loop
-            timerTarget = n
-            defer { timerLoop = nil }
-            benchCounter = 0
-            let start = monotonicNanoseconds()
-            for i in 0..<n { try loop.schedule(after: .nanoseconds(i % 1000), loopKitTimerFired) }
-            let scheduled = monotonicNanoseconds()
-            try loop.run()
-            let elapsed = monotonicNanoseconds() - start
-            schedulingShare.append(Double(scheduled - start) / Double(elapsed))
-            check(benchCounter == n, "LoopKit fired \(benchCounter) of \(n) timers")
+            let (elapsed, scheduling) = try loopKitTimers(loop, n)
+            schedulingShare.append(Double(scheduling) / Double(elapsed))
             return elapsed
         }
 
         let eventLoop = nio.next()
-        comparison.peer(nioPeer, operations: n) {
-            let finish = Finish()
-            timerFinish = finish
-            timerTarget = n
-            defer { timerFinish = nil }
-            let start = try eventLoop.submit { () -> UInt64 in
-                benchCounter = 0
-                let start = monotonicNanoseconds()
-                for i in 0..<n { eventLoop.scheduleTask(in: .nanoseconds(Int64(i % 1000)), nioTimerFired) }
-                return start
-            }.wait()
-            let end = finish.wait()
-            try eventLoop.submit { check(benchCounter == n, "NIO fired \(benchCounter) of \(n) timers") }.wait()
-            return end - start
-        }
+        comparison.peer(nioPeer, operations: n) { try nioTimers(eventLoop, n) }
 
         let figures = try comparison.run()
         loop.shutdown()
@@ -61,6 +38,41 @@ enum TimersScheduleAndFire {
                     + "\(format(loopKit.median * share, unit: .nanoseconds)) ns and firing "
                     + "\(format(loopKit.median * (1 - share), unit: .nanoseconds)) ns per timer."),
         ]
+    }
+}
+
+extension TimersScheduleAndFire {
+    /// LoopKit: `n` timers scheduled on the loop's thread (this one), then `run()` until the last fired;
+    /// returns the elapsed nanoseconds and the part spent scheduling.
+    static func loopKitTimers(_ loop: LoopKit.EventLoop, _ n: Int) throws -> (elapsed: UInt64, scheduling: UInt64) {
+        timerLoop = loop
+        timerTarget = n
+        defer { timerLoop = nil }
+        benchCounter = 0
+        let start = monotonicNanoseconds()
+        for i in 0..<n { try loop.schedule(after: .nanoseconds(i % 1000), loopKitTimerFired) }
+        let scheduled = monotonicNanoseconds()
+        try loop.run()
+        let elapsed = monotonicNanoseconds() - start
+        check(benchCounter == n, "LoopKit fired \(benchCounter) of \(n) timers")
+        return (elapsed, scheduled - start)
+    }
+
+    /// SwiftNIO: `n` `scheduleTask(in:)` on its loop's thread, timed until the last fired.
+    static func nioTimers(_ eventLoop: any NIOCore.EventLoop, _ n: Int) throws -> UInt64 {
+        let finish = Finish()
+        timerFinish = finish
+        timerTarget = n
+        defer { timerFinish = nil }
+        let start = try eventLoop.submit { () -> UInt64 in
+            benchCounter = 0
+            let start = monotonicNanoseconds()
+            for i in 0..<n { eventLoop.scheduleTask(in: .nanoseconds(Int64(i % 1000)), nioTimerFired) }
+            return start
+        }.wait()
+        let end = finish.wait()
+        try eventLoop.submit { check(benchCounter == n, "NIO fired \(benchCounter) of \(n) timers") }.wait()
+        return end - start
     }
 }
 
