@@ -11,7 +11,7 @@ C_TEST       := .build/c-tests/c_api_test
 VALGRIND     := valgrind --quiet --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite --error-exitcode=1
 INSTALL_CONFIG ?= release
 
-.PHONY: all deps demo test test-swift test-c leak-check leak-check-tls install-check test-sanitize bench bench-core bench-callgrind bench-http bench-https wrk docs install clean
+.PHONY: all deps demo test test-swift test-c leak-check leak-check-tls install-check test-sanitize bench bench-core bench-callgrind bench-http bench-https bench-ws wrk docs install clean
 
 all: test
 
@@ -71,6 +71,7 @@ test-sanitize: deps
 bench: bench-core
 	$(MAKE) bench-http
 	$(MAKE) bench-https
+	$(MAKE) bench-ws
 
 ## bench-core: LoopKit against SwiftNIO, Dispatch and Foundation, same process, runs alternated (10 each
 ## after a warm-up); medians with min–max, per-run ratios; never overlapping another bench run (flock)
@@ -107,6 +108,14 @@ bench-https: deps wrk
 	$(SWIFT) build -c release --product LoopDemo
 	cd Benchmarks && $(SWIFT) build -c release --product NIOHTTPPeer
 	flock /tmp/loopkit-bench.lock Benchmarks/https-bench.sh | tee Benchmarks/RESULTS-https.txt
+
+## bench-ws: live servers: LoopKitHTTP's WebSocket echo vs NIOWebSocket and hummingbird-websocket (64 connections,
+## 1 KiB messages; server on core 0, WebSocketLoad on core 1), memory per idle WebSocket, SSE fan-out to 1,000
+bench-ws: deps
+	$(SWIFT) build -c release --product LoopDemo
+	cd Benchmarks && for product in NIOWebSocketPeer HummingbirdWebSocketPeer WebSocketLoad SSEFanout; do \
+		$(SWIFT) build -c release --product $$product || exit 1; done
+	flock /tmp/loopkit-bench.lock Benchmarks/ws-bench.sh | tee Benchmarks/RESULTS-ws.txt
 
 ## docs: the three DocC catalogues (LoopKit, LoopKitNet, LoopKitHTTP), every symbol link and parameter
 ## checked (warnings are errors)

@@ -13,6 +13,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // HTTP peers of LoopKitHTTP (Benchmarks/http-bench.sh starts them as pinned subprocesses).
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // The WebSocket peer of LoopKitHTTP (Benchmarks/ws-bench.sh).
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         // LoopKitHTTP's logger, silenced in the idle keep-alive connection row's child.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
@@ -48,6 +50,37 @@ let package = Package(
         .executableTarget(
             name: "HummingbirdPeer",
             dependencies: [.product(name: "Hummingbird", package: "hummingbird")]
+        ),
+        // A minimal NIOWebSocket echo server (one event loop): NIOWebSocketServerUpgrader on GET /ws/echo and a
+        // handler writing each text or binary frame back unmasked. The peer of LoopKitHTTP in `make bench-ws`.
+        .executableTarget(
+            name: "NIOWebSocketPeer",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ]
+        ),
+        // hummingbird-websocket 2 echoing every message of GET /ws/echo (one event loop).
+        .executableTarget(
+            name: "HummingbirdWebSocketPeer",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+            ]
+        ),
+        // The WebSocket load generator of `make bench-ws`: N connections over plain sockets and poll(2), each
+        // with one masked text message in flight, every echo checked; or N idle upgraded connections.
+        .executableTarget(name: "WebSocketLoad", dependencies: ["CPeerOpenSSL"]),
+        // Server-sent events fan-out: one job's progress to 1,000 subscribers on one LoopKit loop.
+        .executableTarget(
+            name: "SSEFanout",
+            dependencies: [
+                .product(name: "LoopKit", package: "LoopKit"),
+                .product(name: "LoopKitHTTP", package: "LoopKit"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]
