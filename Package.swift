@@ -26,6 +26,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // LoopKitHTTP only: W3C trace context carried in a `ServiceContext` and a server span per request
+        // (`ServiceContext` lives in this package since 1.7.3; swift-service-context only re-exports it).
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
     ],
     targets: [
         .systemLibrary(
@@ -74,6 +77,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         .target(
@@ -86,7 +90,11 @@ let package = Package(
         ),
         .testTarget(
             name: "LoopKitHTTPTests",
-            dependencies: ["LoopKitHTTP", "LoopKit", "LoopKitNet", "LoopKitHTTPTesting", "LoopDemoKit"]
+            dependencies: [
+                "LoopKitHTTP", "LoopKit", "LoopKitNet", "LoopKitHTTPTesting", "LoopDemoKit",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ]
         ),
         .executableTarget(
             name: "LoopDemo",
