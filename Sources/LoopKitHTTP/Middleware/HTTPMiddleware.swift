@@ -16,7 +16,7 @@ import HTTPTypes
 ///
 /// Inline middleware cost no task and no allocation: a synchronous route behind only inline middleware
 /// is answered inside the read callback that parsed it, as without middleware. They apply to every kind
-/// of route (see ``HTTPRouter/use(_:)-(HTTPMiddleware)`` for the order and for streaming and WebSocket routes).
+/// of route (see the article <doc:ServingHTTP> for the order, and for streaming and WebSocket routes).
 ///
 /// Every method is called on the connection's loop thread. Each has a default that does nothing.
 public protocol HTTPMiddleware: Sendable {

@@ -1,4 +1,4 @@
-import Synchronization
+import LoopKit
 
 /// A router's middleware, in the order they were added, and how a request runs through them.
 struct HTTPMiddlewareChain: Sendable {
@@ -21,7 +21,7 @@ struct HTTPMiddlewareChain: Sendable {
     /// How far a request went down an async chain, and the request as it was there: the entries whose
     /// ``HTTPMiddleware/responseEnded(_:for:)`` runs, and what they are given.
     final class Trail: Sendable {
-        let state = Mutex<(reached: Int, request: HTTPServerRequest?)>((0, nil))
+        let state = Lock<(reached: Int, request: HTTPServerRequest?)>((0, nil))
 
         func reach(_ reached: Int, _ request: HTTPServerRequest) {
             state.withLock { $0 = (max($0.reached, reached), request) }

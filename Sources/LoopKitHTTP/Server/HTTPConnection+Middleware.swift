@@ -1,7 +1,6 @@
 import HTTPTypes
 import Logging
 import LoopKit
-import Synchronization
 
 extension HTTPConnection {
     /// Runs a request whose body was collected through the router's middleware: inline, inside the
@@ -117,10 +116,10 @@ extension HTTPConnection {
 /// Where a callback-form streaming route's responder delivers its response when middleware wait for
 /// it: resumes the chain's task once (later responses are dropped, as a connection drops them).
 final class HTTPResponseSlot: Sendable {
-    private let continuation: Mutex<CheckedContinuation<HTTPServerResponse, any Error>?>
+    private let continuation: Lock<CheckedContinuation<HTTPServerResponse, any Error>?>
 
     init(_ continuation: CheckedContinuation<HTTPServerResponse, any Error>) {
-        self.continuation = Mutex(continuation)
+        self.continuation = Lock(continuation)
     }
 
     func resume(_ result: Result<HTTPServerResponse, any Error>) {
