@@ -31,6 +31,9 @@ let package = Package(
         // LoopKitMetrics only: the ecosystem's metrics API; LoopDemo exposes it with swift-prometheus.
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // LoopKitHTTP only: W3C trace context carried in a `ServiceContext` and a server span per request
+        // (`ServiceContext` lives in this package since 1.7.3; swift-service-context only re-exports it).
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
     ],
     targets: [
         .systemLibrary(
@@ -79,6 +82,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         .target(
@@ -99,7 +103,11 @@ let package = Package(
         ),
         .testTarget(
             name: "LoopKitHTTPTests",
-            dependencies: ["LoopKitHTTP", "LoopKit", "LoopKitNet", "LoopKitHTTPTesting", "LoopDemoKit"]
+            dependencies: [
+                "LoopKitHTTP", "LoopKit", "LoopKitNet", "LoopKitHTTPTesting", "LoopDemoKit",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ]
         ),
         .executableTarget(
             name: "LoopDemo",

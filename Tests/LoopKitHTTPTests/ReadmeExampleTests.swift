@@ -1,4 +1,6 @@
+import HTTPTypes
 import LoopKit
+import LoopKitHTTPTesting
 import Testing
 @testable import LoopKitHTTP
 
@@ -17,5 +19,21 @@ struct ReadmeExampleTests {
         #expect(try client.exchange("GET /sum HTTP/1.1\r\nHost: t\r\n\r\n").text == "done")
         await server.shutdown()
         group.shutdown()
+    }
+
+    @Test func readmeMiddlewareRefusesWithoutAuthorizationAndAnswersWithTheID() throws {
+        var router = HTTPRouter()
+        router.use(CORSMiddleware(allowedOrigin: .only(["https://app.example"])))
+        router.use(before: { request in
+            request.head.headerFields[.authorization] == nil ? .text("Unauthorized", status: .unauthorized) : nil
+        })
+        router.get("/me") { request in request.logger.info("who"); return .text(request.id) }
+        let client = try HTTPTestClient(router: router)
+        defer { client.shutDown() }
+        let refused = try client.execute(.get, "/me", headerFields: [.origin: "https://app.example"])
+        #expect(refused.status == .unauthorized)
+        #expect(refused.headerFields[.accessControlAllowOrigin] == "https://app.example")
+        let me = try client.execute(.get, "/me", headerFields: [.authorization: "Bearer t", .requestID: "r-9"])
+        #expect(me.text == "r-9")
     }
 }

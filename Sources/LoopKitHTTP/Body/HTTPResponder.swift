@@ -5,9 +5,12 @@
 /// the connection it points to, which is loop-confined.
 public struct HTTPResponder: Sendable {
     private weak var connection: HTTPConnection?
+    /// Behind middleware: the chain waiting for the response (it goes out through them).
+    private let slot: HTTPResponseSlot?
 
-    init(connection: HTTPConnection) {
+    init(connection: HTTPConnection, slot: HTTPResponseSlot? = nil) {
         self.connection = connection
+        self.slot = slot
     }
 
     /// Sends the response. Only the first response of a request is sent; one sent before the whole body
@@ -20,6 +23,11 @@ public struct HTTPResponder: Sendable {
     public func send(_ response: HTTPServerResponse) {
         guard let connection else { return }
         precondition(connection.context.loop.isCurrent, "HTTPResponder.send(_:) called off the connection's loop thread")
-        connection.send(response)
+        if let slot {
+            if connection.responseSlot === slot { connection.responseSlot = nil }
+            slot.resume(.success(response))
+        } else {
+            connection.send(response)
+        }
     }
 }

@@ -41,10 +41,19 @@ struct HTTPResponseEncoder {
     ///   - keepAlive: Whether the connection stays open; when not, `Connection: close` is written.
     ///   - http10: The client spoke HTTP/1.0: a kept-alive connection says `Connection: keep-alive`.
     ///   - date: The cached `Date` field line.
+    ///   - extraField: A field written before the response's own (the echoed request id), or nil.
     mutating func appendHead(_ response: HTTPResponse, framing: BodyFraming, keepAlive: Bool, http10: Bool,
-                             date: [UInt8]) {
+                             date: [UInt8], extraField: (name: HTTPField.Name, value: String)? = nil) {
         if buffer.capacity == 0 { buffer.reserveCapacity(Self.firstCapacity) }
         appendStatusLine(response.status)
+        if let extraField {  // the request id, echoed: a field the handler did not set
+            buffer += extraField.name.rawName.utf8
+            buffer.append(ASCII.colon)
+            buffer.append(ASCII.space)
+            buffer += extraField.value.utf8
+            buffer.append(ASCII.cr)
+            buffer.append(ASCII.lf)
+        }
         for field in response.headerFields {
             switch field.name {
             case .contentLength, .transferEncoding, .date, .connection: continue

@@ -13,6 +13,9 @@ import HTTPTypes
 /// router has). A `HEAD` request is answered by the `GET` route of its path when no `HEAD` route matches
 /// (without the body). RFC 9110 §9.1, §15.5.6 and §15.6.2.
 ///
+/// Middleware (`use(_:)`) wrap every request, routed or not, in the order they were added, whether
+/// added before or after the routes.
+///
 /// A value type: build it on any thread before handing it to the server.
 public struct HTTPRouter: Sendable {
     struct Route: Sendable {
@@ -23,9 +26,13 @@ public struct HTTPRouter: Sendable {
         var method: HTTPRequest.Method
         var segments: [Segment]
         var handler: HTTPHandler
+        /// The pattern as `/a/:b` (OpenTelemetry's `http.route`).
+        var pattern: String
     }
 
     var routes: [Route] = []
+    /// The middleware every request runs through (`use(_:)`).
+    var middleware = HTTPMiddlewareChain()
 
     /// An empty router: every request gets 404.
     public init() {}
@@ -40,7 +47,13 @@ public struct HTTPRouter: Sendable {
         let segments = path.split(separator: "/", omittingEmptySubsequences: true).map { segment -> Route.Segment in
             segment.first == ":" ? .parameter(String(segment.dropFirst())) : .literal(String(segment))
         }
-        routes.append(Route(method: method, segments: segments, handler: handler))
+        let pattern = "/" + segments.map { segment in
+            switch segment {
+            case .literal(let literal): literal
+            case .parameter(let name): ":" + name
+            }
+        }.joined(separator: "/")
+        routes.append(Route(method: method, segments: segments, handler: handler, pattern: pattern))
     }
 
     /// Adds a synchronous `GET` route (it runs on the loop thread).
@@ -143,7 +156,16 @@ public struct HTTPRouter: Sendable {
     ///   - path: The request's path, without the query (`*` for `OPTIONS *`).
     /// - Returns: The route, or what to answer instead.
     public func resolve(_ method: HTTPRequest.Method, path: Substring) -> Resolution {
-        if let (handler, parameters) = match(method, path: path) { return .found(handler, parameters) }
+        lookup(method, path: path).resolution
+    }
+
+    /// ``resolve(_:path:)``, and the pattern of the route found (nil when none is).
+    func lookup(_ method: HTTPRequest.Method, path: Substring) -> (resolution: Resolution, pattern: String?) {
+        if let route = matchRoute(method, path: path) { return (.found(route.route.handler, route.parameters), route.route.pattern) }
+        return (unrouted(method, path: path), nil)
+    }
+
+    private func unrouted(_ method: HTTPRequest.Method, path: Substring) -> Resolution {
         let allowed: [HTTPRequest.Method]
         if method == .options && path == "*" {
             allowed = routes.map(\.method)
@@ -168,14 +190,18 @@ public struct HTTPRouter: Sendable {
     ///   - path: The request's path, without the query.
     /// - Returns: The handler and the bound parameters, or nil (404).
     public func match(_ method: HTTPRequest.Method, path: Substring) -> (handler: HTTPHandler, parameters: HTTPPathParameters)? {
+        matchRoute(method, path: path).map { ($0.route.handler, $0.parameters) }
+    }
+
+    private func matchRoute(_ method: HTTPRequest.Method, path: Substring) -> (route: Route, parameters: HTTPPathParameters)? {
         if let found = match(exactly: method, path: path) { return found }
         if method == .head { return match(exactly: .get, path: path) }
         return nil
     }
 
-    private func match(exactly method: HTTPRequest.Method, path: Substring) -> (handler: HTTPHandler, parameters: HTTPPathParameters)? {
+    private func match(exactly method: HTTPRequest.Method, path: Substring) -> (route: Route, parameters: HTTPPathParameters)? {
         for route in routes where route.method == method {
-            if let parameters = bind(route, path) { return (route.handler, parameters) }
+            if let parameters = bind(route, path) { return (route, parameters) }
         }
         return nil
     }

@@ -1,7 +1,12 @@
 import HTTPTypes
+import Logging
 import LoopKit
+import Tracing
 
-/// A request as a handler sees it: the head, the collected body, the path parameters and the loop.
+/// A request as a handler sees it: the head, the collected body, the path parameters and the loop, and
+/// its context: an id, a logger that names it, its trace context and when it started.
+///
+/// A value: safe to pass to any thread; the handler that gets it runs on ``loop``'s thread.
 public struct HTTPServerRequest: Sendable {
     /// The request head: method, path, authority and fields.
     public var head: HTTPRequest
@@ -13,6 +18,47 @@ public struct HTTPServerRequest: Sendable {
     public var parameters: HTTPPathParameters
     /// The loop the connection lives on: the handler runs on its thread.
     public let loop: EventLoop
+    /// The request's id: the client's ``HTTPServer/Configuration/requestIDField`` (`X-Request-ID`) when
+    /// it is 1 to 128 characters of visible ASCII, else one the server made (unique in the process). The
+    /// response carries it in the same field.
+    public let id: String
+    /// When the request's head arrived (for durations: `ContinuousClock.now - request.startTime`).
+    public let startTime: ContinuousClock.Instant
+    /// The pattern of the route that matched (`/users/:id`), nil when none did (404, 405, `OPTIONS`).
+    public let route: String?
+    /// The request's trace context: extracted from its `traceparent` and `tracestate` by the installed
+    /// instrument (a malformed `traceparent` is ignored), and holding the request's server span when a
+    /// tracer is bootstrapped; `.topLevel` when none is. Start child spans with it:
+    /// `InstrumentationSystem.tracer.withSpan("query", context: request.serviceContext) { … }`.
+    public var serviceContext: ServiceContext
+    /// The server's logger with `request.id` in its metadata. Set it (a middleware adding metadata) and
+    /// the handler gets the new one.
+    public var logger: Logger {
+        get {
+            if let changedLogger { return changedLogger }
+            var logger = serverLogger
+            logger[metadataKey: "request.id"] = .string(id)
+            return logger
+        }
+        set { changedLogger = newValue }
+    }
+    /// The server's logger; ``logger`` adds the id when asked (no copy of the metadata per request).
+    private let serverLogger: Logger
+    private var changedLogger: Logger?
+
+    init(head: HTTPRequest, version: HTTPVersion, body: [UInt8], parameters: HTTPPathParameters, loop: EventLoop,
+         context: HTTPRequestContext) {
+        self.head = head
+        self.version = version
+        self.body = body
+        self.parameters = parameters
+        self.loop = loop
+        id = context.id
+        startTime = context.startTime
+        route = context.route
+        serviceContext = context.serviceContext
+        serverLogger = context.logger
+    }
 
     /// The path without the query: the part of the request target before `?`.
     public var path: Substring {
@@ -59,4 +105,14 @@ public struct HTTPPathParameters: Sendable, Hashable {
             hasher.combine(pair.value)
         }
     }
+}
+
+/// What the server knows of a request when its head arrives, kept by the connection until the
+/// ``HTTPServerRequest`` is made.
+struct HTTPRequestContext: Sendable {
+    var id: String
+    var startTime: ContinuousClock.Instant
+    var route: String?
+    var serviceContext: ServiceContext
+    var logger: Logger
 }

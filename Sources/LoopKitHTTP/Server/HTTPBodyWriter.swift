@@ -73,6 +73,7 @@ public final class HTTPBodyWriter: @unchecked Sendable {
         lend { raw in
             guard !raw.isEmpty else { return }
             if chunked { connection.encoder.appendChunk(raw) } else { connection.encoder.appendBody(raw) }
+            connection.responseBodyBytes += raw.count
         }
     }
 

@@ -2,6 +2,7 @@ import HTTPTypes
 import Logging
 import LoopKit
 import LoopKitNet
+import Tracing
 
 /// One HTTP/1.1 connection: parses straight out of the TCP connection's inbound bytes (lent in place by
 /// its read callback), runs handlers on the loop, and writes each batch of responses with one write.
@@ -51,6 +52,20 @@ final class HTTPConnection: @unchecked Sendable {
     var webSocket: WebSocket?
     /// True while `receive` runs (a sync handler's response is flushed at its end).
     private var isReceiving = false
+    /// The current request's id, start, route and trace context, from its head until its response ends.
+    var requestContext: HTTPRequestContext?
+    /// The current request's server span, when a tracer is on; ended with the response.
+    var span: (any Span)?
+    /// Behind an inline chain: the request as the middleware left it and how many it reached (their
+    /// `responseEnded` is owed).
+    var middlewareTrail: (request: HTTPServerRequest, reached: Int)?
+    /// Behind a chain with async middleware: the same, filled as the request goes down the chain.
+    var asyncTrail: HTTPMiddlewareChain.Trail?
+    /// The status sent for the current request, and its body bytes handed to the connection so far.
+    var responseStatus: HTTPResponse.Status?
+    var responseBodyBytes = 0
+    /// A callback-form streaming route's answer, awaited by the middleware chain.
+    var responseSlot: HTTPResponseSlot?
 
     init(context: HTTPLoopContext, tcp: TCPConnection) {
         self.context = context
@@ -79,6 +94,11 @@ final class HTTPConnection: @unchecked Sendable {
         responseTask = nil
         flush()  // lets go of the loop's encoder if it held bytes of this connection's
         machine.transportClosed()
+        if let responseSlot {
+            self.responseSlot = nil
+            responseSlot.resume(.failure(HTTPBodyError.connectionClosed))
+        }
+        if requestContext != nil { requestEnded(isComplete: false) }
         if let streamedBody {
             self.streamedBody = nil
             streamedBody.end(.failure(.connectionClosed))
@@ -155,7 +175,7 @@ final class HTTPConnection: @unchecked Sendable {
         let request = head.request
         let target = request.path ?? "/"
         let path = target[..<(target.firstIndex(of: "?") ?? target.endIndex)]
-        let resolution = context.router.resolve(request.method, path: request.method == .options && target == "*" ? "*" : path)
+        let (resolution, pattern) = context.router.lookup(request.method, path: request.method == .options && target == "*" ? "*" : path)
         if case .found(let handler, let parameters) = resolution {
             route = (handler, parameters)
         } else {
@@ -171,6 +191,7 @@ final class HTTPConnection: @unchecked Sendable {
             refuse(.bodyTooLarge)  // 413 before any body byte, and before `100 Continue`
             return
         }
+        requestContext = makeRequestContext(request, path: path, route: pattern)
         guard let route, route.handler.streamsBody else {
             if machine.headParsed(head) == .sendContinue { encoder.appendContinue() }
             return
@@ -180,7 +201,12 @@ final class HTTPConnection: @unchecked Sendable {
         continueSent = false
         machine.streamingStarted(head)
         let serverRequest = HTTPServerRequest(head: request, version: head.version, body: [],
-                                              parameters: route.parameters, loop: context.loop)
+                                              parameters: route.parameters, loop: context.loop, context: requestContext!)
+        let middleware = context.router.middleware
+        if !middleware.isEmpty {
+            streamingThroughMiddleware(serverRequest, body: body, handler: route.handler, middleware: middleware)
+            return
+        }
         switch route.handler {
         case .streaming(_, let run):
             let logger = context.logger
@@ -203,8 +229,61 @@ final class HTTPConnection: @unchecked Sendable {
         }
     }
 
+    /// The context of a request whose head has arrived: its id (the client's when valid), its start, its
+    /// trace context and span (when tracing is on).
+    private func makeRequestContext(_ request: HTTPRequest, path: Substring, route: String?) -> HTTPRequestContext {
+        let id: String
+        if let field = context.configuration.requestIDField, let given = request.headerFields[field],
+           HTTPRequestIDGenerator.isValid(given) {
+            id = given
+        } else {
+            id = context.requestIDs.next()
+        }
+        var serviceContext = ServiceContext.topLevel
+        if let tracing = context.tracing {
+            serviceContext = tracing.extract(from: request.headerFields)
+            if tracing.startsSpans {
+                let span = tracing.startSpan(method: request.method, path: path, route: route, scheme: context.scheme,
+                                             context: serviceContext)
+                self.span = span
+                serviceContext = span.context
+            }
+        }
+        return HTTPRequestContext(id: id, startTime: .now, route: route, serviceContext: serviceContext, logger: context.logger)
+    }
+
+    /// The current request's response has ended (or the connection closed first): end its span, tell
+    /// the middleware it reached, and forget it.
+    func requestEnded(isComplete: Bool) {
+        guard let requestContext else { return }
+        self.requestContext = nil
+        let status = responseStatus
+        responseStatus = nil
+        if let span {
+            self.span = nil
+            if let status { HTTPTracing.record(status: status.code, on: span) }
+            span.end()
+        }
+        let trail: (request: HTTPServerRequest, reached: Int)?
+        if let middlewareTrail {
+            trail = middlewareTrail
+            self.middlewareTrail = nil
+        } else if let asyncTrail {
+            self.asyncTrail = nil
+            trail = asyncTrail.state.withLock { state in state.request.map { ($0, state.reached) } }
+        } else {
+            trail = nil
+        }
+        let bodyBytes = responseBodyBytes
+        responseBodyBytes = 0
+        guard let trail else { return }
+        let summary = HTTPResponseSummary(status: status, bodyBytes: bodyBytes, startTime: requestContext.startTime,
+                                          endTime: .now, isComplete: isComplete)
+        context.router.middleware.responseEnded(summary, for: trail.request, reached: trail.reached)
+    }
+
     /// The answer to a request no route takes: 404, 405 or 204 with `Allow`, 501.
-    private static func response(for resolution: HTTPRouter.Resolution) -> HTTPServerResponse {
+    static func response(for resolution: HTTPRouter.Resolution) -> HTTPServerResponse {
         switch resolution {
         case .methodNotAllowed(let allow):
             var response = HTTPServerResponse.text("Method Not Allowed", status: .methodNotAllowed)
@@ -221,7 +300,7 @@ final class HTTPConnection: @unchecked Sendable {
 
     /// The response a handler's uncaught body error gets: 413 past a limit; none when the client has gone
     /// or a malformed body was answered already.
-    private static func response(for error: HTTPBodyError) -> HTTPServerResponse? {
+    static func response(for error: HTTPBodyError) -> HTTPServerResponse? {
         switch error {
         case .tooLarge: .text("Content Too Large", status: .contentTooLarge)
         case .connectionClosed, .malformed: nil
@@ -271,6 +350,7 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     private func writeRefusal(_ status: HTTPResponse.Status) {
+        if requestContext != nil { responseStatus = status }
         context.dateCache.refresh()
         encoder.appendHead(HTTPResponse(status: status), framing: .length(0), keepAlive: false, http10: false,
                            date: context.dateCache.fieldLine)
@@ -285,13 +365,18 @@ final class HTTPConnection: @unchecked Sendable {
         guard let head else { return }
         let collected = body
         body = []
+        let middleware = context.router.middleware
+        guard middleware.isEmpty else {
+            dispatchThroughMiddleware(head, body: collected, middleware: middleware)
+            return
+        }
         guard let route else {
             send(Self.response(for: unrouted))
             return
         }
         self.route = nil
         let serverRequest = HTTPServerRequest(head: head.request, version: head.version, body: collected,
-                                              parameters: route.parameters, loop: context.loop)
+                                              parameters: route.parameters, loop: context.loop, context: requestContext!)
         switch route.handler {
         case .sync(let run):
             let response: HTTPServerResponse
@@ -348,18 +433,24 @@ final class HTTPConnection: @unchecked Sendable {
         let allowsBody = status >= 200 && status != 204 && status != 304
         context.dateCache.refresh()
         logAccess(head, status: status)
+        responseStatus = response.head.status
+        var echoedID: (name: HTTPField.Name, value: String)?
+        if let field = context.configuration.requestIDField, let requestContext, response.head.headerFields[field] == nil {
+            echoedID = (field, requestContext.id)
+        }
         switch response.body.storage {
         case .bytes(let bytes):
             encoder.appendHead(response.head, framing: allowsBody ? .length(bytes.count) : .none, keepAlive: keepAlive,
-                               http10: head.version.minor == 0, date: context.dateCache.fieldLine)
+                               http10: head.version.minor == 0, date: context.dateCache.fieldLine, extraField: echoedID)
             if allowsBody && !isHead {
                 bytes.withUnsafeBytes { encoder.appendBody($0) }
+                responseBodyBytes = bytes.count
             }
             finishResponse()
         case .stream(let write, let watchesClient):
             guard allowsBody && !isHead else {
                 encoder.appendHead(response.head, framing: allowsBody ? .chunked : .none, keepAlive: keepAlive,
-                                   http10: false, date: context.dateCache.fieldLine)
+                                   http10: false, date: context.dateCache.fieldLine, extraField: echoedID)
                 finishResponse()
                 return
             }
@@ -367,7 +458,7 @@ final class HTTPConnection: @unchecked Sendable {
             let chunked = head.version.minor >= 1
             if !chunked { machine.closeAfterThisResponse() }
             encoder.appendHead(response.head, framing: chunked ? .chunked : .none, keepAlive: keepAlive && chunked,
-                               http10: head.version.minor == 0, date: context.dateCache.fieldLine)
+                               http10: head.version.minor == 0, date: context.dateCache.fieldLine, extraField: echoedID)
             flush()
             // Reading pauses while the body streams (pipelined requests wait), unless a streamed request body
             // must go on or the stream watches for its client leaving (bytes then wait in the input buffer,
@@ -402,6 +493,7 @@ final class HTTPConnection: @unchecked Sendable {
     private func finishResponse() {
         head = nil
         responseStarted = false
+        if requestContext != nil { requestEnded(isComplete: true) }
         switch machine.responseFinished() {
         case .resumeParsing:
             stateSince = context.tick
@@ -449,7 +541,7 @@ final class HTTPConnection: @unchecked Sendable {
     /// HTTP types' descriptions) and with its source given (swift-log would otherwise work it out of
     /// `#fileID` on every call).
     func logAccess(_ head: HTTPRequestHead, status: Int) {
-        guard context.logger.logLevel <= .info else { return }
+        guard context.logger.logLevel <= .info, context.configuration.logsAccess else { return }
         var line = head.request.method.rawValue
         line += " "
         line += head.request.path ?? ""

@@ -21,7 +21,8 @@ package final class HTTPConnectionHost {
     ///   - logger: The access log and errors.
     /// - Throws: ``EventLoopError/shutDown`` when the loop refuses work.
     package init(loop: EventLoop, configuration: HTTPServer.Configuration, router: HTTPRouter, logger: Logger) throws {
-        context = HTTPLoopContext(loop: loop, configuration: configuration, router: router, logger: logger)
+        context = HTTPLoopContext(loop: loop, configuration: configuration, router: router, logger: logger,
+                                  tracing: HTTPTracing.resolve(configuration.tracer))
         try context.start()
     }
 

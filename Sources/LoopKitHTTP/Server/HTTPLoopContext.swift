@@ -11,6 +11,12 @@ final class HTTPLoopContext: @unchecked Sendable {
     let configuration: HTTPServer.Configuration
     let router: HTTPRouter
     let logger: Logger
+    /// The tracer and instrument, nil when tracing is off (the no-op defaults).
+    let tracing: HTTPTracing?
+    /// `https` or `http`, for the spans' `url.scheme`.
+    let scheme: String
+    /// Makes the ids of this loop's requests.
+    var requestIDs = HTTPRequestIDGenerator()
     var dateCache = HTTPDateCache()
     /// The response encoder this loop's connections share (one serialises at a time, then writes).
     @exclusivity(unchecked) var encoder = HTTPResponseEncoder()
@@ -29,11 +35,14 @@ final class HTTPLoopContext: @unchecked Sendable {
     let idleTimeoutTicks: UInt64
     let sweepInterval: Duration
 
-    init(loop: EventLoop, configuration: HTTPServer.Configuration, router: HTTPRouter, logger: Logger) {
+    init(loop: EventLoop, configuration: HTTPServer.Configuration, router: HTTPRouter, logger: Logger,
+         tracing: HTTPTracing?) {
         self.loop = loop
         self.configuration = configuration
         self.router = router
         self.logger = logger
+        self.tracing = tracing
+        scheme = configuration.tls == nil ? "http" : "https"
         let shortest = min(configuration.headTimeout, configuration.bodyTimeout, configuration.idleTimeout)
         let interval = max(.milliseconds(5), min(.seconds(1), shortest / 4))
         sweepInterval = interval

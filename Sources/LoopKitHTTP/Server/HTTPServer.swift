@@ -1,7 +1,9 @@
+import HTTPTypes
 import Logging
 import LoopKit
 import LoopKitNet
 import ServiceLifecycle
+import Tracing
 
 /// An HTTP/1.1 server whose connections and handlers live on the loops of a `LoopGroup`.
 ///
@@ -45,6 +47,17 @@ public final class HTTPServer: Service, Sendable {
         /// HTTPS: a server `TLSContext` (LoopKitNet) every connection handshakes with before its first
         /// request; nil (default): plain HTTP. Reload its certificate with `TLSContext.reload(_:)`.
         public var tls: TLSContext?
+        /// The field a request's id is read from and echoed in (default `X-Request-ID`); a client's id
+        /// of 1 to 128 visible ASCII characters is kept, any other is replaced by one the server makes.
+        /// nil: ids are always made, and not echoed. See ``HTTPServerRequest/id``.
+        public var requestIDField: HTTPField.Name? = HTTPField.Name("X-Request-ID")
+        /// The tracer that starts each request's server span and extracts its context; nil (default):
+        /// the `InstrumentationSystem`'s instrument and tracer, read when the server starts (bootstrap
+        /// the system first). With neither, requests get `.topLevel` contexts and no tracing work.
+        public var tracer: (any Tracer)?
+        /// The built-in access log: one `METHOD TARGET STATUS` line per response at `info` (default
+        /// true). Turn it off when ``AccessLogMiddleware`` logs instead.
+        public var logsAccess = true
 
         /// The largest request body, a shortcut for `limits.maxBodySize` (default 1 MiB).
         public var maxBodySize: Int {
@@ -124,10 +137,12 @@ public final class HTTPServer: Service, Sendable {
         if let port { return port }
         var contexts: [HTTPLoopContext] = []
         let listener: TCPListener
+        let tracing = HTTPTracing.resolve(configuration.tracer)
         do {
             for loop in group.loops {
-                let context = try loop.invokeAndWait { [configuration, router, logger] in
-                    let context = HTTPLoopContext(loop: loop, configuration: configuration, router: router, logger: logger)
+                let context = try loop.invokeAndWait { [configuration, router, logger, tracing] in
+                    let context = HTTPLoopContext(loop: loop, configuration: configuration, router: router, logger: logger,
+                                                  tracing: tracing)
                     try context.start()
                     return context
                 }

@@ -1,0 +1,110 @@
+import LoopKit
+
+/// A router's middleware, in the order they were added, and how a request runs through them.
+struct HTTPMiddlewareChain: Sendable {
+    enum Entry: Sendable {
+        case inline(any HTTPMiddleware)
+        case async(any HTTPAsyncMiddleware)
+    }
+
+    private(set) var entries: [Entry] = []
+    /// True while no entry is async: the chain runs inline, with no task.
+    private(set) var isInline = true
+
+    var isEmpty: Bool { entries.isEmpty }
+
+    mutating func append(_ entry: Entry) {
+        if case .async = entry { isInline = false }
+        entries.append(entry)
+    }
+
+    /// How far a request went down an async chain, and the request as it was there: the entries whose
+    /// ``HTTPMiddleware/responseEnded(_:for:)`` runs, and what they are given.
+    final class Trail: Sendable {
+        let state = Lock<(reached: Int, request: HTTPServerRequest?)>((0, nil))
+
+        func reach(_ reached: Int, _ request: HTTPServerRequest) {
+            state.withLock { $0 = (max($0.reached, reached), request) }
+        }
+    }
+
+    /// Runs an inline chain (every entry inline) and a synchronous terminal, on the loop thread.
+    ///
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - index: The first entry to run.
+    ///   - reached: Set to the number of entries the request reached.
+    ///   - last: Set to the request as the terminal (or the middleware that answered) saw it.
+    ///   - terminal: The handler, or the server's own answer.
+    func runInline(_ request: HTTPServerRequest, from index: Int = 0, reached: inout Int, last: inout HTTPServerRequest,
+                   terminal: (HTTPServerRequest) throws -> HTTPServerResponse) throws -> HTTPServerResponse {
+        guard index < entries.count else {
+            last = request
+            return try terminal(request)
+        }
+        guard case .inline(let middleware) = entries[index] else { preconditionFailure("an async entry in an inline chain") }
+        var request = request
+        reached = index + 1
+        if let early = try middleware.handleRequest(&request) {
+            last = request
+            return early
+        }
+        var response = try runInline(request, from: index + 1, reached: &reached, last: &last, terminal: terminal)
+        middleware.handleResponse(&response, for: request)
+        return response
+    }
+
+    /// Runs the chain from `index` in the calling task (on the loop), then `terminal`.
+    func run(_ request: HTTPServerRequest, from index: Int, trail: Trail,
+             terminal: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse) async throws -> HTTPServerResponse {
+        trail.reach(index, request)
+        guard index < entries.count else { return try await terminal(request) }
+        trail.reach(index + 1, request)
+        switch entries[index] {
+        case .inline(let middleware):
+            var request = request
+            if let early = try middleware.handleRequest(&request) {
+                trail.reach(index + 1, request)
+                return early
+            }
+            var response = try await run(request, from: index + 1, trail: trail, terminal: terminal)
+            middleware.handleResponse(&response, for: request)
+            return response
+        case .async(let middleware):
+            return try await middleware.respond(to: request, next: HTTPMiddlewareNext(chain: self, index: index + 1, trail: trail,
+                                                                                      terminal: terminal))
+        }
+    }
+
+    /// Tells the first `reached` inline entries, innermost first, that the response has ended.
+    func responseEnded(_ summary: HTTPResponseSummary, for request: HTTPServerRequest, reached: Int) {
+        var index = min(reached, entries.count)
+        while index > 0 {
+            index -= 1
+            if case .inline(let middleware) = entries[index] { middleware.responseEnded(summary, for: request) }
+        }
+    }
+}
+
+/// ``HTTPMiddleware`` from two closures (`router.use(before:after:)`).
+struct ClosureMiddleware: HTTPMiddleware {
+    let before: (@Sendable (inout HTTPServerRequest) throws -> HTTPServerResponse?)?
+    let after: (@Sendable (inout HTTPServerResponse, HTTPServerRequest) -> Void)?
+
+    func handleRequest(_ request: inout HTTPServerRequest) throws -> HTTPServerResponse? {
+        try before?(&request)
+    }
+
+    func handleResponse(_ response: inout HTTPServerResponse, for request: HTTPServerRequest) {
+        after?(&response, request)
+    }
+}
+
+/// ``HTTPAsyncMiddleware`` from a closure (`router.use { request, next in … }`).
+struct ClosureAsyncMiddleware: HTTPAsyncMiddleware {
+    let body: @Sendable (HTTPServerRequest, HTTPMiddlewareNext) async throws -> HTTPServerResponse
+
+    func respond(to request: HTTPServerRequest, next: HTTPMiddlewareNext) async throws -> HTTPServerResponse {
+        try await body(request, next)
+    }
+}

@@ -1,0 +1,132 @@
+import HTTPTypes
+import Logging
+import LoopKit
+
+extension HTTPConnection {
+    /// Runs a request whose body was collected through the router's middleware: inline, inside the
+    /// read callback, when every middleware is inline and the route is synchronous (or there is no
+    /// route); as a task on the loop otherwise. Loop thread.
+    func dispatchThroughMiddleware(_ head: HTTPRequestHead, body: [UInt8], middleware: HTTPMiddlewareChain) {
+        let route = self.route
+        self.route = nil
+        let request = HTTPServerRequest(head: head.request, version: head.version, body: body,
+                                        parameters: route?.parameters ?? HTTPPathParameters(), loop: context.loop,
+                                        context: requestContext!)
+        let terminal: @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse
+        switch route?.handler {
+        case nil:
+            let answer = Self.response(for: unrouted)
+            if middleware.isInline {
+                runInline(request, middleware: middleware) { _ in answer }
+                return
+            }
+            terminal = { _ in answer }
+        case .sync(let run)?:
+            if middleware.isInline {
+                runInline(request, middleware: middleware, terminal: run)
+                return
+            }
+            terminal = { request in try run(request) }
+        case .async(let run)?:
+            terminal = run
+        case .webSocket(let webSocketRoute)?:
+            webSocketRequested(request, head: head, route: webSocketRoute, middleware: middleware)
+            return
+        case .streaming?, .streamingCallback?:
+            return  // started at the head
+        }
+        tcp.pauseReading()
+        runAsync(request, middleware: middleware, terminal: terminal)
+    }
+
+    /// An inline chain and a synchronous terminal, run now; the response is sent at once.
+    private func runInline(_ request: HTTPServerRequest, middleware: HTTPMiddlewareChain,
+                           terminal: (HTTPServerRequest) throws -> HTTPServerResponse) {
+        var reached = 0
+        var last = request
+        let response: HTTPServerResponse
+        do {
+            response = try middleware.runInline(request, reached: &reached, last: &last, terminal: terminal)
+        } catch {
+            context.logger.error("handler failed", metadata: ["path": "\(request.path)", "error": "\(error)"])
+            response = .text("Internal Server Error", status: .internalServerError)
+        }
+        middlewareTrail = (last, reached)
+        send(response)
+    }
+
+    /// The chain as a task on the loop; its response is sent when it returns (none for a body error
+    /// already answered, or a client gone).
+    func runAsync(_ request: HTTPServerRequest, middleware: HTTPMiddlewareChain,
+                  terminal: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse) {
+        let trail = HTTPMiddlewareChain.Trail()
+        asyncTrail = trail
+        let logger = context.logger
+        Task(executorPreference: context.loop) {
+            let response = await Self.respond(to: request, through: middleware, trail: trail, logger: logger, terminal: terminal)
+            if let response { self.onLoop { $0.send(response) } }
+        }
+    }
+
+    /// Runs the chain and turns what escapes it into the answer: 500 for an error, 413 or nothing for a
+    /// body error.
+    static func respond(to request: HTTPServerRequest, through middleware: HTTPMiddlewareChain,
+                        trail: HTTPMiddlewareChain.Trail, logger: Logger,
+                        terminal: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse) async -> HTTPServerResponse? {
+        do {
+            return try await middleware.run(request, from: 0, trail: trail, terminal: terminal)
+        } catch let error as HTTPBodyError {
+            return response(for: error)
+        } catch {
+            logger.error("handler failed", metadata: ["path": "\(request.path)", "error": "\(error)"])
+            return .text("Internal Server Error", status: .internalServerError)
+        }
+    }
+
+    /// A streaming route behind middleware, at its head: the chain runs as a task on the loop and its
+    /// terminal starts the handler (a callback-form handler answers through its responder into the
+    /// chain). Loop thread.
+    func streamingThroughMiddleware(_ request: HTTPServerRequest, body: HTTPRequestBody, handler: HTTPHandler,
+                                    middleware: HTTPMiddlewareChain) {
+        let terminal: @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse
+        switch handler {
+        case .streaming(_, let run):
+            terminal = { request in try await run(request, body) }
+        case .streamingCallback(_, let run):
+            terminal = { request in
+                try await withCheckedThrowingContinuation { continuation in
+                    self.onLoop { connection in
+                        guard !connection.isClosed else {
+                            continuation.resume(throwing: HTTPBodyError.connectionClosed)
+                            return
+                        }
+                        let slot = HTTPResponseSlot(continuation)
+                        connection.responseSlot = slot
+                        run(request, body, HTTPResponder(connection: connection, slot: slot))
+                    }
+                }
+            }
+        default:
+            return
+        }
+        runAsync(request, middleware: middleware, terminal: terminal)
+    }
+}
+
+/// Where a callback-form streaming route's responder delivers its response when middleware wait for
+/// it: resumes the chain's task once (later responses are dropped, as a connection drops them).
+final class HTTPResponseSlot: Sendable {
+    private let continuation: Lock<CheckedContinuation<HTTPServerResponse, any Error>?>
+
+    init(_ continuation: CheckedContinuation<HTTPServerResponse, any Error>) {
+        self.continuation = Lock(continuation)
+    }
+
+    func resume(_ result: Result<HTTPServerResponse, any Error>) {
+        let continuation = self.continuation.withLock { slot in
+            defer { slot = nil }
+            return slot
+        }
+        continuation?.resume(with: result)
+    }
+}
