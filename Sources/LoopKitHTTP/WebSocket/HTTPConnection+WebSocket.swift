@@ -52,9 +52,16 @@ extension HTTPConnection {
     func webSocketRequested(_ request: HTTPServerRequest, head: HTTPRequestHead, route: WebSocketRoute,
                             middleware: HTTPMiddlewareChain) {
         let validation = WebSocketHandshake.validate(head.request, version: head.version, framing: head.framing)
-        let key = try? validation.get()
+        let key: String?
         let refusal: HTTPServerResponse?
-        if case .failure(let refused) = validation { refusal = refused.response } else { refusal = nil }
+        switch validation {
+        case .success(let accepted):
+            key = accepted
+            refusal = nil
+        case .failure(let refused):  // answered below, through the middleware, as the route's refusal
+            key = nil
+            refusal = refused.response
+        }
         let deflate = key != nil && route.configuration.allowsCompression
             ? PerMessageDeflate.negotiate(head.request.headerFields[values: WebSocketHandshake.extensionsField],
                                           serverNoContextTakeover: route.configuration.serverNoContextTakeover)
