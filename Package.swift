@@ -87,11 +87,18 @@ let package = Package(
         ),
         .target(
             name: "LoopKitMetrics",
-            dependencies: ["LoopKit", .product(name: "CoreMetrics", package: "swift-metrics")]
+            dependencies: [
+                "LoopKit", "LoopKitHTTP",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
         ),
         .testTarget(
             name: "LoopKitMetricsTests",
-            dependencies: ["LoopKitMetrics", "LoopKit", "LoopKitTesting", .product(name: "MetricsTestKit", package: "swift-metrics")]
+            dependencies: [
+                "LoopKitMetrics", "LoopKit", "LoopKitTesting", "LoopKitHTTP", "LoopKitHTTPTesting",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]
         ),
         .target(
             name: "LoopKitHTTPTesting",

@@ -47,6 +47,8 @@ struct ServeCommandTests {
         #expect(result.metrics.contains("# TYPE loopkit_loop_iterations counter"))
         #expect(result.metrics.contains("loopkit_loop_iterations{loop=\"serve-0\"}"))
         #expect(result.metrics.contains("loopkit_loop_iteration_duration_bucket{loop=\"serve-0\",le=\"0.0001\"}"))
+        #expect(result.metrics.contains("http_server_requests{http_request_method=\"GET\",http_response_status_class=\"2xx\"} 1"))
+        #expect(result.metrics.contains("http_server_request_duration_count{"))
         #expect(result.status == 0)
     }
 }

@@ -66,13 +66,20 @@ struct ServeCommand: ParsableCommand {
         if let tlsCertificate, let tlsKey {
             configuration.tls = try TLSContext(.server(certificateChain: .file(tlsCertificate), privateKey: .file(tlsKey)))
         }
-        let server = HTTPServer(group: group, configuration: configuration,
-                                router: DemoRoutes.router(work: .calibrated(nanosecondsPerItem: 1_000)), logger: logger)
+        var router = DemoRoutes.router(work: .calibrated(nanosecondsPerItem: 1_000))
+        let registry = metricsPort.map { _ in Self.bootstrapMetrics() }
+        if registry != nil {
+            // Every loop's iterations, every request (the middleware first: it sees every answer), the connections.
+            for (index, loop) in group.loops.enumerated() { try LoopMetrics.record(loop, name: "serve-\(index)") }
+            router.use(HTTPServerMetrics.middleware())
+            HTTPServerMetrics.record(into: &configuration)
+        }
+        let server = HTTPServer(group: group, configuration: configuration, router: router, logger: logger)
         let port = try server.start()
         print("listening on \(host):\(port)")
         var services: [any Service] = [server]
-        if let metricsPort {
-            let metrics = try Self.startMetrics(on: group, host: host, port: metricsPort, logger: logger)
+        if let metricsPort, let registry {
+            let metrics = try Self.serveMetrics(registry, on: group, host: host, port: metricsPort, logger: logger)
             services.append(metrics.server)
             print("metrics on \(host):\(metrics.port)")
         }
@@ -93,21 +100,26 @@ struct ServeCommand: ParsableCommand {
         group.shutdown()
     }
 
-    /// Bootstraps swift-metrics with a Prometheus registry, records every loop of `group` (dimension
-    /// `loop` = `serve-N`), and serves the registry's text format at `GET /metrics` on a second port.
-    private static func startMetrics(on group: LoopGroup, host: String, port: Int, logger: Logger) throws -> (server: HTTPServer, port: Int) {
+    /// Bootstraps swift-metrics with a Prometheus registry, with microsecond buckets for the loops' timers.
+    private static func bootstrapMetrics() -> PrometheusCollectorRegistry {
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         // A loop's iterations last microseconds to milliseconds: buckets from 10 µs to 1 s.
         let fine: [Duration] = [.microseconds(10), .microseconds(50), .microseconds(100), .microseconds(500), .milliseconds(1),
                                 .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(50), .milliseconds(100),
                                 .milliseconds(500), .seconds(1)]
-        for label in [LoopMetrics.Name.iterationDuration, LoopMetrics.Name.pollWait, LoopMetrics.Name.timerLateness] {
+        for label in [LoopMetrics.Name.iterationDuration, LoopMetrics.Name.pollWait, LoopMetrics.Name.timerLateness,
+                      HTTPServerMetrics.Name.requestDuration] {
             factory.durationHistogramBuckets[label] = fine
         }
         factory.valueHistogramBuckets[LoopMetrics.Name.drainSize] = [0, 1, 2, 5, 10, 50, 100, 500, 1000, 10_000]
         MetricsSystem.bootstrap(factory)
-        for (index, loop) in group.loops.enumerated() { try LoopMetrics.record(loop, name: "serve-\(index)") }
+        return registry
+    }
+
+    /// Serves the registry's text format at `GET /metrics` on a second port.
+    private static func serveMetrics(_ registry: PrometheusCollectorRegistry, on group: LoopGroup, host: String, port: Int,
+                                     logger: Logger) throws -> (server: HTTPServer, port: Int) {
         var router = HTTPRouter()
         router.get("/metrics") { _ in
             HTTPServerResponse(status: .ok, headerFields: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],

@@ -84,11 +84,12 @@ final class HTTPLoopContext: @unchecked Sendable {
         }
         let connection = HTTPConnection(context: self, tcp: tcp)
         connections[ObjectIdentifier(connection)] = connection
+        configuration.connectionCountChanged?(1)
         connection.start()
     }
 
     func remove(_ connection: HTTPConnection) {
-        connections[ObjectIdentifier(connection)] = nil
+        if connections.removeValue(forKey: ObjectIdentifier(connection)) != nil { configuration.connectionCountChanged?(-1) }
         if isDraining && connections.isEmpty { finish() }
     }
 

@@ -58,6 +58,10 @@ public final class HTTPServer: Service, Sendable {
         /// The built-in access log: one `METHOD TARGET STATUS` line per response at `info` (default
         /// true). Turn it off when ``AccessLogMiddleware`` logs instead.
         public var logsAccess = true
+        /// Called on a connection's loop thread each time a connection opens (+1) or closes (-1), WebSockets
+        /// included: the hook for an open-connections gauge (LoopKitMetrics' `HTTPServerMetrics` sets it).
+        /// nil (the default) costs one check per connection.
+        public var connectionCountChanged: (@Sendable (_ delta: Int) -> Void)?
 
         /// The largest request body, a shortcut for `limits.maxBodySize` (default 1 MiB).
         public var maxBodySize: Int {
