@@ -134,6 +134,28 @@ struct ServerSentEventsTests {
         #expect(events.last?.completed == 3)
     }
 
+    /// Fifty streams following one progress on one loop (one observation, each state encoded once): every
+    /// one ends with the final state, under the same id, and the states each saw only move forward.
+    @Test func manySubscribersShareOneProgressAndAllGetItsFinalState() async throws {
+        let progress = TaskProgress(totalUnitCount: 1_000)
+        var router = HTTPRouter()
+        router.get("/progress") { _ in .progressEvents(progress, keepAlive: nil) }
+        try await withServer(router: router) { server, port in
+            let clients = Clients(try (0..<50).map { _ in try RawClient(port: port) })
+            for client in clients.all { client.send("GET /progress HTTP/1.1\r\nHost: t\r\n\r\n") }
+            #expect(try await eventually { try await server.openConnectionCount() == 50 })
+            for unit in stride(from: 10, through: 1_000, by: 10) { progress.completedUnitCount = Int64(unit) }
+            let streams = try await onOwnThread { try clients.all.map { try $0.readResponse().text } }
+            let finals = streams.map { Self.events(in: $0).last }
+            #expect(finals.allSatisfy { $0?.kind == "finished" && $0?.completed == 1_000 })
+            #expect(Set(finals.map { $0?.id }).count == 1)  // one shared sequence of states
+            for stream in streams {
+                let counts = Self.events(in: stream).map(\.completed)
+                #expect(counts == counts.sorted())
+            }
+        }
+    }
+
     /// The `event:` and `id:` lines and the JSON's `completed` field of every event in `text`.
     static func events(in text: String) -> [(kind: String, id: String, completed: Int)] {
         text.components(separatedBy: "\n\n").compactMap { block in
@@ -158,6 +180,12 @@ struct ServerSentEventsTests {
             #expect(result.output == Self.threeEvents)
         }
     }
+}
+
+/// Blocking clients handed to a thread of their own (test code: one thread uses them at a time).
+final class Clients: @unchecked Sendable {
+    let all: [RawClient]
+    init(_ all: [RawClient]) { self.all = all }
 }
 
 /// A flag set once, from any thread.

@@ -16,6 +16,11 @@ extension EventLoop {
         return value
     }
 
+    /// Forgets the loop's value for `key`, if any. Call on the loop's thread.
+    package func removeLocalValue(for key: ObjectIdentifier) {
+        state.value.locals[key] = nil
+    }
+
     /// The loop's clock now, in nanoseconds: real time, or a test's virtual time (`LoopKitTesting`'s
     /// `VirtualClock`). What timeouts measured outside the loop's timers compare against.
     ///

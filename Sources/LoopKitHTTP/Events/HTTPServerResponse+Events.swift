@@ -53,11 +53,13 @@ extension HTTPServerResponse {
     /// iteration of the connection's loop, then a last `finished` or `cancelled` event, and the stream
     /// ends.
     ///
-    /// Each event's data is the snapshot as one JSON object (`ProgressSnapshot.jsonObject`). There is no
-    /// polling: the stream follows `TaskProgress.snapshots(on:)`, so however fast the progress changes,
-    /// the client gets at most one event per loop iteration, and a client slower than that gets the newest
-    /// state when it catches up (the states in between are dropped, the final one never). A client that
-    /// disconnects ends the observation.
+    /// Each event's data is the snapshot as one JSON object (`ProgressSnapshot.jsonObject`), its `id` the
+    /// state's sequence number. There is no polling: the streams that follow one progress on one loop share
+    /// one observation (`TaskProgress.observe(on:)`) and each state is encoded once; the states are
+    /// written to the subscribers a time-budgeted slice per loop iteration (300 µs), so a thousand
+    /// subscribers leave the loop's other work its time. A subscriber reached late, or a slow client, gets
+    /// the newest state when it is reached (the states in between are dropped), and the final state is
+    /// never dropped. A client that disconnects ends its stream at once.
     ///
     /// - Parameters:
     ///   - progress: The progress to serve; any thread may change it.
@@ -65,12 +67,7 @@ extension HTTPServerResponse {
     /// - Returns: A `text/event-stream` response.
     public static func progressEvents(_ progress: TaskProgress, keepAlive: Duration? = .seconds(15)) -> HTTPServerResponse {
         .events(keepAlive: keepAlive) { events in
-            var sequence = 0
-            for await snapshot in progress.snapshots(on: events.loop) {
-                sequence += 1
-                let kind = snapshot.isCancelled ? "cancelled" : snapshot.isFinished ? "finished" : "progress"
-                try await events.send(ServerSentEvent(event: kind, id: String(sequence), data: snapshot.jsonObject))
-            }
+            await ProgressFanOut.of(progress, on: events.loop).follow(with: events)
         }
     }
 }

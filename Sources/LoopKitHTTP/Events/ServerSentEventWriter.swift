@@ -20,6 +20,16 @@ public final class ServerSentEventWriter: Sendable {
         self.body = body
     }
 
+    /// Whether an event written now would go out without waiting (see ``HTTPBodyWriter``). Loop thread.
+    var hasRoom: Bool { body.hasRoom }
+
+    /// Writes already encoded event bytes without waiting for the output to drain; the caller checked
+    /// ``hasRoom``. Loop thread.
+    func writeEncoded(_ bytes: [UInt8]) {
+        wroteSinceTick.store(true, ordering: .relaxed)
+        body.writeWithoutWaiting(bytes)
+    }
+
     /// Sends `event`; suspends while the connection's unsent output is above its high-water mark (the
     /// client reads slower than events come).
     ///

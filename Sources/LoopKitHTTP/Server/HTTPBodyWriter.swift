@@ -18,6 +18,12 @@ public final class HTTPBodyWriter: @unchecked Sendable {
     /// The loop the connection lives on, where the writing task runs.
     public var loop: EventLoop { connection.context.loop }
 
+    /// Whether the connection's unsent output is below its high-water mark: a write now would not have
+    /// to wait. False once the client has gone. Loop thread.
+    var hasRoom: Bool {
+        !connection.isClosed && connection.tcp.bufferedOutputCount < connection.context.configuration.writeHighWaterMark
+    }
+
     /// Writes `bytes` as one chunk; suspends while the connection's unsent output is above its high-water
     /// mark (the client reads slower than the handler writes).
     ///
