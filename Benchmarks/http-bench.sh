@@ -53,26 +53,29 @@ round_rps() {
     cleanup
 }
 
-# alternated NAME WRK-ARGS... -- : ROUNDS rounds of LoopKit (warning), LoopKit (info, its log in a file), NIO,
+# alternated NAME WRK-ARGS... -- : ROUNDS rounds of LoopKit (warning), LoopKit (info, its log in a file),
+# LoopKit with --metrics (loop and HTTP metrics recorded into Prometheus; request ids are always on), NIO,
 # Hummingbird, one after another in each round; prints medians, and the median of the per-round ratios to
 # NIO with their min-max.
 alternated() {
     local title=$1; shift
     local args=("$@")
-    local lk=() lki=() nio=() hb=()
+    local lk=() lki=() lkm=() nio=() hb=()
     for round in $(seq 1 "$ROUNDS"); do
         lk+=("$(round_rps $((PORT_BASE + 1)) /hello "${args[@]}" -- "$LOOPDEMO" serve --log-level warning)")
         lki+=("$(LOG=/tmp/loopkit-bench-access.log; round_rps $((PORT_BASE + 2)) /hello "${args[@]}" -- sh -c "exec \"$LOOPDEMO\" serve --log-level info --port \"\$1\" 2>$LOG" sh)")
+        lkm+=("$(round_rps $((PORT_BASE + 5)) /hello "${args[@]}" -- "$LOOPDEMO" serve --log-level warning --metrics 0)")
         nio+=("$(round_rps $((PORT_BASE + 3)) /hello "${args[@]}" -- "$NIO_PEER")")
         hb+=("$(round_rps $((PORT_BASE + 4)) /hello "${args[@]}" -- "$HB_PEER")")
     done
     echo "$title ($ROUNDS alternated rounds of $DURATION; median req/s; ratio = median of per-round ratios, min-max)"
-    for who in lk lki nio hb; do
+    for who in lk lki lkm nio hb; do
         local -n values=$who
         local label
         case $who in
             lk) label="LoopKitHTTP (1 loop), log at warning" ;;
             lki) label="LoopKitHTTP (1 loop), access log at info" ;;
+            lkm) label="LoopKitHTTP, metrics + request ids (--metrics)" ;;
             nio) label="NIOHTTP1 (1 event loop)" ;;
             hb) label="Hummingbird 2 (1 event loop)" ;;
         esac
@@ -82,6 +85,7 @@ alternated() {
         printf '  %-42s %10.0f req/s   %sx NIO (%s-%s)   rounds: %s\n' "$label" "$med" \
             "$(median <<< "$ratios")" "$(sort -g <<< "$ratios" | head -1)" "$(sort -g <<< "$ratios" | tail -1)" "${values[*]}"
     done
+    printf '  metrics on / off (--metrics vs warning, same rounds): %s\n' "$(ratio_summary lkm lk)"
 }
 
 # upload_row NAME PORT PATH COMMAND...: 1 GiB of zeros streamed by curl (core 1) as a POST body; MB/s and the

@@ -48,4 +48,30 @@ struct UTF8ValidatorTests {
         let third = validator.validate([0xF4, 0x90])
         #expect(third == false)
     }
+
+    /// The eight-bytes-at-a-time ASCII path hands over to the byte path at any offset: a bad byte or a
+    /// multi-byte character anywhere in a long ASCII run is judged as byte by byte.
+    @Test func longASCIIRunsWithOneNonASCIICharacterAnywhere() {
+        for position in 0..<40 {
+            var good = [UInt8](repeating: UInt8(ascii: "a"), count: 40)
+            good.replaceSubrange(position..<position, with: Array("é€😀".utf8))
+            var validator = UTF8Validator()
+            let goodIsValid = validator.validate(good)
+            #expect(goodIsValid && validator.isComplete, "valid text with a character at \(position)")
+            var bad = [UInt8](repeating: UInt8(ascii: "a"), count: 40)
+            bad[position] = 0xC0  // never valid
+            var checker = UTF8Validator()
+            let badIsValid = checker.validate(bad)
+            #expect(!badIsValid, "0xC0 at \(position)")
+            var truncated = [UInt8](repeating: UInt8(ascii: "a"), count: 40)
+            truncated[position] = 0xE2  // a three-byte lead followed by ASCII
+            var third = UTF8Validator()
+            let truncatedIsValid = third.validate(truncated)
+            if position == 39 {
+                #expect(truncatedIsValid && !third.isComplete)  // a lead at the very end: valid so far, incomplete
+            } else {
+                #expect(!truncatedIsValid, "E2 then ASCII at \(position)")
+            }
+        }
+    }
 }

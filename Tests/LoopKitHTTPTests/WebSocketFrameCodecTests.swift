@@ -128,4 +128,20 @@ struct WebSocketFrameCodecTests {
         #expect(violation([0x82, 0xFF, 0, 0, 0x01, 0, 0, 0, 0, 0] + mask)?.code == .messageTooBig)
         #expect(violation([0x82, 0xFE, 0x01, 0x00] + mask, maxFrameSize: 255)?.code == .messageTooBig)
     }
+
+    /// The word-at-a-time unmasking equals the byte-by-byte definition at every start offset and length.
+    @Test func unmaskingEqualsTheBytewiseDefinitionAtEveryOffset() {
+        let key: (UInt8, UInt8, UInt8, UInt8) = (0x12, 0x9A, 0x00, 0xFF)
+        let keyBytes: [UInt8] = [0x12, 0x9A, 0x00, 0xFF]
+        let original = (0..<64).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+        for start in 0..<12 {
+            for count in 0...(64 - start) {
+                var fast = original
+                fast.withUnsafeMutableBytes { WebSocketFrameParser.unmask($0, from: start, count: count, key: key) }
+                var slow = original
+                for index in start..<(start + count) { slow[index] ^= keyBytes[index & 3] }
+                #expect(fast == slow, "start \(start), count \(count)")
+            }
+        }
+    }
 }

@@ -30,24 +30,30 @@ public struct HTTPServerRequest: Sendable {
     /// instrument (a malformed `traceparent` is ignored), and holding the request's server span when a
     /// tracer is bootstrapped; `.topLevel` when none is. Start child spans with it:
     /// `InstrumentationSystem.tracer.withSpan("query", context: request.serviceContext) { … }`.
-    public var serviceContext: ServiceContext
+    public var serviceContext: ServiceContext {
+        get { tracedContext ?? .topLevel }
+        set { tracedContext = newValue }
+    }
     /// The server's logger with `request.id` in its metadata. Set it (a middleware adding metadata) and
     /// the handler gets the new one.
     public var logger: Logger {
         get {
             if let changedLogger { return changedLogger }
-            var logger = serverLogger
+            var logger = server.logger
             logger[metadataKey: "request.id"] = .string(id)
             return logger
         }
         set { changedLogger = newValue }
     }
-    /// The server's logger; ``logger`` adds the id when asked (no copy of the metadata per request).
-    private let serverLogger: Logger
+    /// The trace context when tracing is on (nil: `.topLevel`, nothing to copy per request).
+    private var tracedContext: ServiceContext?
+    /// The server's presence on the loop, for its logger: one reference, not a logger copied per request
+    /// (``logger`` adds the id when asked).
+    private let server: HTTPLoopContext
     private var changedLogger: Logger?
 
     init(head: HTTPRequest, version: HTTPVersion, body: [UInt8], parameters: HTTPPathParameters, loop: EventLoop,
-         context: HTTPRequestContext) {
+         context: HTTPRequestContext, server: HTTPLoopContext) {
         self.head = head
         self.version = version
         self.body = body
@@ -56,8 +62,8 @@ public struct HTTPServerRequest: Sendable {
         id = context.id
         startTime = context.startTime
         route = context.route
-        serviceContext = context.serviceContext
-        serverLogger = context.logger
+        tracedContext = context.serviceContext
+        self.server = server
     }
 
     /// The path without the query: the part of the request target before `?`.
@@ -113,6 +119,6 @@ struct HTTPRequestContext: Sendable {
     var id: String
     var startTime: ContinuousClock.Instant
     var route: String?
-    var serviceContext: ServiceContext
-    var logger: Logger
+    /// nil when no tracing is configured (the request's context is then `.topLevel`).
+    var serviceContext: ServiceContext?
 }

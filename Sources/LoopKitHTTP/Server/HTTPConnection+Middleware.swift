@@ -11,7 +11,7 @@ extension HTTPConnection {
         self.route = nil
         let request = HTTPServerRequest(head: head.request, version: head.version, body: body,
                                         parameters: route?.parameters ?? HTTPPathParameters(), loop: context.loop,
-                                        context: requestContext!)
+                                        context: requestContext!, server: context)
         let terminal: @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse
         switch route?.handler {
         case nil:

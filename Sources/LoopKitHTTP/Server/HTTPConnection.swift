@@ -28,6 +28,8 @@ final class HTTPConnection: @unchecked Sendable {
             yield &context.encoder
         }
     }
+    // The per-request state below is loop-confined, like the connection: `@exclusivity(unchecked)` spares
+    // each access a runtime exclusivity check (a `swift_beginAccess` per access on the hot path).
     /// The head of the request being read or answered.
     @exclusivity(unchecked) var head: HTTPRequestHead?
     /// The body of the request being read.
@@ -37,9 +39,9 @@ final class HTTPConnection: @unchecked Sendable {
     /// The route of the request being read (nil: none matched).
     @exclusivity(unchecked) var route: (handler: HTTPHandler, parameters: HTTPPathParameters)?
     /// What the request resolved to when no route took it (404, 405, OPTIONS, 501).
-    var unrouted = HTTPRouter.Resolution.notFound
+    @exclusivity(unchecked) var unrouted = HTTPRouter.Resolution.notFound
     /// The body of a streaming route's request, while it arrives.
-    var streamedBody: HTTPRequestBody?
+    @exclusivity(unchecked) var streamedBody: HTTPRequestBody?
     /// `100 Continue` went out for the current request.
     var continueSent = false
     /// The current request's response has begun (its head is written).
@@ -47,25 +49,25 @@ final class HTTPConnection: @unchecked Sendable {
     /// Set when the TCP connection has closed.
     var isClosed = false
     /// The task writing a streamed response body, until it ends; cancelled when the connection closes.
-    private var responseTask: Task<Void, Never>?
+    @exclusivity(unchecked) private var responseTask: Task<Void, Never>?
     /// The WebSocket the connection was upgraded to, if it was (it serves the connection from then on).
-    var webSocket: WebSocket?
+    @exclusivity(unchecked) var webSocket: WebSocket?
     /// True while `receive` runs (a sync handler's response is flushed at its end).
     private var isReceiving = false
     /// The current request's id, start, route and trace context, from its head until its response ends.
-    var requestContext: HTTPRequestContext?
+    @exclusivity(unchecked) var requestContext: HTTPRequestContext?
     /// The current request's server span, when a tracer is on; ended with the response.
-    var span: (any Span)?
+    @exclusivity(unchecked) var span: (any Span)?
     /// Behind an inline chain: the request as the middleware left it and how many it reached (their
     /// `responseEnded` is owed).
-    var middlewareTrail: (request: HTTPServerRequest, reached: Int)?
+    @exclusivity(unchecked) var middlewareTrail: (request: HTTPServerRequest, reached: Int)?
     /// Behind a chain with async middleware: the same, filled as the request goes down the chain.
-    var asyncTrail: HTTPMiddlewareChain.Trail?
+    @exclusivity(unchecked) var asyncTrail: HTTPMiddlewareChain.Trail?
     /// The status sent for the current request, and its body bytes handed to the connection so far.
-    var responseStatus: HTTPResponse.Status?
-    var responseBodyBytes = 0
+    @exclusivity(unchecked) var responseStatus: HTTPResponse.Status?
+    @exclusivity(unchecked) var responseBodyBytes = 0
     /// A callback-form streaming route's answer, awaited by the middleware chain.
-    var responseSlot: HTTPResponseSlot?
+    @exclusivity(unchecked) var responseSlot: HTTPResponseSlot?
 
     init(context: HTTPLoopContext, tcp: TCPConnection) {
         self.context = context
@@ -201,7 +203,7 @@ final class HTTPConnection: @unchecked Sendable {
         continueSent = false
         machine.streamingStarted(head)
         let serverRequest = HTTPServerRequest(head: request, version: head.version, body: [],
-                                              parameters: route.parameters, loop: context.loop, context: requestContext!)
+                                              parameters: route.parameters, loop: context.loop, context: requestContext!, server: context)
         let middleware = context.router.middleware
         if !middleware.isEmpty {
             streamingThroughMiddleware(serverRequest, body: body, handler: route.handler, middleware: middleware)
@@ -239,17 +241,17 @@ final class HTTPConnection: @unchecked Sendable {
         } else {
             id = context.requestIDs.next()
         }
-        var serviceContext = ServiceContext.topLevel
+        var serviceContext: ServiceContext?
         if let tracing = context.tracing {
             serviceContext = tracing.extract(from: request.headerFields)
             if tracing.startsSpans {
                 let span = tracing.startSpan(method: request.method, path: path, route: route, scheme: context.scheme,
-                                             context: serviceContext)
+                                             context: serviceContext ?? .topLevel)
                 self.span = span
                 serviceContext = span.context
             }
         }
-        return HTTPRequestContext(id: id, startTime: .now, route: route, serviceContext: serviceContext, logger: context.logger)
+        return HTTPRequestContext(id: id, startTime: .now, route: route, serviceContext: serviceContext)
     }
 
     /// The current request's response has ended (or the connection closed first): end its span, tell
@@ -376,7 +378,7 @@ final class HTTPConnection: @unchecked Sendable {
         }
         self.route = nil
         let serverRequest = HTTPServerRequest(head: head.request, version: head.version, body: collected,
-                                              parameters: route.parameters, loop: context.loop, context: requestContext!)
+                                              parameters: route.parameters, loop: context.loop, context: requestContext!, server: context)
         switch route.handler {
         case .sync(let run):
             let response: HTTPServerResponse

@@ -23,6 +23,13 @@ struct UTF8Validator: Sendable {
         var index = 0
         let count = bytes.count
         while index < count {
+            if needed == 0 {
+                // ASCII, eight bytes at a time: no byte with its high bit set.
+                while index + 8 <= count, bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 {
+                    index += 8
+                }
+                guard index < count else { break }
+            }
             let byte = bytes[index]
             index += 1
             if needed == 0 {

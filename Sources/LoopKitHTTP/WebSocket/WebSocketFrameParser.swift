@@ -80,10 +80,7 @@ struct WebSocketFrameParser {
             let start = payload.count
             payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + take)]))
             if let mask = frame.mask {
-                let key = [mask.0, mask.1, mask.2, mask.3]
-                payload.withUnsafeMutableBufferPointer { buffer in
-                    for index in start..<(start + take) { buffer[index] ^= key[index & 3] }
-                }
+                payload.withUnsafeMutableBytes { Self.unmask($0, from: start, count: take, key: mask) }
             }
             offset += take
         }
@@ -92,6 +89,36 @@ struct WebSocketFrameParser {
         let complete = WebSocketFrame(fin: frame.fin, rsv1: frame.rsv1, opcode: frame.opcode, payload: payload)
         payload = []
         return (.frame(complete), offset)
+    }
+
+    /// XORs payload bytes `start..<start + count` with the masking key (payload byte `i` with key byte
+    /// `i % 4`), eight bytes at a time once `start` is on a key boundary.
+    static func unmask(_ payload: UnsafeMutableRawBufferPointer, from start: Int, count: Int,
+                       key: (UInt8, UInt8, UInt8, UInt8)) {
+        func keyByte(_ index: Int) -> UInt8 {
+            switch index & 3 {
+            case 0: key.0
+            case 1: key.1
+            case 2: key.2
+            default: key.3
+            }
+        }
+        let end = start + count
+        var index = start
+        while index < end && index & 3 != 0 {
+            payload[index] ^= keyByte(index)
+            index += 1
+        }
+        // The key twice over, as eight bytes in memory order: XOR-ing a word is XOR-ing its bytes.
+        let word = withUnsafeBytes(of: (key.0, key.1, key.2, key.3, key.0, key.1, key.2, key.3)) { $0.loadUnaligned(as: UInt64.self) }
+        while index + 8 <= end {
+            payload.storeBytes(of: payload.loadUnaligned(fromByteOffset: index, as: UInt64.self) ^ word, toByteOffset: index, as: UInt64.self)
+            index += 8
+        }
+        while index < end {
+            payload[index] ^= keyByte(index)
+            index += 1
+        }
     }
 
     /// The full header length the bytes so far announce (2 until the second byte is known); checks the
