@@ -63,10 +63,12 @@ public enum HTTPServerMetrics {
         let active: Meter
         let handles: Mutex<Handles>
 
-        /// The handles made so far, by their dimensions.
+        /// The handles made so far, by their dimensions, and the last ones used (most requests hit the
+        /// same route and status as the one before: a comparison instead of a hash).
         struct Handles {
             var requestBodySize: [String: Recorder] = [:]
             var ended: [EndedKey: Ended] = [:]
+            var last: (key: EndedKey, ended: Ended)?
         }
 
         struct EndedKey: Hashable {
@@ -89,6 +91,9 @@ public enum HTTPServerMetrics {
 
         func handleRequest(_ request: inout HTTPServerRequest) throws -> HTTPServerResponse? {
             active.increment()
+            // A request without a body (most GETs) has no body size to record (OpenTelemetry records the
+            // size when there is a body).
+            guard !request.body.isEmpty || request.head.headerFields[.contentLength] != nil else { return nil }
             let method = request.head.method.rawValue
             let recorder = handles.withLock { handles in
                 if let recorder = handles.requestBodySize[method] { return recorder }
@@ -106,7 +111,11 @@ public enum HTTPServerMetrics {
             let key = EndedKey(method: request.head.method.rawValue, route: request.route ?? "unmatched",
                                code: summary.status.map { $0.code } ?? 0)
             let ended = handles.withLock { handles in
-                if let ended = handles.ended[key] { return ended }
+                if let last = handles.last, last.key == key { return last.ended }
+                if let ended = handles.ended[key] {
+                    handles.last = (key, ended)
+                    return ended
+                }
                 let code = key.code == 0 ? "none" : String(key.code)
                 let statusClass = key.code == 0 ? "none" : "\(key.code / 100)xx"
                 let ended = Ended(
@@ -120,6 +129,7 @@ public enum HTTPServerMetrics {
                         ("http.request.method", key.method), ("http.response.status_code", code),
                     ], aggregate: true, factory: factory))
                 handles.ended[key] = ended
+                handles.last = (key, ended)
                 return ended
             }
             ended.duration.recordNanoseconds(nanoseconds(summary.duration))

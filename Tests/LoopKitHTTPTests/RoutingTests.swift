@@ -1,4 +1,5 @@
 import HTTPTypes
+import LoopKitHTTPTesting
 import Testing
 @testable import LoopKitHTTP
 
@@ -49,5 +50,24 @@ struct RoutingTests {
             let client = try RawClient(port: port)
             #expect(try client.exchange("GET /async HTTP/1.1\r\nHost: t\r\n\r\n").text == "async on loop: true")
         }
+    }
+}
+
+/// The router's shortcut for literal routes keeps the scan's rule: the first route added that matches wins.
+@Suite("Routing: literal shortcut")
+struct LiteralShortcutTests {
+    @Test func anEarlierParameterisedRouteStillWinsOverALaterLiteralOne() throws {
+        var router = HTTPRouter()
+        router.get("/users/:id") { _ in .text("by id") }
+        router.get("/users/me") { _ in .text("me") }
+        router.get("/about") { _ in .text("about") }
+        router.get("/about") { _ in .text("second about") }
+        let client = try HTTPTestClient(router: router)
+        #expect(try client.execute(.get, "/users/me").text == "by id")
+        #expect(try client.execute(.get, "/about").text == "about")
+        #expect(try client.execute(.get, "/about/").text == "about")    // a trailing slash is the same path
+        #expect(try client.execute(.get, "//about").text == "about")    // so is a doubled one
+        #expect(try client.execute(.head, "/about").status == .ok)      // HEAD falls back to GET
+        #expect(try client.execute(.post, "/about").status == .methodNotAllowed)
     }
 }

@@ -31,6 +31,16 @@ public struct HTTPRouter: Sendable {
     }
 
     var routes: [Route] = []
+    /// Routes whose pattern has no parameter and that no earlier route of their method matches, by method
+    /// and pattern (`GET /hello`): such a route is found with one hash lookup when the
+    /// request's path is written as its pattern is (no doubled or trailing slash), rather than by trying
+    /// every route in turn. The first route added wins, as in the scan.
+    var literalRoutes: [LiteralKey: Int] = [:]
+
+    struct LiteralKey: Hashable, Sendable {
+        var method: String
+        var path: Substring
+    }
     /// The middleware every request runs through (`use(_:)`).
     var middleware = HTTPMiddlewareChain()
 
@@ -53,6 +63,11 @@ public struct HTTPRouter: Sendable {
             case .parameter(let name): ":" + name
             }
         }.joined(separator: "/")
+        let isLiteral = segments.allSatisfy { if case .literal = $0 { true } else { false } }
+        // An earlier route of the method that matches this path would win the scan: then no shortcut.
+        let shadowed = routes.contains { $0.method == method && bind($0, pattern[...]) != nil }
+        let key = LiteralKey(method: method.rawValue, path: pattern[...])
+        if isLiteral, !shadowed, literalRoutes[key] == nil { literalRoutes[key] = routes.count }
         routes.append(Route(method: method, segments: segments, handler: handler, pattern: pattern))
     }
 
@@ -200,6 +215,9 @@ public struct HTTPRouter: Sendable {
     }
 
     private func match(exactly method: HTTPRequest.Method, path: Substring) -> (route: Route, parameters: HTTPPathParameters)? {
+        if let index = literalRoutes[LiteralKey(method: method.rawValue, path: path)] {
+            return (routes[index], HTTPPathParameters())
+        }
         for route in routes where route.method == method {
             if let parameters = bind(route, path) { return (route, parameters) }
         }
@@ -217,7 +235,8 @@ public struct HTTPRouter: Sendable {
             let part = Substring(rest[rest.startIndex..<end])
             switch segment {
             case .literal(let literal):
-                guard part == literal else { return nil }
+                // Byte equality: a path segment is not normalised, so no Unicode comparison is needed.
+                guard part.utf8.elementsEqual(literal.utf8) else { return nil }
             case .parameter(let name):
                 parameters.pairs.append((name, part))
             }

@@ -69,7 +69,7 @@ public struct HTTPServerRequest: Sendable {
     /// The path without the query: the part of the request target before `?`.
     public var path: Substring {
         let target = head.path ?? "/"
-        return target.firstIndex(of: "?").map { target[..<$0] } ?? target[...]
+        return target.utf8.firstIndex(of: UInt8(ascii: "?")).map { target[..<$0] } ?? target[...]
     }
 
     /// The value of query parameter `name` (the first one), not percent-decoded.
@@ -77,7 +77,7 @@ public struct HTTPServerRequest: Sendable {
     /// - Parameter name: The parameter's name.
     /// - Returns: Its value, or nil when the query has no such parameter.
     public func query(_ name: String) -> Substring? {
-        guard let target = head.path, let mark = target.firstIndex(of: "?") else { return nil }
+        guard let target = head.path, let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
         for pair in target[target.index(after: mark)...].split(separator: "&") {
             if let equals = pair.firstIndex(of: "=") {
                 if pair[..<equals] == name { return pair[pair.index(after: equals)...] }
@@ -114,11 +114,19 @@ public struct HTTPPathParameters: Sendable, Hashable {
 }
 
 /// What the server knows of a request when its head arrives, kept by the connection until the
-/// ``HTTPServerRequest`` is made.
-struct HTTPRequestContext: Sendable {
-    var id: String
-    var startTime: ContinuousClock.Instant
-    var route: String?
+/// ``HTTPServerRequest`` is made. A class: the connection, the request and the middleware's trail share
+/// it by reference instead of copying its strings and context each time (immutable, so `Sendable`).
+final class HTTPRequestContext: Sendable {
+    let id: String
+    let startTime: ContinuousClock.Instant
+    let route: String?
     /// nil when no tracing is configured (the request's context is then `.topLevel`).
-    var serviceContext: ServiceContext?
+    let serviceContext: ServiceContext?
+
+    init(id: String, startTime: ContinuousClock.Instant, route: String?, serviceContext: ServiceContext?) {
+        self.id = id
+        self.startTime = startTime
+        self.route = route
+        self.serviceContext = serviceContext
+    }
 }

@@ -176,7 +176,8 @@ final class HTTPConnection: @unchecked Sendable {
     private func headArrived(_ head: HTTPRequestHead) {
         let request = head.request
         let target = request.path ?? "/"
-        let path = target[..<(target.firstIndex(of: "?") ?? target.endIndex)]
+        // The query starts at the first "?": found on the UTF-8 bytes, not by comparing Characters.
+        let path = target[..<(target.utf8.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex)]
         let (resolution, pattern) = context.router.lookup(request.method, path: request.method == .options && target == "*" ? "*" : path)
         if case .found(let handler, let parameters) = resolution {
             route = (handler, parameters)
