@@ -20,7 +20,8 @@ final class LiveTransport: HTTPTestTransport {
 
     /// What the client connection has received, filled on the client's loop thread.
     private final class Inbox: Sendable {
-        let state = Mutex<(bytes: [UInt8], closed: Bool)>(([], false))
+        /// LoopKit's `Lock` (a `Mutex` the thread sanitizer can see).
+        let state = Lock<(bytes: [UInt8], closed: Bool)>(([], false))
         /// Signalled on every arrival and on close.
         let arrived = DispatchSemaphore(value: 0)
     }
@@ -51,7 +52,7 @@ final class LiveTransport: HTTPTestTransport {
 
     /// Connects to the server and installs the inbox's callbacks on the client's loop; waits for both.
     private static func connect(port: Int, on loop: EventLoop, inbox: Inbox) throws -> TCPConnection {
-        let outcome = Mutex<Result<TCPConnection, any Error>?>(nil)
+        let outcome = Lock<Result<TCPConnection, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         // A task on the client's loop thread, not on Swift's cooperative pool: the test's thread, waiting
         // below, may itself be one of the pool's few threads.

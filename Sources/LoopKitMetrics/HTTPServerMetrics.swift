@@ -1,7 +1,7 @@
 import CoreMetrics
 import HTTPTypes
+import LoopKit
 import LoopKitHTTP
-import Synchronization
 
 /// An HTTP server's requests and connections as swift-metrics, named after OpenTelemetry's HTTP semantic
 /// conventions: a middleware (``middleware(factory:)``) for the requests and a configuration hook
@@ -61,7 +61,8 @@ public enum HTTPServerMetrics {
     private final class RequestMetrics: HTTPMiddleware {
         let factory: any MetricsFactory
         let active: Meter
-        let handles: Mutex<Handles>
+        /// LoopKit's `Lock`: a `Mutex` the thread sanitizer can see.
+        let handles: Lock<Handles>
 
         /// The handles made so far, by their dimensions, and the last ones used (most requests hit the
         /// same route and status as the one before: a comparison instead of a hash).
@@ -86,7 +87,7 @@ public enum HTTPServerMetrics {
         init(factory: any MetricsFactory) {
             self.factory = factory
             active = Meter(label: Name.activeRequests, dimensions: [], factory: factory)
-            handles = Mutex(Handles())
+            handles = Lock(Handles())
         }
 
         func handleRequest(_ request: inout HTTPServerRequest) throws -> HTTPServerResponse? {

@@ -132,7 +132,34 @@ struct TLSTests: TLSEchoSuite {
 
     @Test
     func theClientTalksToOpenSSLsServer() async throws {
-        let port = try RawSocket.freePort()
+        // A free port can be taken by another test's listener before s_server binds it: then s_server
+        // exits, and the test tries another port (up to five).
+        var server: (pid: pid_t, port: Int)?
+        for _ in 0..<5 where server == nil {
+            let port = try RawSocket.freePort()
+            let pid = Self.startOpenSSLServer(port: port)
+            let up = await eventually {
+                Self.hasExited(pid) || (try? RawSocket(port: port)).map { $0.close(); return true } ?? false
+            }
+            if up && !Self.hasExited(pid) { server = (pid, port) } else { Self.stop(pid) }
+        }
+        let (pid, port) = try #require(server, "openssl s_server did not start on five free ports")
+        defer { Self.stop(pid) }
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let page = try await onLoop(loop) {
+            let connection = try await TCPConnection.connect(host: "127.0.0.1", port: port, on: loop,
+                                                             tls: try certificates.clientContext())
+            try await connection.send("GET / HTTP/1.0\r\n\r\n")
+            return String(decoding: try await readToEnd(from: connection), as: UTF8.self)
+        }
+        #expect(page.hasPrefix("HTTP/1.0 200 ok"))
+    }
+
+    /// Starts `openssl s_server -www` on 127.0.0.1:`port` with the test certificate; returns its pid.
+    static func startOpenSSLServer(port: Int) -> pid_t {
+        let certificates = TestCertificates.shared
         let arguments = ["openssl", "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificates.serverPEM,
                          "-key", certificates.serverKey, "-www", "-quiet"]
         let argv = arguments.map { strdup($0) } + [nil]
@@ -145,22 +172,20 @@ struct TLSTests: TLSEchoSuite {
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         var pid: pid_t = 0
         #expect(spawn(&pid, "/usr/bin/openssl", actions: &actions, argv: argv) == 0)
-        defer {
-            kill(pid, SIGTERM)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
-        }
-        #expect(await eventually { (try? RawSocket(port: port)).map { $0.close(); return true } ?? false })
-        let group = try LoopGroup(threads: 1)
-        defer { group.shutdown() }
-        let loop = group.loops[0]
-        let page = try await onLoop(loop) {
-            let connection = try await TCPConnection.connect(host: "127.0.0.1", port: port, on: loop,
-                                                             tls: try certificates.clientContext())
-            try await connection.send("GET / HTTP/1.0\r\n\r\n")
-            return String(decoding: try await readToEnd(from: connection), as: UTF8.self)
-        }
-        #expect(page.hasPrefix("HTTP/1.0 200 ok"))
+        return pid
+    }
+
+    /// Whether the child has exited (reaped here if so).
+    static func hasExited(_ pid: pid_t) -> Bool {
+        var status: Int32 = 0
+        return waitpid(pid, &status, WNOHANG) == pid
+    }
+
+    /// Stops the child and reaps it (nothing when it was reaped already).
+    static func stop(_ pid: pid_t) {
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
     }
 
     /// The count: 10,000 TLS connections, each a full handshake (no session resumption), an
