@@ -32,6 +32,12 @@ struct HTTPRequestIDGenerator {
         self.prefix = prefix
     }
 
+    /// Ids `PREFIX1`, `PREFIX2`, … with no process-wide part: the same in every run, for the in-memory
+    /// test host (``HTTPConnectionHost``), whose traces must not depend on how many loops the process made.
+    init(fixedPrefix: String) {
+        prefix = Array(fixedPrefix.utf8)
+    }
+
     /// The next id of this loop. Loop thread.
     mutating func next() -> String {
         counter &+= 1

@@ -50,24 +50,66 @@ final class HTTPConnection: @unchecked Sendable {
     var isClosed = false
     /// The task writing a streamed response body, until it ends; cancelled when the connection closes.
     @exclusivity(unchecked) private var responseTask: Task<Void, Never>?
-    /// The WebSocket the connection was upgraded to, if it was (it serves the connection from then on).
-    @exclusivity(unchecked) var webSocket: WebSocket?
+
     /// True while `receive` runs (a sync handler's response is flushed at its end).
     private var isReceiving = false
     /// The current request's id, start, route and trace context, from its head until its response ends.
     @exclusivity(unchecked) var requestContext: HTTPRequestContext?
-    /// The current request's server span, when a tracer is on; ended with the response.
-    @exclusivity(unchecked) var span: (any Span)?
-    /// Behind an inline chain: the request as the middleware left it and how many it reached (their
-    /// `responseEnded` is owed).
-    @exclusivity(unchecked) var middlewareTrail: (request: HTTPServerRequest, reached: Int)?
-    /// Behind a chain with async middleware: the same, filled as the request goes down the chain.
-    @exclusivity(unchecked) var asyncTrail: HTTPMiddlewareChain.Trail?
+
     /// The status sent for the current request, and its body bytes handed to the connection so far.
     @exclusivity(unchecked) var responseStatus: HTTPResponse.Status?
     @exclusivity(unchecked) var responseBodyBytes = 0
-    /// A callback-form streaming route's answer, awaited by the middleware chain.
-    @exclusivity(unchecked) var responseSlot: HTTPResponseSlot?
+
+    /// State that a plain request never needs (tracing, middleware, a WebSocket, a callback route's
+    /// answer awaited by middleware), kept out of the connection object so that an idle keep-alive
+    /// connection stays small; made on first use.
+    final class Extras {
+        /// The current request's server span, when a tracer is on; ended with the response.
+        var span: (any Span)?
+        /// Behind an inline chain: the request as the middleware left it and how many it reached (their
+        /// `responseEnded` is owed).
+        var middlewareTrail: (request: HTTPServerRequest, reached: Int)?
+        /// Behind a chain with async middleware: the same, filled as the request goes down the chain.
+        var asyncTrail: HTTPMiddlewareChain.Trail?
+        /// A callback-form streaming route's answer, awaited by the middleware chain.
+        var responseSlot: HTTPResponseSlot?
+        /// The WebSocket the connection was upgraded to, if it was (it serves the connection from then on).
+        var webSocket: WebSocket?
+    }
+
+    @exclusivity(unchecked) private var extrasStorage: Extras?
+
+    private var extras: Extras {
+        if let extrasStorage { return extrasStorage }
+        let made = Extras()
+        extrasStorage = made
+        return made
+    }
+
+    var span: (any Span)? {
+        get { extrasStorage?.span }
+        set { if newValue != nil || extrasStorage != nil { extras.span = newValue } }
+    }
+
+    var middlewareTrail: (request: HTTPServerRequest, reached: Int)? {
+        get { extrasStorage?.middlewareTrail }
+        set { if newValue != nil || extrasStorage != nil { extras.middlewareTrail = newValue } }
+    }
+
+    var asyncTrail: HTTPMiddlewareChain.Trail? {
+        get { extrasStorage?.asyncTrail }
+        set { if newValue != nil || extrasStorage != nil { extras.asyncTrail = newValue } }
+    }
+
+    var responseSlot: HTTPResponseSlot? {
+        get { extrasStorage?.responseSlot }
+        set { if newValue != nil || extrasStorage != nil { extras.responseSlot = newValue } }
+    }
+
+    var webSocket: WebSocket? {
+        get { extrasStorage?.webSocket }
+        set { if newValue != nil || extrasStorage != nil { extras.webSocket = newValue } }
+    }
 
     init(context: HTTPLoopContext, tcp: TCPConnection) {
         self.context = context
