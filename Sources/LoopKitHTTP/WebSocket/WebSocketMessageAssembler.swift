@@ -1,8 +1,7 @@
 /// Puts data frames together into messages and checks the fragmentation rules (RFC 6455 §5.4): a
 /// message starts with a text or binary frame and goes on with continuation frames until one has FIN;
 /// a new message inside one, or a continuation outside one, is a protocol error (1002). Text is
-/// validated as UTF-8 fragment by fragment (1007 at the first bad one); a whole uncompressed text message
-/// in one frame is validated once, as its String is made; a message past
+/// validated as UTF-8 fragment by fragment (1007 at the first bad one); a message past
 /// ``maxMessageSize`` fails with 1009 as soon as it passes it. A compressed message (RSV1 on its first
 /// frame, permessage-deflate negotiated) is inflated frame by frame, and the limit applies to what it
 /// inflates to.
@@ -51,15 +50,6 @@ struct WebSocketMessageAssembler {
             }.get()
             if frame.fin { try inflater.finishMessage(into: &inflated, limit: room) }
             try add(inflated, isText: opcode == .text)
-        } else if frame.fin && bytes.isEmpty && frame.opcode != .continuation && opcode == .text {
-            // A whole text message in one frame: checked once, by the String made of it (an incremental
-            // check is only needed to fail a fragmented message at its first bad fragment).
-            guard frame.payload.count <= maxMessageSize else { throw .tooBig("message larger than \(maxMessageSize) bytes") }
-            defer { current = nil }
-            guard let text = String(validating: frame.payload, as: UTF8.self) else {
-                throw .invalidUTF8("text message is not UTF-8")
-            }
-            return .text(text)
         } else {
             try add(frame.payload, isText: opcode == .text)
         }
