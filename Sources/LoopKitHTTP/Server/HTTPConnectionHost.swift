@@ -23,6 +23,9 @@ package final class HTTPConnectionHost {
     package init(loop: EventLoop, configuration: HTTPServer.Configuration, router: HTTPRouter, logger: Logger) throws {
         context = HTTPLoopContext(loop: loop, configuration: configuration, router: router, logger: logger,
                                   tracing: HTTPTracing.resolve(configuration.tracer))
+        // Made ids are `memory-1`, `memory-2`…: the same in every run (a server's also name its process and
+        // its loop context, whose number depends on how many loops the process has made).
+        context.requestIDs = HTTPRequestIDGenerator(fixedPrefix: "memory-")
         try context.start()
     }
 
