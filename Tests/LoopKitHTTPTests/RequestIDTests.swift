@@ -34,14 +34,25 @@ struct RequestIDTests {
         #expect(HTTPRequestIDGenerator.isValid(response.text))
     }
 
+    /// A server's made ids name the process, its loop context and the request: unique in the process.
     @Test func madeIDsAreUniqueAcrossRequestsAndLoops() throws {
-        let clients = try (0..<3).map { _ in try HTTPTestClient(router: idRouter()) }
+        let clients = try (0..<3).map { _ in try HTTPTestClient(router: idRouter(), mode: .live) }
         defer { for client in clients { client.shutDown() } }
         var ids = Set<String>()
         for _ in 0..<200 {
             for client in clients { ids.insert(try client.execute(.get, "/id").text) }
         }
         #expect(ids.count == 600)
+    }
+
+    /// The in-memory test host makes `memory-1`, `memory-2`…: the same in every run, whatever else the
+    /// process has done (a trace must not depend on how many loops were made before).
+    @Test func theInMemoryHostMakesTheSameIDsEveryRun() throws {
+        for _ in 0..<2 {
+            let client = try HTTPTestClient(router: idRouter())
+            #expect(try client.execute(.get, "/id").text == "memory-1")
+            #expect(try client.execute(.get, "/id").text == "memory-2")
+        }
     }
 
     @Test func madeIDsAreSmallStrings() {

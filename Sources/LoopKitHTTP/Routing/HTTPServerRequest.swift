@@ -19,8 +19,9 @@ public struct HTTPServerRequest: Sendable {
     /// The loop the connection lives on: the handler runs on its thread.
     public let loop: EventLoop
     /// The request's id: the client's ``HTTPServer/Configuration/requestIDField`` (`X-Request-ID`) when
-    /// it is 1 to 128 characters of visible ASCII, else one the server made (unique in the process). The
-    /// response carries it in the same field.
+    /// it is 1 to 128 characters of visible ASCII, else one the server made (unique in the process; the
+    /// in-memory test client's host makes `memory-1`, `memory-2`…, the same in every run). The response
+    /// carries it in the same field.
     public let id: String
     /// When the request's head arrived (for durations: `ContinuousClock.now - request.startTime`).
     public let startTime: ContinuousClock.Instant
