@@ -32,7 +32,8 @@ extension HTTPRouter {
     /// ```swift
     /// router.webSocket("/ws/shout") { request, socket in
     ///     socket.onMessage { message in
-    ///         if case .text(let text) = message { try? socket.write(.text(text.uppercased())) }
+    ///         guard case .text(let text) = message else { return }
+    ///         do { try socket.write(.text(text.uppercased())) } catch { return }  // closed: onClose says why
     ///     }
     /// }
     /// ```

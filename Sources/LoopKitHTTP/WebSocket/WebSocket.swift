@@ -14,7 +14,8 @@ import LoopKitNet
 /// }                                                              // returning closes with 1000
 /// router.webSocket("/ws/shout") { request, socket in           // callbacks: on the loop thread
 ///     socket.onMessage { message in
-///         if case .text(let text) = message { try? socket.write(.text(text.uppercased())) }
+///         guard case .text(let text) = message else { return }
+///         do { try socket.write(.text(text.uppercased())) } catch { return }  // closed: onClose says why
 ///     }
 /// }
 /// ```
