@@ -42,3 +42,22 @@ ratio_summary() {
     ratios=$(for i in "${!mine[@]}"; do awk -v a="${mine[$i]}" -v b="${theirs[$i]}" 'BEGIN {printf "%.3f\n", (b > 0 ? a / b : 0)}'; done)
     printf '%s (%s-%s)' "$(median <<< "$ratios")" "$(sort -g <<< "$ratios" | head -1)" "$(sort -g <<< "$ratios" | tail -1)"
 }
+
+# idle_rss_row LABEL COUNT CLIENT...: with a server started (pid), runs CLIENT pinned to CLIENT_CORE, which
+# opens COUNT idle connections, prints "ready N" and holds them until its standard input closes; prints the
+# server's RSS growth per connection, then stops the server.
+idle_rss_row() {
+    local name=$1 count=$2; shift 2
+    sleep 0.3
+    local before; before=$(rss_kib)
+    coproc clients { taskset -c "$CLIENT_CORE" "$@"; }
+    local said; read -r said <&"${clients[0]}"
+    sleep 0.5
+    local after; after=$(rss_kib)
+    exec {clients[1]}>&-
+    wait "$clients_PID" 2>/dev/null || true
+    cleanup
+    if [ "${said%% *}" != ready ]; then echo "  $name: clients $said"; return; fi
+    awk -v name="$name" -v b="$before" -v a="$after" -v n="$count" 'BEGIN {
+        printf "  %-38s %6.1f KiB per connection   (RSS %d -> %d KiB)\n", name, (a - b) / n, b, a }'
+}

@@ -120,18 +120,7 @@ alternated() {
 idle_row() {
     local who=$1 port=$((PORT_BASE + 10))
     launch "$who" "$port"
-    sleep 0.3
-    local before; before=$(rss_kib)
-    coproc clients { taskset -c "$CLIENT_CORE" python3 "$here/tls-idle-clients.py" "$port" "$IDLE" "$work/cert.pem"; }
-    local said; read -r said <&"${clients[0]}"
-    sleep 0.5
-    local after; after=$(rss_kib)
-    exec {clients[1]}>&-
-    wait "$clients_PID" 2>/dev/null || true
-    cleanup
-    if [ "${said%% *}" != ready ]; then echo "  $(label "$who"): clients $said"; return; fi
-    awk -v name="$(label "$who")" -v b="$before" -v a="$after" -v n="$IDLE" 'BEGIN {
-        printf "  %-36s %6.1f KiB per connection   (RSS %d -> %d KiB)\n", name, (a - b) / n, b, a }'
+    idle_rss_row "$(label "$who")" "$IDLE" python3 "$here/tls-idle-clients.py" "$port" "$IDLE" "$work/cert.pem"
 }
 
 # bulk WHO: 1 GiB of zeros streamed by curl as an HTTPS POST /upload body (count + SHA-256 answered);

@@ -98,18 +98,7 @@ echo_rows() {
 idle_row() {
     local who=$1 port=$((PORT_BASE + 10))
     launch "$who" "$port"
-    sleep 0.3
-    local before; before=$(rss_kib)
-    coproc clients { taskset -c "$CLIENT_CORE" "$WS_LOAD" --port "$port" --idle "$IDLE" --size "$SIZE"; }
-    local said; read -r said <&"${clients[0]}"
-    sleep 0.5
-    local after; after=$(rss_kib)
-    exec {clients[1]}>&-
-    wait "$clients_PID" 2>/dev/null || true
-    cleanup
-    if [ "${said%% *}" != ready ]; then echo "  $(label "$who"): clients $said"; return; fi
-    awk -v name="$(label "$who")" -v b="$before" -v a="$after" -v n="$IDLE" 'BEGIN {
-        printf "  %-38s %6.1f KiB per connection   (RSS %d -> %d KiB)\n", name, (a - b) / n, b, a }'
+    idle_rss_row "$(label "$who")" "$IDLE" "$WS_LOAD" --port "$port" --idle "$IDLE" --size "$SIZE"
 }
 
 # sse_rows: SSEFanout on SERVER_CORE (its subscriber thread pins itself to CLIENT_CORE).
