@@ -69,7 +69,7 @@ struct Options: Sendable {
               --json       one JSON object per row instead of the table
               --runs N     timed runs per figure after one warm-up (default 10), LoopKit and its peers
                            alternated; figures are medians with min–max, ratios the median per-run ratio
-              --only NAME  run only scenarios whose key contains NAME (enqueue, chain, cross, invoke, timers, lateness, pingpong, oversub, echo, process, progress, diff, steps, memory, idlemem)
+              --only NAME  run only scenarios whose key contains NAME (enqueue, chain, cross, invoke, timers, lateness, pingpong, idlecpu, oversub, echo, process, progress, diff, steps, memory, idlemem)
               --no-peers   measure LoopKit alone (for profiling it)
               --callgrind TARGET N
                            run one side of one CPU-bound row for N operations, untimed, and exit

@@ -27,6 +27,7 @@ let scenarios: [(key: String, run: () throws -> [Row])] = [
     ("timers", { try TimersScheduleAndFire.run(options, nio: nio) }),
     ("lateness", { try TimerLateness.run(options, nio: nio) }),
     ("pingpong", { try LoopToLoopPingPong.run(options) }),
+    ("idlecpu", { try IdleLoopCPU.run(options) }),
     ("oversub", { try OversubscribedBurst.run(options, nio: nio) }),
     ("echo", { try TCPEcho.run(options) }),
     ("idlemem", { try IdleConnectionMemory.run(options) }),

@@ -83,11 +83,51 @@ extension EventLoop {
 
     /// Phase 1: poll. Wait only when nothing is queued and no timer is due, and then no longer than until
     /// the next timer's deadline. Ready I/O callbacks (phase 2, first half) run inside.
+    ///
+    /// A loop in a conversation with another thread may first spin briefly for that thread's next job
+    /// (``WakeSpin``); a loop that waits announces it first, so that a job queued meanwhile wakes it.
     @inline(__always)
     private func pollAndRunIO(mayBlock: Bool) throws(EventLoopError) {
-        let idle = mayBlock && !hasQueuedWork && !hasDueTimer
-        if idle { armTimerEvent() }
-        try events.base.poll(idle ? .blocking : .nonBlocking)
+        guard mayBlock && !hasQueuedWork && !hasDueTimer else { return try events.base.poll(.nonBlocking) }
+        guard clock.advancesByItself else {
+            // Virtual time: no spin, no wait measured (a test steps the loop).
+            guard queue.prepareToSleep() else { return try events.base.poll(.nonBlocking) }
+            armTimerEvent()
+            defer { queue.awoke() }
+            return try events.base.poll(.blocking)
+        }
+        if state.value.wakeSpin.shouldSpin() {
+            if spinForJobsFromOtherThreads() {
+                state.value.wakeSpin.spinSawJob()
+                return try events.base.poll(.nonBlocking)
+            }
+            state.value.wakeSpin.spinSawNothing()
+            if hasDueTimer { return try events.base.poll(.nonBlocking) }
+        }
+        guard queue.prepareToSleep() else { return try events.base.poll(.nonBlocking) }
+        armTimerEvent()
+        let start = MonotonicTime.nanoseconds()
+        try events.base.poll(.blocking)
+        queue.awoke()
+        state.value.wakeSpin.waitEnded(afterNanoseconds: MonotonicTime.nanoseconds() &- start,
+                                       byAnotherThreadsJob: queue.hasJobsFromOtherThreads)
+    }
+
+    /// Watches the inbox for up to ``WakeSpin/limitNanoseconds``, never past the next timer's deadline.
+    /// Returns whether another thread's job arrived.
+    private func spinForJobsFromOtherThreads() -> Bool {
+        var deadline = clock.nanoseconds() &+ WakeSpin.limitNanoseconds
+        if let timer = nextTimerDeadline { deadline = min(deadline, timer) }
+        var rounds = 0
+        while !queue.hasJobsFromOtherThreads {
+            rounds &+= 1
+            if rounds & 63 == 0 {
+                if clock.nanoseconds() >= deadline { return false }
+                // A peer that shares this core gets it now rather than when this loop waits.
+                ThisThread.yieldCore()
+            }
+        }
+        return true
     }
 
     /// The three phases as in ``runIteration(mayBlock:)``, with the loop's clock read between them for

@@ -210,6 +210,8 @@ struct LoopState: ~Copyable {
     var measurement = IterationMeasurement()
     /// A budgeted job's chunk ran past its budget in this iteration.
     var budgetOverran = false
+    /// Whether to spin for another thread's job before waiting in the poll (owned loops, real time).
+    var wakeSpin = WakeSpin()
 
     /// What must end when the loop shuts down, by owner, with the order of registration.
     var shutdownObservers: [ObjectIdentifier: (sequence: UInt64, body: () -> Void)] = [:]

@@ -12,7 +12,11 @@ import Synchronization
 ///
 /// The protocol, in the order things happen:
 /// 1. ``pushFromAnotherThread(_:)`` appends to the inbox and returns true for the first job since the
-///    last drain: that caller, and only that one, wakes the loop (R7: a burst costs one wake-up).
+///    last drain: that caller, and only that one, wakes the loop (R7: a burst costs one wake-up) — and
+///    only if ``loopMayBeAsleep`` says the loop is blocked in its poll, or about to be. A loop that is
+///    running finds the job before it next waits: ``prepareToSleep()`` announces the wait, then looks at
+///    the inbox once more (the two sides' store-then-load under a sequentially consistent order, so at
+///    least one of them sees the other). A job queued to a busy loop therefore costs no system call.
 /// 2. ``pushOnLoopThread(_:)`` appends to the outbox. If other threads' jobs are waiting in the inbox it
 ///    first moves them ahead of the new job, so a job queued after another (in happens-before order) never
 ///    runs before it, whichever threads queued them (R1). It returns true for the first job since the last
@@ -62,6 +66,8 @@ final class NextIterationQueue: Sendable {
     private let accepting = Atomic<Bool>(true)
     /// A lock-free copy of the inbox's `takesExecutorJobs`, set under the lock.
     private let acceptingExecutorJobs = Atomic<Bool>(true)
+    /// The loop announced that it waits (or is about to wait) in its poll: a first push must wake it.
+    private let asleep = Atomic<Bool>(false)
     private let outbox: LoopConfined<Outbox>
 
     /// Creates an empty, open queue belonging to `owner`'s loop thread.
@@ -105,6 +111,35 @@ final class NextIterationQueue: Sendable {
             inbox.wakeUpSent = true
             return true
         }
+    }
+
+    /// After a push that returned true: whether the loop may be waiting in its poll, so that the pusher
+    /// must wake it. False means the loop is running and will see the job before it next waits.
+    ///
+    /// Safe from any thread.
+    var loopMayBeAsleep: Bool {
+        // Orders the push's store of `inboxHasJobs` before this load (Dekker with prepareToSleep()).
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
+        return asleep.load(ordering: .sequentiallyConsistent)
+    }
+
+    /// Announces that the loop is about to wait in its poll, then looks at the inbox once more.
+    ///
+    /// - Returns: Whether the loop may wait: false when other threads' jobs arrived (the loop then stays
+    ///   awake and polls without waiting). Loop thread only.
+    func prepareToSleep() -> Bool {
+        asleep.store(true, ordering: .sequentiallyConsistent)
+        guard !inboxHasJobs.load(ordering: .sequentiallyConsistent) else {
+            asleep.store(false, ordering: .relaxed)
+            return false
+        }
+        return true
+    }
+
+    /// The loop's poll returned: pushes from now on need not wake it. (A pusher that still reads the old
+    /// value wakes it once more, which ends one later poll early: harmless.) Loop thread only.
+    func awoke() {
+        asleep.store(false, ordering: .relaxed)
     }
 
     /// Moves the inbox behind the outbox (R1 for a loop-thread push). Loop thread only.

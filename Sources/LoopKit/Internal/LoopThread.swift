@@ -80,6 +80,12 @@ enum CurrentLoop {
     }
 }
 
+/// The calling thread.
+enum ThisThread {
+    /// Gives the thread's core to another runnable thread, if there is one (`sched_yield`).
+    static func yieldCore() { sched_yield() }
+}
+
 /// A thread running one closure, joinable.
 final class SpawnedThread: Sendable {
     private let handle: Lock<pthread_t?>
