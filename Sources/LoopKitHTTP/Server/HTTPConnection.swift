@@ -480,11 +480,12 @@ final class HTTPConnection: @unchecked Sendable {
         }
         let keepAlive = machine.responseKeepsAlive
         let isHead = head.request.method == .head
-        let status = response.head.status.code
+        let sentStatus = response.head.status  // parsed from the head's field: read once
+        let status = sentStatus.code
         let allowsBody = status >= 200 && status != 204 && status != 304
         context.dateCache.refresh()
         logAccess(head, status: status)
-        responseStatus = response.head.status
+        responseStatus = sentStatus
         var echoedID: (name: HTTPField.Name, value: String)?
         if let field = context.configuration.requestIDField, let requestContext, response.head.headerFields[field] == nil {
             echoedID = (field, requestContext.id)
