@@ -211,9 +211,15 @@ public final class HTTPTestClient {
         try transport.waitForProgress()
     }
 
-    /// In memory: runs iterations until nothing is queued and no timer is due. Live: does nothing.
+    /// Lets the server finish the work it has queued: in memory, runs iterations until nothing is queued
+    /// and no timer is due; live, waits until the server's loop has run two drains, by which time the
+    /// work queued in the iteration that wrote the last response (a per-iteration metrics flush, say) has
+    /// run.
+    ///
+    /// - Throws: `EventLoopError`: in memory, when the loop is still busy after the driver's guard on
+    ///   iterations (work that re-queues itself forever); live, when the server's loop has shut down.
     public func runUntilIdle() throws {
-        try driver?.runUntilIdle()
+        try transport.runUntilIdle()
     }
 
     /// Moves time forward by `duration`: in memory, virtual time, firing exactly the server's timers that

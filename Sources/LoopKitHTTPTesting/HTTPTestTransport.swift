@@ -11,6 +11,10 @@ protocol HTTPTestTransport: AnyObject {
     /// pending (false when the loop is idle); live, waits until something arrives or the server closes
     /// (false after the safety timeout).
     func waitForProgress() throws -> Bool
+    /// Lets the server finish what it has queued: in memory, runs iterations until nothing is queued or
+    /// due; live, waits until the server's loop has run two drains, so that the work the iteration that
+    /// wrote the last response queued (a metrics flush, say) has run.
+    func runUntilIdle() throws
     /// Moves time forward (in memory: virtual time, firing due timers; live: real time passes).
     func advance(by duration: Duration) throws
     /// Closes the client's end.

@@ -52,6 +52,10 @@ final class InMemoryTransport: HTTPTestTransport {
         return true
     }
 
+    func runUntilIdle() throws {
+        try driver.runUntilIdle()
+    }
+
     func advance(by duration: Duration) throws {
         try driver.advance(by: duration)
     }

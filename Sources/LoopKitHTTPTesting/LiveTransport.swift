@@ -103,6 +103,14 @@ final class LiveTransport: HTTPTestTransport {
         return inbox.arrived.wait(timeout: .now() + .seconds(Int(Self.safetyTimeout.components.seconds))) == .success
     }
 
+    func runUntilIdle() throws {
+        // Work queued in the iteration that wrote the last response runs in that iteration's drain, or in
+        // the next one when it was queued from a drain. The first job below runs in that drain at the
+        // earliest (perhaps before that work, in the same drain); the second, queued once the first has
+        // run, in a later drain: by then that work has run.
+        for _ in 0..<2 { try serverGroup.loops[0].invokeAndWait {} }
+    }
+
     func advance(by duration: Duration) throws {
         let nanoseconds = max(0, duration / .nanoseconds(1))
         let until = DispatchTime.now() + .nanoseconds(Int(min(nanoseconds, Double(Int.max))))

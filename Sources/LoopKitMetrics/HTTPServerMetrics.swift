@@ -24,6 +24,19 @@ import LoopKitHTTP
 /// | `http.server.open_connections` | meter (up/down) | — |
 ///
 /// `http.route` is the route's pattern (`/users/:id`), never the raw path, so the dimensions stay few.
+///
+/// ### When values reach the metrics backend
+///
+/// The histograms (durations and body sizes) get each request's value as the request starts or its
+/// response ends. The counts are kept by each loop, on its own thread (no lock, no atomic per request),
+/// and handed over once per loop iteration: `http.server.requests` gets one `increment(by:)` per
+/// dimension set with the requests the iteration answered, and `http.server.active_requests` one
+/// change, the requests started minus those ended; a request started and answered within one iteration
+/// (a synchronous route on a keep-alive connection, the usual case) leaves it untouched. The hand-over
+/// runs in the drain (phase 3) of the iteration that counted, or of the next one for requests answered
+/// from a drain (async handlers); so a scrape sees a request's count at most one iteration after its
+/// response ended, and a test that reads the counts after a response lets the server's loop drain first
+/// (`HTTPTestClient.runUntilIdle()`). A loop that refuses work (shutting down) hands counts over at once.
 public enum HTTPServerMetrics {
     /// The metric names.
     public enum Name {
@@ -38,8 +51,13 @@ public enum HTTPServerMetrics {
     /// The middleware that records every request. Add it first, so that the answers of the other
     /// middleware (a 401, a CORS preflight) are counted too.
     ///
+    /// One middleware serves every loop of a server: each loop keeps its own share of it (its counts and
+    /// the handles it used), made on the loop's first request.
+    ///
     /// - Parameter factory: The metrics factory (the one bootstrapped by default).
     /// - Returns: The middleware, for `HTTPRouter.use(_:)`.
+    ///
+    /// Safe from any thread; the middleware runs on each connection's loop thread.
     public static func middleware(factory: any MetricsFactory = MetricsSystem.factory) -> some HTTPMiddleware {
         RequestMetrics(factory: factory)
     }
@@ -49,6 +67,8 @@ public enum HTTPServerMetrics {
     /// - Parameters:
     ///   - configuration: The server's configuration, before the server is created.
     ///   - factory: The metrics factory (the one bootstrapped by default).
+    ///
+    /// Safe from any thread, before the server is made from `configuration`.
     public static func record(into configuration: inout HTTPServer.Configuration, factory: any MetricsFactory = MetricsSystem.factory) {
         let open = Meter(label: Name.openConnections, dimensions: [], factory: factory)
         configuration.connectionCountChanged = { delta in
@@ -56,20 +76,23 @@ public enum HTTPServerMetrics {
         }
     }
 
-    /// The request metrics. The handles of each dimension set are made on first use and kept here, behind
-    /// one lock taken once per request (a factory's own lookup, Prometheus's say, costs more).
+    /// The request metrics. Each loop keeps its share (``LoopShare``, a loop-local value): the handles it
+    /// has used, the requests counted and the change of the active requests since its last flush, all
+    /// touched on the loop's thread only, with no lock and no atomic. The first change in an iteration
+    /// queues the flush, which runs in that iteration's drain (the next one's, for a request answered
+    /// from a drain) and hands the counts to the handles: one `increment(by:)` per dimension set. The
+    /// histograms (duration, body sizes) get every value at once. The handles of a dimension set are
+    /// made once for all loops (behind a lock taken on a loop's first use of the set only).
     private final class RequestMetrics: HTTPMiddleware {
         let factory: any MetricsFactory
         let active: Meter
         /// LoopKit's `Lock`: a `Mutex` the thread sanitizer can see.
-        let handles: Lock<Handles>
+        let shared: Lock<Handles>
 
-        /// The handles made so far, by their dimensions, and the last ones used (most requests hit the
-        /// same route and status as the one before: a comparison instead of a hash).
+        /// The handles made so far, by their dimensions.
         struct Handles {
             var requestBodySize: [String: Recorder] = [:]
             var ended: [EndedKey: Ended] = [:]
-            var last: (key: EndedKey, ended: Ended)?
         }
 
         struct EndedKey: Hashable {
@@ -78,6 +101,7 @@ public enum HTTPServerMetrics {
             var code: Int
         }
 
+        /// The handles of one (method, route, status) set.
         struct Ended {
             let duration: CoreMetrics.Timer
             let requests: Counter
@@ -87,36 +111,53 @@ public enum HTTPServerMetrics {
         init(factory: any MetricsFactory) {
             self.factory = factory
             active = Meter(label: Name.activeRequests, dimensions: [], factory: factory)
-            handles = Lock(Handles())
+            shared = Lock(Handles())
+        }
+
+        /// `loop`'s share. Loop thread.
+        @inline(__always)
+        private func share(on loop: EventLoop) -> LoopShare {
+            loop.localValue(for: ObjectIdentifier(self)) { LoopShare(metrics: self) }
         }
 
         func handleRequest(_ request: inout HTTPServerRequest) throws -> HTTPServerResponse? {
-            active.increment()
+            let share = share(on: request.loop)
+            share.activeChange += 1
+            share.changed(on: request.loop)
             // A request without a body (most GETs) has no body size to record (OpenTelemetry records the
             // size when there is a body).
             guard !request.body.isEmpty || request.head.headerFields[.contentLength] != nil else { return nil }
-            let method = request.head.method.rawValue
-            let recorder = handles.withLock { handles in
+            share.requestBodySize(method: request.head.method.rawValue).record(request.body.count)
+            return nil
+        }
+
+        func responseEnded(_ summary: HTTPResponseSummary, for request: HTTPServerRequest) {
+            let share = share(on: request.loop)
+            let counts = share.counts(method: request.head.method.rawValue, route: request.route ?? "unmatched",
+                                      code: summary.status.map { $0.code } ?? 0)
+            counts.handles.duration.recordNanoseconds(nanoseconds(summary.duration))
+            counts.handles.responseBodySize.record(summary.bodyBytes)
+            if counts.pending == 0 { share.counted.append(counts) }
+            counts.pending += 1
+            share.activeChange -= 1
+            share.changed(on: request.loop)
+        }
+
+        /// The handles of a request-body dimension set, made on first use.
+        func makeRequestBodySize(method: String) -> Recorder {
+            shared.withLock { handles in
                 if let recorder = handles.requestBodySize[method] { return recorder }
                 let recorder = Recorder(label: Name.requestBodySize, dimensions: [("http.request.method", method)],
                                         aggregate: true, factory: factory)
                 handles.requestBodySize[method] = recorder
                 return recorder
             }
-            recorder.record(request.body.count)
-            return nil
         }
 
-        func responseEnded(_ summary: HTTPResponseSummary, for request: HTTPServerRequest) {
-            active.decrement()
-            let key = EndedKey(method: request.head.method.rawValue, route: request.route ?? "unmatched",
-                               code: summary.status.map { $0.code } ?? 0)
-            let ended = handles.withLock { handles in
-                if let last = handles.last, last.key == key { return last.ended }
-                if let ended = handles.ended[key] {
-                    handles.last = (key, ended)
-                    return ended
-                }
+        /// The handles of a response dimension set, made on first use.
+        func makeEnded(_ key: EndedKey) -> Ended {
+            shared.withLock { handles in
+                if let ended = handles.ended[key] { return ended }
                 let code = key.code == 0 ? "none" : String(key.code)
                 let statusClass = key.code == 0 ? "none" : "\(key.code / 100)xx"
                 let ended = Ended(
@@ -130,17 +171,98 @@ public enum HTTPServerMetrics {
                         ("http.request.method", key.method), ("http.response.status_code", code),
                     ], aggregate: true, factory: factory))
                 handles.ended[key] = ended
-                handles.last = (key, ended)
                 return ended
             }
-            ended.duration.recordNanoseconds(nanoseconds(summary.duration))
-            ended.requests.increment()
-            ended.responseBodySize.record(summary.bodyBytes)
         }
 
+        /// One division of the duration's attoseconds (`components` costs two wider ones).
         private func nanoseconds(_ duration: Duration) -> Int64 {
-            let (seconds, attoseconds) = duration.components
-            return seconds.multipliedReportingOverflow(by: 1_000_000_000).partialValue &+ attoseconds / 1_000_000_000
+            Int64(truncatingIfNeeded: duration.attoseconds / 1_000_000_000)
+        }
+    }
+
+    /// The requests of one dimension set counted on a loop and not yet flushed.
+    private final class PendingCounts {
+        let handles: RequestMetrics.Ended
+        /// Requests ended since the last flush.
+        var pending: Int64 = 0
+
+        init(handles: RequestMetrics.Ended) {
+            self.handles = handles
+        }
+    }
+
+    /// One loop's share of a middleware's metrics: the handles it used, and what it counted since its
+    /// last flush.
+    ///
+    /// Loop-confined: a loop-local value, used on its loop's thread only (by the middleware, and by the
+    /// flush it queues on that loop); `@unchecked Sendable` only so that the flush job can hold it.
+    private final class LoopShare: @unchecked Sendable {
+        /// The middleware (held, so that its identity, the loop-local key, is not reused while this lives).
+        let metrics: RequestMetrics
+        /// Requests started minus requests ended since the last flush.
+        var activeChange = 0
+        /// The dimension sets with requests counted since the last flush.
+        var counted: [PendingCounts] = []
+        /// The counts of each dimension set this loop has seen, and the last one used (most requests have
+        /// the route and status of the one before: two comparisons instead of a hash).
+        private var counts: [RequestMetrics.EndedKey: PendingCounts] = [:]
+        private var last: (key: RequestMetrics.EndedKey, counts: PendingCounts)?
+        private var requestBodySizes: [String: Recorder] = [:]
+        /// A flush is queued on the loop.
+        private var isFlushQueued = false
+
+        init(metrics: RequestMetrics) {
+            self.metrics = metrics
+        }
+
+        func counts(method: String, route: String, code: Int) -> PendingCounts {
+            if let last, last.key.code == code, last.key.route == route, last.key.method == method { return last.counts }
+            let key = RequestMetrics.EndedKey(method: method, route: route, code: code)
+            let found: PendingCounts
+            if let known = counts[key] {
+                found = known
+            } else {
+                found = PendingCounts(handles: metrics.makeEnded(key))
+                counts[key] = found
+            }
+            last = (key, found)
+            return found
+        }
+
+        func requestBodySize(method: String) -> Recorder {
+            if let recorder = requestBodySizes[method] { return recorder }
+            let recorder = metrics.makeRequestBodySize(method: method)
+            requestBodySizes[method] = recorder
+            return recorder
+        }
+
+        /// Something was counted: queue the flush unless it is queued already. A loop that refuses work
+        /// (it is shutting down) gets the flush at once.
+        func changed(on loop: EventLoop) {
+            guard !isFlushQueued else { return }
+            isFlushQueued = true
+            do {
+                try loop.enqueue { self.flush() }
+            } catch {
+                flush()
+            }
+        }
+
+        /// Hands what was counted since the last flush to the handles.
+        func flush() {
+            isFlushQueued = false
+            if activeChange > 0 {
+                metrics.active.increment(by: Double(activeChange))
+            } else if activeChange < 0 {
+                metrics.active.decrement(by: Double(-activeChange))
+            }
+            activeChange = 0
+            for counts in counted {
+                counts.handles.requests.increment(by: counts.pending)
+                counts.pending = 0
+            }
+            counted.removeAll(keepingCapacity: true)
         }
     }
 }

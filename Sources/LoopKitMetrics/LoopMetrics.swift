@@ -106,9 +106,9 @@ public enum LoopMetrics {
             if report.budgetOverrun { budgetOverruns.increment() }
         }
 
+        /// One division of the duration's attoseconds (`components` costs two wider ones).
         private func nanoseconds(_ duration: Duration) -> Int64 {
-            let (seconds, attoseconds) = duration.components
-            return seconds.multipliedReportingOverflow(by: 1_000_000_000).partialValue &+ attoseconds / 1_000_000_000
+            Int64(truncatingIfNeeded: duration.attoseconds / 1_000_000_000)
         }
     }
 }

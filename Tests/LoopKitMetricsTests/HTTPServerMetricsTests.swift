@@ -1,4 +1,5 @@
 import HTTPTypes
+import LoopKit
 import LoopKitHTTP
 import LoopKitHTTPTesting
 import LoopKitMetrics
@@ -27,6 +28,7 @@ struct HTTPServerMetricsTests {
         #expect(try client.execute(.get, "/users/2").status == .ok)
         #expect(try client.execute(.get, "/secret").status == .unauthorized)
         #expect(try client.execute(.get, "/nowhere").status == .notFound)
+        try client.runUntilIdle()  // the counts reach the factory in the drain of the iteration that answered
         let ok = try metrics.expectTimer(HTTPServerMetrics.Name.requestDuration,
                                          [("http.request.method", "GET"), ("http.route", "/users/:id"), ("http.response.status_code", "200")])
         #expect(ok.values.count == 2)
@@ -39,14 +41,60 @@ struct HTTPServerMetricsTests {
     }
 
     @Test(arguments: HTTPTestMode.allCases)
-    func bodiesAreMeasuredAndActiveRequestsReturnToZero(mode: HTTPTestMode) throws {
+    func bodiesAreMeasured(mode: HTTPTestMode) throws {
         let metrics = TestMetrics()
         let client = try Self.client(metrics, mode: mode)
         #expect(try client.execute(.post, "/echo", body: Array("twelve bytes".utf8)).text == "twelve bytes")
         #expect(try metrics.expectRecorder(HTTPServerMetrics.Name.requestBodySize, [("http.request.method", "POST")]).lastValue == 12)
         #expect(try metrics.expectRecorder(HTTPServerMetrics.Name.responseBodySize,
                                            [("http.request.method", "POST"), ("http.response.status_code", "200")]).lastValue == 12)
+    }
+
+    @Test func countsReachTheFactoryInTheDrainOfTheIterationThatAnsweredOncePerDimensionSet() throws {
+        let metrics = TestMetrics()
+        let seenByALaterJob = Lock<[Int64]>([])
+        var router = HTTPRouter()
+        router.use(HTTPServerMetrics.middleware(factory: metrics))
+        router.get("/users/:id") { request in
+            // Queued after the middleware queued its flush (at the request's start): runs after it, in the
+            // same drain, by which time this request has ended too.
+            try request.loop.enqueue {
+                let total = metrics.counterTotal(label: HTTPServerMetrics.Name.requests)
+                seenByALaterJob.withLock { $0.append(total) }
+            }
+            return .text("user")
+        }
+        let client = try HTTPTestClient(router: router)
+        // Two pipelined requests, answered in the same iteration.
+        try client.send("GET /users/1 HTTP/1.1\r\nHost: t\r\n\r\nGET /users/2 HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(try client.nextResponse().status == .ok)
+        #expect(try client.nextResponse().status == .ok)
+        try client.runUntilIdle()
+        #expect(seenByALaterJob.withLock { $0 } == [2, 2])
+        let requests = try metrics.expectCounter(HTTPServerMetrics.Name.requests,
+                                                 [("http.request.method", "GET"), ("http.response.status_class", "2xx")])
+        #expect(requests.values == [2])  // one increment for the iteration
+        let durations = try metrics.expectTimer(HTTPServerMetrics.Name.requestDuration,
+                                                [("http.request.method", "GET"), ("http.route", "/users/:id"), ("http.response.status_code", "200")])
+        #expect(durations.values.count == 2)  // a histogram gets every value
+    }
+
+    @Test func activeRequestsCountTheRequestsStillOpenWhenAnIterationEnds() throws {
+        let metrics = TestMetrics()
+        var router = HTTPRouter()
+        router.use(HTTPServerMetrics.middleware(factory: metrics))
+        router.get("/now") { _ in .text("now") }
+        router.get("/later") { (_: HTTPServerRequest) async throws -> HTTPServerResponse in
+            await Task.yield()  // the rest of the handler runs in the next iteration
+            return .text("later")
+        }
+        let client = try HTTPTestClient(router: router)
+        #expect(try client.execute(.get, "/now").text == "now")
+        try client.runUntilIdle()
         let active = try metrics.expectMeter(HTTPServerMetrics.Name.activeRequests)
+        #expect(active.values.isEmpty)  // started and ended in one iteration: nothing to hand over
+        #expect(try client.execute(.get, "/later").text == "later")
+        try client.runUntilIdle()
         #expect(active.values == [1, 0])
     }
 

@@ -10,15 +10,26 @@ extension EventLoop {
     ///
     /// Call on the loop's thread.
     package func localValue<Value: AnyObject>(for key: ObjectIdentifier, _ make: () -> Value) -> Value {
-        if let value = state.value.locals[key] { return unsafeDowncast(value, to: Value.self) }
-        let value = make()
-        state.value.locals[key] = value
-        return value
+        if state.value.lastLocalKey == key, let value = state.value.lastLocalValue { return unsafeDowncast(value, to: Value.self) }
+        let value: AnyObject
+        if let known = state.value.locals[key] {
+            value = known
+        } else {
+            value = make()
+            state.value.locals[key] = value
+        }
+        state.value.lastLocalKey = key
+        state.value.lastLocalValue = value
+        return unsafeDowncast(value, to: Value.self)
     }
 
     /// Forgets the loop's value for `key`, if any. Call on the loop's thread.
     package func removeLocalValue(for key: ObjectIdentifier) {
         state.value.locals[key] = nil
+        if state.value.lastLocalKey == key {
+            state.value.lastLocalKey = nil
+            state.value.lastLocalValue = nil
+        }
     }
 
     /// The loop's clock now, in nanoseconds: real time, or a test's virtual time (`LoopKitTesting`'s

@@ -199,6 +199,12 @@ struct LoopState: ~Copyable {
     var watches: [ObjectIdentifier: Watch] = [:]
     /// Values that belong to the loop (``EventLoop/localValue(for:_:)``).
     var locals: [ObjectIdentifier: AnyObject] = [:]
+    /// The local value asked for last, and its key: a loop's hot path usually asks for one value again
+    /// and again (a middleware's per-loop state, once or twice per request), and a comparison costs
+    /// less than a hash lookup. Two fields rather than an optional tuple, which would be copied by the
+    /// runtime's generic witnesses.
+    var lastLocalKey: ObjectIdentifier?
+    var lastLocalValue: AnyObject?
     /// True while an iteration (or an attached drain) is on the stack: re-entry is refused (R11).
     var inIteration = false
     /// Callbacks run in the current iteration, for ``EventLoop/runOnce(blocking:)``.

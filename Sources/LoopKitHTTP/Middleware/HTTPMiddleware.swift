@@ -46,7 +46,8 @@ public protocol HTTPMiddleware: Sendable {
     ///
     /// - Parameters:
     ///   - summary: The status sent, the body bytes, when the request started and ended.
-    ///   - request: The request as the handler saw it (or as it was when a middleware answered early).
+    ///   - request: The request as the handler saw it (or as it was when a middleware answered early,
+    ///     or threw).
     ///
     /// Called on the connection's loop thread; keep it short (no I/O that blocks).
     func responseEnded(_ summary: HTTPResponseSummary, for request: HTTPServerRequest)

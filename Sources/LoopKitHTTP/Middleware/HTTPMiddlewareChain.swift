@@ -18,6 +18,21 @@ struct HTTPMiddlewareChain: Sendable {
         entries.append(entry)
     }
 
+    /// How far a request went down the chain, and the request as it was there: the entries whose
+    /// ``HTTPMiddleware/responseEnded(_:for:)`` runs, and what they are given. Kept by the connection
+    /// until the response ends. A class: the request is moved in once and the connection keeps and takes
+    /// one reference (an optional of the request itself, a large struct, is stored and taken through
+    /// the runtime's generic value witnesses, which cost more than this allocation).
+    final class InlineTrail {
+        let request: HTTPServerRequest
+        let reached: Int
+
+        init(request: consuming HTTPServerRequest, reached: Int) {
+            self.request = request
+            self.reached = reached
+        }
+    }
+
     /// How far a request went down an async chain, and the request as it was there: the entries whose
     /// ``HTTPMiddleware/responseEnded(_:for:)`` runs, and what they are given.
     final class Trail: Sendable {
@@ -26,30 +41,52 @@ struct HTTPMiddlewareChain: Sendable {
         func reach(_ reached: Int, _ request: HTTPServerRequest) {
             state.withLock { $0 = (max($0.reached, reached), request) }
         }
+
+        /// Takes the request and how far it went (nil when it went nowhere), leaving none.
+        func take() -> InlineTrail? {
+            state.withLock { state in state.request.take().map { InlineTrail(request: $0, reached: state.reached) } }
+        }
     }
 
     /// Runs an inline chain (every entry inline) and a synchronous terminal, on the loop thread.
     ///
+    /// The request is moved down the chain, not copied at every step: each entry keeps one copy (the
+    /// request as it passed it on, for its ``HTTPMiddleware/handleResponse(_:for:)``), and the request as
+    /// the terminal, the middleware that answered or the one that threw left it is moved into `trail`.
+    ///
     /// - Parameters:
     ///   - request: The request.
     ///   - index: The first entry to run.
-    ///   - reached: Set to the number of entries the request reached.
-    ///   - last: Set to the request as the terminal (or the middleware that answered) saw it.
+    ///   - trail: Set to the request as the terminal (or the middleware that answered or threw) saw it,
+    ///     and the number of entries it reached.
     ///   - terminal: The handler, or the server's own answer.
-    func runInline(_ request: HTTPServerRequest, from index: Int = 0, reached: inout Int, last: inout HTTPServerRequest,
+    func runInline(_ request: consuming HTTPServerRequest, from index: Int = 0, trail: inout InlineTrail?,
                    terminal: (HTTPServerRequest) throws -> HTTPServerResponse) throws -> HTTPServerResponse {
         guard index < entries.count else {
-            last = request
-            return try terminal(request)
+            let response: HTTPServerResponse
+            do {
+                response = try terminal(request)
+            } catch {
+                trail = InlineTrail(request: request, reached: index)
+                throw error
+            }
+            trail = InlineTrail(request: request, reached: index)
+            return response
         }
         guard case .inline(let middleware) = entries[index] else { preconditionFailure("an async entry in an inline chain") }
         var request = request
-        reached = index + 1
-        if let early = try middleware.handleRequest(&request) {
-            last = request
+        let early: HTTPServerResponse?
+        do {
+            early = try middleware.handleRequest(&request)
+        } catch {
+            trail = InlineTrail(request: request, reached: index + 1)
+            throw error
+        }
+        if let early {
+            trail = InlineTrail(request: request, reached: index + 1)
             return early
         }
-        var response = try runInline(request, from: index + 1, reached: &reached, last: &last, terminal: terminal)
+        var response = try runInline(copy request, from: index + 1, trail: &trail, terminal: terminal)
         middleware.handleResponse(&response, for: request)
         return response
     }

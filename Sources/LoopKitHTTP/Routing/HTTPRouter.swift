@@ -176,8 +176,17 @@ public struct HTTPRouter: Sendable {
 
     /// ``resolve(_:path:)``, and the pattern of the route found (nil when none is).
     func lookup(_ method: HTTPRequest.Method, path: Substring) -> (resolution: Resolution, pattern: String?) {
-        if let route = matchRoute(method, path: path) { return (.found(route.route.handler, route.parameters), route.route.pattern) }
+        if let found = matchRoute(method, path: path) {
+            return (.found(routes[found.index].handler, found.parameters), routes[found.index].pattern)
+        }
         return (unrouted(method, path: path), nil)
+    }
+
+    /// A route that matched: its index in ``routes`` and the parameters it bound. A struct, not a tuple,
+    /// so that the optional of it is copied by specialised code rather than the runtime's tuple witnesses.
+    private struct Found {
+        var index: Int
+        var parameters: HTTPPathParameters
     }
 
     private func unrouted(_ method: HTTPRequest.Method, path: Substring) -> Resolution {
@@ -205,21 +214,21 @@ public struct HTTPRouter: Sendable {
     ///   - path: The request's path, without the query.
     /// - Returns: The handler and the bound parameters, or nil (404).
     public func match(_ method: HTTPRequest.Method, path: Substring) -> (handler: HTTPHandler, parameters: HTTPPathParameters)? {
-        matchRoute(method, path: path).map { ($0.route.handler, $0.parameters) }
+        matchRoute(method, path: path).map { (routes[$0.index].handler, $0.parameters) }
     }
 
-    private func matchRoute(_ method: HTTPRequest.Method, path: Substring) -> (route: Route, parameters: HTTPPathParameters)? {
+    private func matchRoute(_ method: HTTPRequest.Method, path: Substring) -> Found? {
         if let found = match(exactly: method, path: path) { return found }
         if method == .head { return match(exactly: .get, path: path) }
         return nil
     }
 
-    private func match(exactly method: HTTPRequest.Method, path: Substring) -> (route: Route, parameters: HTTPPathParameters)? {
+    private func match(exactly method: HTTPRequest.Method, path: Substring) -> Found? {
         if let index = literalRoutes[LiteralKey(method: method.rawValue, path: path)] {
-            return (routes[index], HTTPPathParameters())
+            return Found(index: index, parameters: HTTPPathParameters())
         }
-        for route in routes where route.method == method {
-            if let parameters = bind(route, path) { return (route, parameters) }
+        for (index, route) in routes.enumerated() where route.method == method {
+            if let parameters = bind(route, path) { return Found(index: index, parameters: parameters) }
         }
         return nil
     }

@@ -7,8 +7,7 @@ extension HTTPConnection {
     /// read callback, when every middleware is inline and the route is synchronous (or there is no
     /// route); as a task on the loop otherwise. Loop thread.
     func dispatchThroughMiddleware(_ head: HTTPRequestHead, body: [UInt8], middleware: HTTPMiddlewareChain) {
-        let route = self.route
-        self.route = nil
+        let route = self.route.take()
         let request = HTTPServerRequest(head: head.request, version: head.version, body: body,
                                         parameters: route?.parameters ?? HTTPPathParameters(), loop: context.loop,
                                         context: requestContext!, server: context)
@@ -17,13 +16,13 @@ extension HTTPConnection {
         case nil:
             let answer = Self.response(for: unrouted)
             if middleware.isInline {
-                runInline(request, middleware: middleware) { _ in answer }
+                runInline(consume request, middleware: middleware) { _ in answer }
                 return
             }
             terminal = { _ in answer }
         case .sync(let run)?:
             if middleware.isInline {
-                runInline(request, middleware: middleware, terminal: run)
+                runInline(consume request, middleware: middleware, terminal: run)
                 return
             }
             terminal = { request in try run(request) }
@@ -39,19 +38,20 @@ extension HTTPConnection {
         runAsync(request, middleware: middleware, terminal: terminal)
     }
 
-    /// An inline chain and a synchronous terminal, run now; the response is sent at once.
-    private func runInline(_ request: HTTPServerRequest, middleware: HTTPMiddlewareChain,
+    /// An inline chain and a synchronous terminal, run now; the response is sent at once. The request is
+    /// moved through the chain and into the trail, not copied at each step (a copy retains every field,
+    /// the loop and the server context among them).
+    private func runInline(_ request: consuming HTTPServerRequest, middleware: HTTPMiddlewareChain,
                            terminal: (HTTPServerRequest) throws -> HTTPServerResponse) {
-        var reached = 0
-        var last = request
+        var trail: HTTPMiddlewareChain.InlineTrail?
         let response: HTTPServerResponse
         do {
-            response = try middleware.runInline(request, reached: &reached, last: &last, terminal: terminal)
+            response = try middleware.runInline(request, trail: &trail, terminal: terminal)
         } catch {
-            context.logger.error("handler failed", metadata: ["path": "\(request.path)", "error": "\(error)"])
+            context.logger.error("handler failed", metadata: ["path": "\(trail.map { $0.request.path } ?? "?")", "error": "\(error)"])
             response = .text("Internal Server Error", status: .internalServerError)
         }
-        middlewareTrail = (last, reached)
+        if let trail { setMiddlewareTrail(trail) }
         send(response)
     }
 

@@ -37,7 +37,14 @@ final class HTTPConnection: @unchecked Sendable {
     /// The sweep tick at which the current state began (timeouts).
     var stateSince: UInt64 = 0
     /// The route of the request being read (nil: none matched).
-    @exclusivity(unchecked) var route: (handler: HTTPHandler, parameters: HTTPPathParameters)?
+    @exclusivity(unchecked) var route: RouteMatch?
+
+    /// A route that took a request: its handler and the parameters it bound. A struct, not a tuple, so
+    /// that copying the optional of it is specialised code rather than the runtime's tuple witnesses.
+    struct RouteMatch {
+        var handler: HTTPHandler
+        var parameters: HTTPPathParameters
+    }
     /// What the request resolved to when no route took it (404, 405, OPTIONS, 501).
     @exclusivity(unchecked) var unrouted = HTTPRouter.Resolution.notFound
     /// The body of a streaming route's request, while it arrives.
@@ -68,7 +75,7 @@ final class HTTPConnection: @unchecked Sendable {
         var span: (any Span)?
         /// Behind an inline chain: the request as the middleware left it and how many it reached (their
         /// `responseEnded` is owed).
-        var middlewareTrail: (request: HTTPServerRequest, reached: Int)?
+        var middlewareTrail: HTTPMiddlewareChain.InlineTrail?
         /// Behind a chain with async middleware: the same, filled as the request goes down the chain.
         var asyncTrail: HTTPMiddlewareChain.Trail?
         /// A callback-form streaming route's answer, awaited by the middleware chain.
@@ -91,9 +98,18 @@ final class HTTPConnection: @unchecked Sendable {
         set { if newValue != nil || extrasStorage != nil { extras.span = newValue } }
     }
 
-    var middlewareTrail: (request: HTTPServerRequest, reached: Int)? {
-        get { extrasStorage?.middlewareTrail }
-        set { if newValue != nil || extrasStorage != nil { extras.middlewareTrail = newValue } }
+    /// Keeps an inline chain's trail until the response ends.
+    func setMiddlewareTrail(_ trail: HTTPMiddlewareChain.InlineTrail) {
+        extras.middlewareTrail = trail
+    }
+
+    /// Takes the trail kept for the current request, inline or async, leaving none.
+    func takeMiddlewareTrail() -> HTTPMiddlewareChain.InlineTrail? {
+        guard let extrasStorage else { return nil }
+        if let trail = extrasStorage.middlewareTrail.take() { return trail }
+        guard let asyncTrail = extrasStorage.asyncTrail else { return nil }
+        extrasStorage.asyncTrail = nil
+        return asyncTrail.take()
     }
 
     var asyncTrail: HTTPMiddlewareChain.Trail? {
@@ -222,7 +238,7 @@ final class HTTPConnection: @unchecked Sendable {
         let path = target[..<(target.utf8.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex)]
         let (resolution, pattern) = context.router.lookup(request.method, path: request.method == .options && target == "*" ? "*" : path)
         if case .found(let handler, let parameters) = resolution {
-            route = (handler, parameters)
+            route = RouteMatch(handler: handler, parameters: parameters)
         } else {
             route = nil
             unrouted = resolution
@@ -309,16 +325,7 @@ final class HTTPConnection: @unchecked Sendable {
             if let status { HTTPTracing.record(status: status.code, on: span) }
             span.end()
         }
-        let trail: (request: HTTPServerRequest, reached: Int)?
-        if let middlewareTrail {
-            trail = middlewareTrail
-            self.middlewareTrail = nil
-        } else if let asyncTrail {
-            self.asyncTrail = nil
-            trail = asyncTrail.state.withLock { state in state.request.map { ($0, state.reached) } }
-        } else {
-            trail = nil
-        }
+        let trail = takeMiddlewareTrail()
         let bodyBytes = responseBodyBytes
         responseBodyBytes = 0
         guard let trail else { return }
@@ -415,11 +422,10 @@ final class HTTPConnection: @unchecked Sendable {
             dispatchThroughMiddleware(head, body: collected, middleware: middleware)
             return
         }
-        guard let route else {
+        guard let route = route.take() else {
             send(Self.response(for: unrouted))
             return
         }
-        self.route = nil
         let serverRequest = HTTPServerRequest(head: head.request, version: head.version, body: collected,
                                               parameters: route.parameters, loop: context.loop, context: requestContext!, server: context)
         switch route.handler {
@@ -474,11 +480,12 @@ final class HTTPConnection: @unchecked Sendable {
         }
         let keepAlive = machine.responseKeepsAlive
         let isHead = head.request.method == .head
-        let status = response.head.status.code
+        let sentStatus = response.head.status  // parsed from the head's field: read once
+        let status = sentStatus.code
         let allowsBody = status >= 200 && status != 204 && status != 304
         context.dateCache.refresh()
         logAccess(head, status: status)
-        responseStatus = response.head.status
+        responseStatus = sentStatus
         var echoedID: (name: HTTPField.Name, value: String)?
         if let field = context.configuration.requestIDField, let requestContext, response.head.headerFields[field] == nil {
             echoedID = (field, requestContext.id)
