@@ -162,17 +162,15 @@ final class WebSocketCore {
         return nil
     }
 
-    /// Suspends the `messages` reader until a message or the end.
-    func waitForMessage() async -> Result<WebSocketMessage?, WebSocketError> {
-        if let ready = takeMessage() { return ready }
-        precondition(waiter == nil && messageHandler == nil, "WebSocket messages are read by one consumer at a time")
-        return await withUnsafeContinuation { continuation in
-            if let ready = takeMessage() {
-                continuation.resume(returning: ready)
-            } else {
-                waiter = continuation
-            }
+    /// Parks the suspended `messages` reader until a message or the end; resumes it at once when one is
+    /// there already (the task may have hopped between looking and suspending).
+    func waitForMessage(_ continuation: UnsafeContinuation<Result<WebSocketMessage?, WebSocketError>, Never>) {
+        if let ready = takeMessage() {
+            continuation.resume(returning: ready)
+            return
         }
+        precondition(waiter == nil && messageHandler == nil, "WebSocket messages are read by one consumer at a time")
+        waiter = continuation
     }
 
     /// Sets the callback reader; it first gets what is queued.
@@ -224,11 +222,14 @@ final class WebSocketCore {
         payload.withUnsafeBytes { writeFrame(opcode, $0, rsv1: rsv1) }
     }
 
+    /// Writes one unmasked frame: its header, built on the stack, and the payload go out together (one
+    /// `writev` when the socket takes them, no copy of the payload then).
     func writeFrame(_ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer, rsv1: Bool = false) {
-        var frame: [UInt8] = []
-        frame.reserveCapacity(payload.count + 10)
-        WebSocketFrameEncoder.append(fin: true, rsv1: rsv1, opcode: opcode, payload: payload, into: &frame)
-        let written = frame.withUnsafeBytes { bytes in Result { () throws(NetError) in try tcp.write(copying: bytes) } }
+        var header: (UInt64, UInt64) = (0, 0)
+        let written = withUnsafeMutableBytes(of: &header) { buffer in
+            let count = WebSocketFrameEncoder.writeHeader(into: buffer, fin: true, rsv1: rsv1, opcode: opcode, length: payload.count)
+            return Result { () throws(NetError) in try tcp.write(copying: UnsafeRawBufferPointer(rebasing: buffer[..<count]), payload) }
+        }
         if case .failure = written {
             // Closing or closed: the close handler ends the socket.
         }
