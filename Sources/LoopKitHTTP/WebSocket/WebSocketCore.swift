@@ -85,10 +85,16 @@ final class WebSocketCore {
         while offset < bytes.count {
             guard hasRoom else { return offset }  // the reader is behind: backpressure
             do throws(WebSocketViolation) {
-                let (event, consumed) = try parser.parse(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
-                offset += consumed
-                guard case .frame(let frame) = event else { return offset }
-                try handle(frame)
+                let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
+                if let whole = try parser.parseWhole(rest) {
+                    offset += whole.consumed
+                    try handle(whole)
+                } else {
+                    let (event, consumed) = try parser.parse(rest)
+                    offset += consumed
+                    guard case .frame(let frame) = event else { return offset }
+                    try handle(frame)
+                }
             } catch {
                 fail(error)
                 return bytes.count
@@ -111,6 +117,16 @@ final class WebSocketCore {
         default:
             guard closing.state == .open else { return }  // after this side's close: dropped
             if let message = try assembler.append(frame) { deliver(message) }
+        }
+    }
+
+    /// One frame lent whole, its payload still masked in the read buffer: a data frame goes to the
+    /// assembler as it is (unmasked once, into the message), a control frame as ``handle(_:)-(WebSocketFrame)``.
+    private func handle(_ whole: WebSocketFrameParser.WholeFrame) throws(WebSocketViolation) {
+        if whole.head.opcode.isControl {
+            try handle(whole.head.frame(unmasking: whole.payload))
+        } else if closing.state == .open, let message = try assembler.append(whole.head, maskedPayload: whole.payload) {
+            deliver(message)
         }
     }
 
