@@ -7,6 +7,11 @@ import LoopKitNet
 ///
 /// Loop-confined and not `Sendable`: it lives inside the socket's `LoopBound`, so only the loop's
 /// thread reaches it.
+///
+/// The state touched on every message (the parser, the assembler, the close state machine, the
+/// queue, the ending) is `@exclusivity(unchecked)`: one thread, and no access to it overlaps another
+/// (each mutation ends before the action it decides on runs), so the runtime's dynamic exclusivity
+/// checks would only cost time.
 final class WebSocketCore {
     let tcp: TCPConnection
     let configuration: WebSocketConfiguration
@@ -14,7 +19,7 @@ final class WebSocketCore {
     weak var handle: WebSocket?
     @exclusivity(unchecked) var parser: WebSocketFrameParser
     @exclusivity(unchecked) var assembler: WebSocketMessageAssembler
-    var closing = WebSocketCloseStateMachine()
+    @exclusivity(unchecked) var closing = WebSocketCloseStateMachine()
     /// The compressor, when permessage-deflate was negotiated.
     private let deflater: WebSocketDeflater?
 
@@ -22,13 +27,13 @@ final class WebSocketCore {
     var messageHandler: ((WebSocketMessage) -> Void)?
     var closeHandlers: [(WebSocketError?) -> Void] = []
     /// Messages waiting for the `messages` reader, and their bytes.
-    private var queue: [WebSocketMessage] = []
+    @exclusivity(unchecked) private var queue: [WebSocketMessage] = []
     private var queueHead = 0
     private var queuedBytes = 0
     /// The `messages` reader, suspended.
     private var waiter: UnsafeContinuation<Result<WebSocketMessage?, WebSocketError>, Never>?
     /// Set once the TCP connection has ended: nil for a clean close handshake, else the error.
-    private(set) var ending: WebSocketError??
+    @exclusivity(unchecked) private(set) var ending: WebSocketError??
     /// Why this side failed the connection (a violation, a ping timeout), reported at the end.
     private var failure: WebSocketError?
     /// True while `receive` runs.
