@@ -160,8 +160,8 @@ struct WebSocketFrameParser {
     }
 
     /// Copies `source` into `target` (which may be `source` itself) XOR-ed with the masking key, the
-    /// first byte with key byte `phase`, the next with key byte `phase + 1` (mod 4) and so on; sixteen
-    /// bytes at a time, then eight, then one.
+    /// first byte with key byte `phase`, the next with key byte `phase + 1` (mod 4) and so on; 64 bytes
+    /// a step (four 16-byte vectors), then 16, 8 and 1.
     ///
     /// - Returns: Whether every unmasked byte is ASCII (below 0x80), noted on the way at no extra pass.
     @discardableResult
@@ -177,13 +177,23 @@ struct WebSocketFrameParser {
         let wide = SIMD2<UInt64>(repeating: pattern)
         var seen = SIMD2<UInt64>(repeating: 0)
         var index = 0
-        while index + 32 <= count {
-            let first = from.loadUnaligned(fromByteOffset: index, as: SIMD2<UInt64>.self) ^ wide
-            let second = from.loadUnaligned(fromByteOffset: index + 16, as: SIMD2<UInt64>.self) ^ wide
-            target.storeBytes(of: first, toByteOffset: index, as: SIMD2<UInt64>.self)
-            target.storeBytes(of: second, toByteOffset: index + 16, as: SIMD2<UInt64>.self)
-            seen |= first | second
-            index += 32
+        while count &- index >= 64 {
+            let a = from.loadUnaligned(fromByteOffset: index, as: SIMD2<UInt64>.self) ^ wide
+            let b = from.loadUnaligned(fromByteOffset: index &+ 16, as: SIMD2<UInt64>.self) ^ wide
+            let c = from.loadUnaligned(fromByteOffset: index &+ 32, as: SIMD2<UInt64>.self) ^ wide
+            let d = from.loadUnaligned(fromByteOffset: index &+ 48, as: SIMD2<UInt64>.self) ^ wide
+            target.storeBytes(of: a, toByteOffset: index, as: SIMD2<UInt64>.self)
+            target.storeBytes(of: b, toByteOffset: index &+ 16, as: SIMD2<UInt64>.self)
+            target.storeBytes(of: c, toByteOffset: index &+ 32, as: SIMD2<UInt64>.self)
+            target.storeBytes(of: d, toByteOffset: index &+ 48, as: SIMD2<UInt64>.self)
+            seen |= (a | b) | (c | d)
+            index &+= 64
+        }
+        while count &- index >= 16 {
+            let a = from.loadUnaligned(fromByteOffset: index, as: SIMD2<UInt64>.self) ^ wide
+            target.storeBytes(of: a, toByteOffset: index, as: SIMD2<UInt64>.self)
+            seen |= a
+            index &+= 16
         }
         var word = seen[0] | seen[1]
         while index + 8 <= count {
