@@ -16,6 +16,30 @@ func parseFrames(_ chunks: [[UInt8]], parser: inout WebSocketFrameParser) throws
     return frames
 }
 
+/// Parses every frame out of `chunks` as the server's WebSocket reads them: a frame all in the bytes
+/// at hand is lent whole (``WebSocketFrameParser/parseWhole(_:)``) and unmasked from where it lies,
+/// anything else is read piece by piece.
+func parseFramesLendingWhole(_ chunks: [[UInt8]], parser: inout WebSocketFrameParser) throws(WebSocketViolation) -> [WebSocketFrame] {
+    var frames: [WebSocketFrame] = []
+    for chunk in chunks {
+        var offset = 0
+        while offset < chunk.count {
+            let result = chunk[offset...].withUnsafeBytes { bytes in
+                Result { () throws(WebSocketViolation) -> (WebSocketFrame?, Int) in
+                    if let whole = try parser.parseWhole(bytes) { return (whole.head.frame(unmasking: whole.payload), whole.consumed) }
+                    let (event, consumed) = try parser.parse(bytes)
+                    guard case .frame(let frame) = event else { return (nil, consumed) }
+                    return (frame, consumed)
+                }
+            }
+            let (frame, consumed) = try result.get()
+            offset += consumed
+            if let frame { frames.append(frame) }
+        }
+    }
+    return frames
+}
+
 @Suite("WebSocket frame codec")
 struct WebSocketFrameCodecTests {
     let mask: [UInt8] = [0x37, 0xFA, 0x21, 0x3D]
@@ -58,6 +82,43 @@ struct WebSocketFrameCodecTests {
         }
     }
 
+    /// Frames lent whole where they lie and frames read piece by piece, in any mix, parse to the same
+    /// frames: split at every position, the frames before the split and after it are whole.
+    @Test func lendsWholeFramesInPlaceAndReadsTheRestPieceByPiece() throws {
+        var wire: [UInt8] = []
+        for frame in sample { WebSocketFrameEncoder.append(frame, into: &wire, maskKey: mask) }
+        let positions = Array(0...400) + Array(stride(from: 401, to: wire.count, by: 1999)) + [wire.count - 1, wire.count]
+        for split in positions {
+            var parser = WebSocketFrameParser(maxFrameSize: 1 << 20)
+            let frames = try parseFramesLendingWhole([Array(wire[..<split]), Array(wire[split...])], parser: &parser)
+            #expect(frames == sample, "split at \(split)")
+        }
+        var unmasked = WebSocketFrameParser(maxFrameSize: 1 << 20, requiresMask: false)
+        var serverWire: [UInt8] = []
+        for frame in sample { WebSocketFrameEncoder.append(frame, into: &serverWire) }
+        #expect(try parseFramesLendingWhole([serverWire], parser: &unmasked) == sample)
+    }
+
+    /// A frame not all there is not lent, and nothing of it is consumed.
+    @Test func aFrameNotAllThereIsNotLent() throws {
+        let wire = WebSocketFrameEncoder.encode(WebSocketFrame(opcode: .text, payload: Array("Hello".utf8)), maskKey: mask)
+        for end in 0..<wire.count {
+            var parser = WebSocketFrameParser(maxFrameSize: 1 << 20)
+            let lent = try Array(wire[..<end]).withUnsafeBytes { bytes in
+                try Result { () throws(WebSocketViolation) in try parser.parseWhole(bytes) }.get()
+            }
+            #expect(lent == nil, "\(end) of \(wire.count) bytes")
+        }
+        var parser = WebSocketFrameParser(maxFrameSize: 1 << 20)
+        let lent = try (wire + [0x81]).withUnsafeBytes { bytes in  // and the first byte of the next frame
+            try Result { () throws(WebSocketViolation) in
+                try parser.parseWhole(bytes).map { ($0.head.frame(unmasking: $0.payload), $0.consumed) }
+            }.get()
+        }
+        #expect(lent?.1 == wire.count)
+        #expect(lent?.0 == WebSocketFrame(opcode: .text, payload: Array("Hello".utf8)))
+    }
+
     @Test func parsesFramesFedOneByteAtATime() throws {
         let small = sample.filter { $0.payload.count < 1000 }
         var wire: [UInt8] = []
@@ -82,14 +143,20 @@ struct WebSocketFrameCodecTests {
 
     // MARK: Rules
 
+    /// The rule `bytes` break, read piece by piece; the same rule must be found when the frame is lent whole.
     func violation(_ bytes: [UInt8], maxFrameSize: Int = 1 << 20, allowsRSV1: Bool = false) -> WebSocketViolation? {
-        var parser = WebSocketFrameParser(maxFrameSize: maxFrameSize, allowsRSV1: allowsRSV1)
-        do {
-            _ = try parseFrames([bytes], parser: &parser)
-            return nil
-        } catch {
-            return error
+        func found(lendingWhole: Bool) -> WebSocketViolation? {
+            var parser = WebSocketFrameParser(maxFrameSize: maxFrameSize, allowsRSV1: allowsRSV1)
+            do {
+                _ = lendingWhole ? try parseFramesLendingWhole([bytes], parser: &parser) : try parseFrames([bytes], parser: &parser)
+                return nil
+            } catch {
+                return error
+            }
         }
+        let pieceByPiece = found(lendingWhole: false)
+        #expect(found(lendingWhole: true)?.code == pieceByPiece?.code, "lent whole and piece by piece disagree")
+        return pieceByPiece
     }
 
     @Test func unmaskedClientFrameIsAProtocolError() {
@@ -141,6 +208,29 @@ struct WebSocketFrameCodecTests {
                 var slow = original
                 for index in start..<(start + count) { slow[index] ^= keyBytes[index & 3] }
                 #expect(fast == slow, "start \(start), count \(count)")
+            }
+        }
+    }
+
+    /// Unmasking while copying equals the byte-by-byte definition at every key phase and length, and
+    /// tells whether the unmasked bytes are all ASCII.
+    @Test func unmaskingCopyEqualsTheBytewiseDefinitionAndNotesASCII() {
+        let key: (UInt8, UInt8, UInt8, UInt8) = (0x12, 0x9A, 0x00, 0xFF)
+        let keyBytes: [UInt8] = [0x12, 0x9A, 0x00, 0xFF]
+        for phase in 0..<4 {
+            for count in 0...100 {
+                for highByteAt in [nil] + Array(0..<count).map(Optional.some) {
+                    var plain = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) & 0x7F }
+                    if let highByteAt { plain[highByteAt] = 0xC3 }
+                    let masked = plain.indices.map { plain[$0] ^ keyBytes[(phase + $0) & 3] }
+                    var copy = [UInt8](repeating: 0xEE, count: count + 1)
+                    let isASCII = masked.withUnsafeBytes { source in
+                        copy.withUnsafeMutableBytes { WebSocketFrameParser.unmask(source, into: $0.baseAddress!, key: key, phase: phase) }
+                    }
+                    #expect(Array(copy[..<count]) == plain, "phase \(phase), count \(count)")
+                    #expect(copy[count] == 0xEE, "wrote past the end: phase \(phase), count \(count)")
+                    #expect(isASCII == (highByteAt == nil), "phase \(phase), count \(count), high byte at \(String(describing: highByteAt))")
+                }
             }
         }
     }

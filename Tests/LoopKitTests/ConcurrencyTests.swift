@@ -1,4 +1,5 @@
-import LoopKit
+@testable import LoopKit
+import LoopKitTesting
 import Synchronization
 import Testing
 
@@ -34,6 +35,23 @@ struct ConcurrencyTests {
         let loop = group.next()
         let onLoop = await Task(executorPreference: loop) { loop.isCurrent }.value
         #expect(onLoop)
+    }
+
+    /// A task's job is queued as it is (no closure around it) and keeps its place in the queue.
+    @Test("a task's jobs run in FIFO order with the closures queued around them")
+    func taskJobsKeepTheirPlace() throws {
+        let driver = try LoopDriver()
+        let loop = driver.loop
+        let trace = Lock<[String]>([])
+        try loop.enqueue { trace.withLock { $0.append("before") } }
+        _ = Task(executorPreference: loop) {
+            trace.withLock { $0.append("task, first job") }
+            await Task.yield()  // its next job goes to the back of the queue
+            trace.withLock { $0.append("task, second job") }
+        }
+        try loop.enqueue { trace.withLock { $0.append("after") } }
+        try driver.runUntilIdle()
+        #expect(trace.withLock { $0 } == ["before", "task, first job", "after", "task, second job"])
     }
 
     @Test("a task preferring a loop that has finished shutting down goes on off the loop, not trapped or dropped")

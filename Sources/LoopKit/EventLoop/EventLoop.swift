@@ -19,7 +19,7 @@ import Synchronization
 /// N + 1 (rules R2 and R3). See the "Loop phases and the ordering contract" article for all rules.
 public final class EventLoop: Sendable {
     /// The thread the loop belongs to.
-    let owner: ThreadID
+    @usableFromInline let owner: ThreadID
     /// The clock timers are measured on.
     let clock: any LoopClock
     /// Whether a host drives the `event_base` (attached mode).
@@ -134,6 +134,7 @@ public final class EventLoop: Sendable {
 
     /// Whether the calling thread is the loop's own thread. Safe from any thread.
     @inline(__always)
+    @inlinable
     public var isCurrent: Bool { owner.isCurrent }
 
     /// The loop running an iteration on the calling thread, or nil. Safe from any thread.

@@ -4,9 +4,10 @@
 /// is read and written only on `owner`'s thread (checked in debug builds on every access), which is
 /// the invariant the unchecked conformance stands for. The loop's hot path (its queue drain, its
 /// timers) runs without a lock because of it.
+@usableFromInline
 final class LoopConfined<Value: ~Copyable>: @unchecked Sendable {
-    @exclusivity(unchecked) private var storage: Value
-    private let owner: ThreadID
+    @usableFromInline @exclusivity(unchecked) var storage: Value
+    @usableFromInline let owner: ThreadID
 
     init(_ value: consuming Value, owner: ThreadID) {
         storage = value
@@ -14,7 +15,7 @@ final class LoopConfined<Value: ~Copyable>: @unchecked Sendable {
     }
 
     /// The value. Call on the owner thread only.
-    @inline(__always) var value: Value {
+    @inlinable @inline(__always) var value: Value {
         _read {
             assert(owner.isCurrent, "LoopKit: loop-confined state touched off its loop thread")
             yield storage

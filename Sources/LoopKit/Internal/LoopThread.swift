@@ -10,16 +10,18 @@ import Musl
 // makes, kept in one place.
 
 /// The identity of a thread, comparable from any thread.
+@usableFromInline
 struct ThreadID: Sendable, Equatable {
-    private let raw: pthread_t
+    @usableFromInline let raw: pthread_t
 
     /// The calling thread.
     static var current: ThreadID { ThreadID(raw: pthread_self()) }
 
+    @usableFromInline
     static func == (lhs: ThreadID, rhs: ThreadID) -> Bool { pthread_equal(lhs.raw, rhs.raw) != 0 }
 
     /// Whether the calling thread is this one.
-    @inline(__always) var isCurrent: Bool { pthread_self() == raw }  // pthread_t is an integer on Linux
+    @inlinable @inline(__always) var isCurrent: Bool { pthread_self() == raw }  // pthread_t is an integer on Linux
 }
 
 /// A thread-local slot holding one object per thread: LoopKit's one thread-local mechanism (the current

@@ -21,7 +21,7 @@ public final class LoopBound<Value>: Sendable {
     /// The loop the value is bound to. Safe from any thread.
     public let loop: EventLoop
     /// The value, touched only on the loop's thread.
-    private let storage: LoopConfined<Value>
+    @usableFromInline let storage: LoopConfined<Value>
 
     /// Binds `value` to `loop`.
     ///
@@ -44,6 +44,10 @@ public final class LoopBound<Value>: Sendable {
     /// another thread with ``invoke(_:)``, ``enqueue(_:)`` or ``invokeAndWait(_:)``.
     ///
     /// Call on the loop thread.
+    ///
+    /// Inlinable, so that a read from another module is a thread check and a field access rather than
+    /// a call into an unspecialised coroutine (which allocated its frame on every access).
+    @inlinable
     public var value: Value {
         _read {
             checkThread("value")
@@ -137,8 +141,8 @@ public final class LoopBound<Value>: Sendable {
     }
 
     /// Stops the process unless the caller is on the loop's thread.
-    @inline(__always)
-    private func checkThread(_ member: StaticString) {
+    @inlinable @inline(__always)
+    func checkThread(_ member: StaticString) {
         precondition(loop.isCurrent,
                      "LoopKit: LoopBound.\(member) used off its loop's thread; reach the value with invoke, enqueue or invokeAndWait")
     }

@@ -24,10 +24,7 @@ struct UTF8Validator: Sendable {
         let count = bytes.count
         while index < count {
             if needed == 0 {
-                // ASCII, eight bytes at a time: no byte with its high bit set.
-                while index + 8 <= count, bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 {
-                    index += 8
-                }
+                index += Self.asciiPrefixLength(UnsafeRawBufferPointer(rebasing: bytes[index...]))
                 guard index < count else { break }
             }
             let byte = bytes[index]
@@ -52,6 +49,32 @@ struct UTF8Validator: Sendable {
             }
         }
         return true
+    }
+
+    /// Whether every byte is ASCII (below 0x80): text that is valid UTF-8 whatever came before it on a
+    /// code point boundary.
+    static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        asciiPrefixLength(bytes) == bytes.count
+    }
+
+    /// How many bytes at the start are ASCII, looked at 32 bytes at a time, then 8, then 1.
+    static func asciiPrefixLength(_ bytes: UnsafeRawBufferPointer) -> Int {
+        let highBits: UInt64 = 0x8080_8080_8080_8080
+        let count = bytes.count
+        var index = 0
+        while index + 32 <= count {
+            let any = bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                | bytes.loadUnaligned(fromByteOffset: index + 8, as: UInt64.self)
+                | bytes.loadUnaligned(fromByteOffset: index + 16, as: UInt64.self)
+                | bytes.loadUnaligned(fromByteOffset: index + 24, as: UInt64.self)
+            guard any & highBits == 0 else { break }
+            index += 32
+        }
+        while index + 8 <= count, bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self) & highBits == 0 {
+            index += 8
+        }
+        while index < count, bytes[index] < 0x80 { index += 1 }
+        return index
     }
 
     /// Checks the next piece (an array).

@@ -25,25 +25,44 @@ extension WebSocket {
             public typealias Element = WebSocketMessage
             public typealias Failure = WebSocketError
 
-            let socket: WebSocket
+            @usableFromInline let socket: WebSocket
+
+            init(socket: WebSocket) { self.socket = socket }
 
             /// The next message, or nil after a clean close. Call on the socket's loop's thread.
             /// - Throws: The ``WebSocketError`` that ended the socket.
             public mutating func next() async throws(WebSocketError) -> WebSocketMessage? {
-                try await socket.nextMessage()
+                if let ready = socket.readyMessage() { return try ready.get() }
+                return try await withUnsafeContinuation { socket.waitForMessage($0) }.get()
             }
 
             /// The next message, or nil after a clean close. Call on the socket's loop's thread.
+            ///
+            /// A message already waiting is returned without suspending; otherwise the task suspends
+            /// here, in the caller's isolation, until one arrives (inlinable, so that a `for await`
+            /// loop pays no executor hop for the call itself).
             /// - Throws: The ``WebSocketError`` that ended the socket.
+            @inlinable
             public mutating func next(isolation actor: isolated (any Actor)?) async throws(WebSocketError) -> WebSocketMessage? {
-                try await socket.nextMessage()
+                if let ready = socket.readyMessage() { return try ready.get() }
+                return try await withUnsafeContinuation(isolation: actor) { socket.waitForMessage($0) }.get()
             }
         }
     }
 
-    func nextMessage() async throws(WebSocketError) -> WebSocketMessage? {
+    /// What the `messages` reader gets without waiting: a message, the end, or nil when it must wait.
+    /// Loop thread (checked).
+    @usableFromInline
+    func readyMessage() -> Result<WebSocketMessage?, WebSocketError>? {
         precondition(loop.isCurrent, "WebSocket.messages read off the socket's loop thread")
-        return try await core.value.waitForMessage().get()
+        return core.value.takeMessage()
+    }
+
+    /// Parks the suspended `messages` reader until a message or the end (it is resumed at once when one
+    /// is there already). Loop thread.
+    @usableFromInline
+    func waitForMessage(_ continuation: UnsafeContinuation<Result<WebSocketMessage?, WebSocketError>, Never>) {
+        core.value.waitForMessage(continuation)
     }
 
     /// Sends a message as one frame, then suspends while the connection's unsent output is above its
@@ -54,9 +73,26 @@ extension WebSocket {
     ///   closed, also when it ends while the send waits.
     ///
     /// Call on the loop's thread (from the route's handler or a task on ``loop``).
+    @inlinable
     public func send(_ message: WebSocketMessage) async throws(WebSocketError) {
+        guard try writeForSend(message) else { return }
+        try await waitUntilDrained()
+    }
+
+    /// Writes `message` for ``send(_:)``; returns whether the sender must now wait for the output to
+    /// drain (it is above the write high-water mark). Loop thread (checked).
+    @usableFromInline
+    func writeForSend(_ message: WebSocketMessage) throws(WebSocketError) -> Bool {
         precondition(loop.isCurrent, "WebSocket.send(_:) called off the socket's loop thread")
-        try core.value.write(message)
+        let core = core.value
+        try core.write(message)
+        return core.tcp.writersMustWait
+    }
+
+    /// Suspends until the output has drained to the low-water mark; throws what ended the socket if it
+    /// ends meanwhile. Loop thread.
+    @usableFromInline
+    func waitUntilDrained() async throws(WebSocketError) {
         let tcp = core.value.tcp
         do {
             try await tcp.waitUntilWritable()

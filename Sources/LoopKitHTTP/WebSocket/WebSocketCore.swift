@@ -7,6 +7,11 @@ import LoopKitNet
 ///
 /// Loop-confined and not `Sendable`: it lives inside the socket's `LoopBound`, so only the loop's
 /// thread reaches it.
+///
+/// The state touched on every message (the parser, the assembler, the close state machine, the
+/// queue, the ending) is `@exclusivity(unchecked)`: one thread, and no access to it overlaps another
+/// (each mutation ends before the action it decides on runs), so the runtime's dynamic exclusivity
+/// checks would only cost time.
 final class WebSocketCore {
     let tcp: TCPConnection
     let configuration: WebSocketConfiguration
@@ -14,7 +19,7 @@ final class WebSocketCore {
     weak var handle: WebSocket?
     @exclusivity(unchecked) var parser: WebSocketFrameParser
     @exclusivity(unchecked) var assembler: WebSocketMessageAssembler
-    var closing = WebSocketCloseStateMachine()
+    @exclusivity(unchecked) var closing = WebSocketCloseStateMachine()
     /// The compressor, when permessage-deflate was negotiated.
     private let deflater: WebSocketDeflater?
 
@@ -22,13 +27,13 @@ final class WebSocketCore {
     var messageHandler: ((WebSocketMessage) -> Void)?
     var closeHandlers: [(WebSocketError?) -> Void] = []
     /// Messages waiting for the `messages` reader, and their bytes.
-    private var queue: [WebSocketMessage] = []
+    @exclusivity(unchecked) private var queue: [WebSocketMessage] = []
     private var queueHead = 0
     private var queuedBytes = 0
     /// The `messages` reader, suspended.
     private var waiter: UnsafeContinuation<Result<WebSocketMessage?, WebSocketError>, Never>?
     /// Set once the TCP connection has ended: nil for a clean close handshake, else the error.
-    private(set) var ending: WebSocketError??
+    @exclusivity(unchecked) private(set) var ending: WebSocketError??
     /// Why this side failed the connection (a violation, a ping timeout), reported at the end.
     private var failure: WebSocketError?
     /// True while `receive` runs.
@@ -85,10 +90,16 @@ final class WebSocketCore {
         while offset < bytes.count {
             guard hasRoom else { return offset }  // the reader is behind: backpressure
             do throws(WebSocketViolation) {
-                let (event, consumed) = try parser.parse(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
-                offset += consumed
-                guard case .frame(let frame) = event else { return offset }
-                try handle(frame)
+                let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
+                if let whole = try parser.parseWhole(rest) {
+                    offset += whole.consumed
+                    try handle(whole)
+                } else {
+                    let (event, consumed) = try parser.parse(rest)
+                    offset += consumed
+                    guard case .frame(let frame) = event else { return offset }
+                    try handle(frame)
+                }
             } catch {
                 fail(error)
                 return bytes.count
@@ -111,6 +122,16 @@ final class WebSocketCore {
         default:
             guard closing.state == .open else { return }  // after this side's close: dropped
             if let message = try assembler.append(frame) { deliver(message) }
+        }
+    }
+
+    /// One frame lent whole, its payload still masked in the read buffer: a data frame goes to the
+    /// assembler as it is (unmasked once, into the message), a control frame as ``handle(_:)-(WebSocketFrame)``.
+    private func handle(_ whole: WebSocketFrameParser.WholeFrame) throws(WebSocketViolation) {
+        if whole.head.opcode.isControl {
+            try handle(whole.head.frame(unmasking: whole.payload))
+        } else if closing.state == .open, let message = try assembler.append(whole.head, maskedPayload: whole.payload) {
+            deliver(message)
         }
     }
 
@@ -162,17 +183,15 @@ final class WebSocketCore {
         return nil
     }
 
-    /// Suspends the `messages` reader until a message or the end.
-    func waitForMessage() async -> Result<WebSocketMessage?, WebSocketError> {
-        if let ready = takeMessage() { return ready }
-        precondition(waiter == nil && messageHandler == nil, "WebSocket messages are read by one consumer at a time")
-        return await withUnsafeContinuation { continuation in
-            if let ready = takeMessage() {
-                continuation.resume(returning: ready)
-            } else {
-                waiter = continuation
-            }
+    /// Parks the suspended `messages` reader until a message or the end; resumes it at once when one is
+    /// there already (the task may have hopped between looking and suspending).
+    func waitForMessage(_ continuation: UnsafeContinuation<Result<WebSocketMessage?, WebSocketError>, Never>) {
+        if let ready = takeMessage() {
+            continuation.resume(returning: ready)
+            return
         }
+        precondition(waiter == nil && messageHandler == nil, "WebSocket messages are read by one consumer at a time")
+        waiter = continuation
     }
 
     /// Sets the callback reader; it first gets what is queued.
@@ -224,11 +243,14 @@ final class WebSocketCore {
         payload.withUnsafeBytes { writeFrame(opcode, $0, rsv1: rsv1) }
     }
 
+    /// Writes one unmasked frame: its header, built on the stack, and the payload go out together (one
+    /// `writev` when the socket takes them, no copy of the payload then).
     func writeFrame(_ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer, rsv1: Bool = false) {
-        var frame: [UInt8] = []
-        frame.reserveCapacity(payload.count + 10)
-        WebSocketFrameEncoder.append(fin: true, rsv1: rsv1, opcode: opcode, payload: payload, into: &frame)
-        let written = frame.withUnsafeBytes { bytes in Result { () throws(NetError) in try tcp.write(copying: bytes) } }
+        var header: (UInt64, UInt64) = (0, 0)
+        let written = withUnsafeMutableBytes(of: &header) { buffer in
+            let count = WebSocketFrameEncoder.writeHeader(into: buffer, fin: true, rsv1: rsv1, opcode: opcode, length: payload.count)
+            return Result { () throws(NetError) in try tcp.write(copying: UnsafeRawBufferPointer(rebasing: buffer[..<count]), payload) }
+        }
         if case .failure = written {
             // Closing or closed: the close handler ends the socket.
         }

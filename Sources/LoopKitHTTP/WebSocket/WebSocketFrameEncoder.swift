@@ -29,6 +29,38 @@ enum WebSocketFrameEncoder {
         if let maskKey { buffer.append(contentsOf: maskKey.prefix(4)) }
     }
 
+    /// The most bytes an unmasked frame header takes (2, a 64-bit length).
+    static let maxUnmaskedHeaderLength = 10
+
+    /// Writes an unmasked frame header (a server's) at the start of `buffer`, which has room for
+    /// ``maxUnmaskedHeaderLength`` bytes.
+    ///
+    /// - Parameters:
+    ///   - buffer: Where the bytes go.
+    ///   - fin: The frame ends its message.
+    ///   - rsv1: The message is compressed (its first frame only).
+    ///   - opcode: The opcode.
+    ///   - length: The payload length.
+    /// - Returns: The header's length.
+    static func writeHeader(into buffer: UnsafeMutableRawBufferPointer, fin: Bool, rsv1: Bool = false,
+                            opcode: WebSocketOpcode, length: Int) -> Int {
+        precondition(buffer.count >= maxUnmaskedHeaderLength, "WebSocket frame header buffer too small")
+        buffer[0] = (fin ? 0x80 : 0) | (rsv1 ? 0x40 : 0) | opcode.rawValue
+        if length <= 125 {
+            buffer[1] = UInt8(length)
+            return 2
+        } else if length <= 0xFFFF {
+            buffer[1] = 126
+            buffer[2] = UInt8(length >> 8)
+            buffer[3] = UInt8(length & 0xFF)
+            return 4
+        } else {
+            buffer[1] = 127
+            for index in 0..<8 { buffer[2 + index] = UInt8((UInt64(length) >> UInt64(56 - 8 * index)) & 0xFF) }
+            return 10
+        }
+    }
+
     /// Appends a whole frame to `buffer`: its header, then its payload (masked with `maskKey`, if any).
     ///
     /// - Parameters:

@@ -3,7 +3,9 @@
 ///
 /// Feed it whatever bytes arrived; it consumes what it can and returns at most one frame per call. The
 /// header is kept in a small buffer until complete; the payload is unmasked straight into the frame,
-/// which never holds more than ``maxFrameSize`` bytes.
+/// which never holds more than ``maxFrameSize`` bytes. A frame whose bytes all arrived together can be
+/// lent instead (``parseWhole(_:)``): its header is decoded where it lies and its payload, still
+/// masked, handed over in place, so the reader unmasks it once, into where it is kept.
 ///
 /// Checks: client frames are masked (``requiresMask``); RSV2 and RSV3 are clear, and RSV1 is set only
 /// when permessage-deflate was negotiated (``allowsRSV1``) and never on a control frame; the opcode is
@@ -27,18 +29,56 @@ struct WebSocketFrameParser {
     /// RSV1 may be set (permessage-deflate was negotiated).
     var allowsRSV1: Bool
 
-    /// The frame whose payload is being read.
-    private struct Pending {
+    /// A decoded, validated frame header.
+    struct Head {
+        /// The last frame of its message.
         var fin: Bool
+        /// RSV1 (compressed, with permessage-deflate).
         var rsv1: Bool
+        /// What the payload is.
         var opcode: WebSocketOpcode
+        /// The payload's length.
         var length: Int
+        /// The masking key (a client's frame), or nil.
         var mask: (UInt8, UInt8, UInt8, UInt8)?
+
+        /// Copies `payload` (this frame's, as it arrived) into `target`, unmasked; returns whether every
+        /// byte is ASCII.
+        @discardableResult
+        func unmask(_ payload: UnsafeRawBufferPointer, into target: UnsafeMutableRawPointer) -> Bool {
+            if let mask { return WebSocketFrameParser.unmask(payload, into: target, key: mask, phase: 0) }
+            guard let source = payload.baseAddress else { return true }
+            target.copyMemory(from: source, byteCount: payload.count)
+            return UTF8Validator.isASCII(payload)
+        }
+
+        /// The frame, its payload (this frame's, as it arrived) unmasked into an array.
+        func frame(unmasking payload: UnsafeRawBufferPointer) -> WebSocketFrame {
+            WebSocketFrame(fin: fin, rsv1: rsv1, opcode: opcode, payload: unmaskedBytes(payload))
+        }
+
+        /// The payload (this frame's, as it arrived) unmasked into an array.
+        func unmaskedBytes(_ payload: UnsafeRawBufferPointer) -> [UInt8] {
+            [UInt8](unsafeUninitializedCapacity: payload.count) { buffer, initialized in
+                if let target = buffer.baseAddress { unmask(payload, into: UnsafeMutableRawPointer(target)) }
+                initialized = payload.count
+            }
+        }
+    }
+
+    /// A frame that arrived whole, lent by ``parseWhole(_:)``.
+    struct WholeFrame {
+        /// Its header.
+        var head: Head
+        /// Its payload, in the bytes parsed, still masked.
+        var payload: UnsafeRawBufferPointer
+        /// The bytes it took, header and payload.
+        var consumed: Int
     }
 
     /// Header bytes received so far (2 to 14).
     private var header: [UInt8] = []
-    private var pending: Pending?
+    private var pending: Head?
     private var payload: [UInt8] = []
 
     /// A parser.
@@ -64,12 +104,14 @@ struct WebSocketFrameParser {
         if pending == nil {
             while pending == nil {
                 guard offset < bytes.count else { return (.needMoreBytes, offset) }
-                let needed = try headerLength()
+                let needed = header.count >= 2 ? Self.headerLength(second: header[1]) : 2
                 let take = min(needed - header.count, bytes.count - offset)
                 header.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + take)]))
                 offset += take
-                if header.count >= 2, try headerLength() == header.count {
-                    pending = try decodeHeader()
+                if header.count >= 2, Self.headerLength(second: header[1]) == header.count {
+                    pending = try header.withUnsafeBytes { header in
+                        Result { () throws(WebSocketViolation) in try decodeHeader(header) }
+                    }.get()
                     header.removeAll(keepingCapacity: true)
                 }
             }
@@ -91,47 +133,93 @@ struct WebSocketFrameParser {
         return (.frame(complete), offset)
     }
 
-    /// XORs payload bytes `start..<start + count` with the masking key (payload byte `i` with key byte
-    /// `i % 4`), eight bytes at a time once `start` is on a key boundary.
-    static func unmask(_ payload: UnsafeMutableRawBufferPointer, from start: Int, count: Int,
-                       key: (UInt8, UInt8, UInt8, UInt8)) {
-        func keyByte(_ index: Int) -> UInt8 {
-            switch index & 3 {
-            case 0: key.0
-            case 1: key.1
-            case 2: key.2
-            default: key.3
-            }
-        }
-        let end = start + count
-        var index = start
-        while index < end && index & 3 != 0 {
-            payload[index] ^= keyByte(index)
-            index += 1
-        }
-        // The key twice over, as eight bytes in memory order: XOR-ing a word is XOR-ing its bytes.
-        let word = withUnsafeBytes(of: (key.0, key.1, key.2, key.3, key.0, key.1, key.2, key.3)) { $0.loadUnaligned(as: UInt64.self) }
-        while index + 8 <= end {
-            payload.storeBytes(of: payload.loadUnaligned(fromByteOffset: index, as: UInt64.self) ^ word, toByteOffset: index, as: UInt64.self)
-            index += 8
-        }
-        while index < end {
-            payload[index] ^= keyByte(index)
-            index += 1
-        }
+    /// Lends the next frame when `bytes` hold all of it and no frame is under way: its header decoded
+    /// and validated in place, its payload (still masked) as a slice of `bytes`. Nil, consuming nothing,
+    /// when the frame is not all there (then ``parse(_:)`` reads it piece by piece).
+    ///
+    /// - Parameter bytes: The bytes that arrived (not yet consumed).
+    /// - Returns: The frame, lent for as long as `bytes` are, or nil.
+    /// - Throws: ``WebSocketViolation`` for a broken rule in the header; the parser is then done.
+    mutating func parseWhole(_ bytes: UnsafeRawBufferPointer) throws(WebSocketViolation) -> WholeFrame? {
+        guard pending == nil, header.isEmpty, bytes.count >= 2 else { return nil }
+        let headerLength = Self.headerLength(second: bytes[1])
+        guard bytes.count >= headerLength else { return nil }
+        let head = try decodeHeader(UnsafeRawBufferPointer(rebasing: bytes[..<headerLength]))
+        guard bytes.count - headerLength >= head.length else { return nil }
+        let end = headerLength + head.length
+        return WholeFrame(head: head, payload: UnsafeRawBufferPointer(rebasing: bytes[headerLength..<end]), consumed: end)
     }
 
-    /// The full header length the bytes so far announce (2 until the second byte is known); checks the
-    /// first two bytes as soon as they are there.
-    private func headerLength() throws(WebSocketViolation) -> Int {
-        guard header.count >= 2 else { return 2 }
-        let lengthCode = header[1] & 0x7F
+    /// XORs payload bytes `start..<start + count` with the masking key (payload byte `i` with key byte
+    /// `i % 4`), in place, sixteen bytes at a time.
+    static func unmask(_ payload: UnsafeMutableRawBufferPointer, from start: Int, count: Int,
+                       key: (UInt8, UInt8, UInt8, UInt8)) {
+        guard count > 0 else { return }
+        let region = UnsafeMutableRawBufferPointer(rebasing: payload[start..<(start + count)])
+        unmask(UnsafeRawBufferPointer(region), into: region.baseAddress!, key: key, phase: start & 3)
+    }
+
+    /// Copies `source` into `target` (which may be `source` itself) XOR-ed with the masking key, the
+    /// first byte with key byte `phase`, the next with key byte `phase + 1` (mod 4) and so on; 64 bytes
+    /// a step (four 16-byte vectors), then 16, 8 and 1.
+    ///
+    /// - Returns: Whether every unmasked byte is ASCII (below 0x80), noted on the way at no extra pass.
+    @discardableResult
+    static func unmask(_ source: UnsafeRawBufferPointer, into target: UnsafeMutableRawPointer,
+                       key: (UInt8, UInt8, UInt8, UInt8), phase: Int) -> Bool {
+        guard let from = source.baseAddress else { return true }
+        let count = source.count
+        // The key from `phase` on, twice over, as eight bytes in memory order: XOR-ing a word is XOR-ing
+        // its bytes, and the pattern repeats every four bytes, so every eighth byte starts it again.
+        let pattern = withUnsafeBytes(of: (key.0, key.1, key.2, key.3, key.0, key.1, key.2, key.3, key.0, key.1, key.2)) {
+            $0.loadUnaligned(fromByteOffset: phase & 3, as: UInt64.self)
+        }
+        let wide = SIMD2<UInt64>(repeating: pattern)
+        var seen = SIMD2<UInt64>(repeating: 0)
+        var index = 0
+        while count &- index >= 64 {
+            let a = from.loadUnaligned(fromByteOffset: index, as: SIMD2<UInt64>.self) ^ wide
+            let b = from.loadUnaligned(fromByteOffset: index &+ 16, as: SIMD2<UInt64>.self) ^ wide
+            let c = from.loadUnaligned(fromByteOffset: index &+ 32, as: SIMD2<UInt64>.self) ^ wide
+            let d = from.loadUnaligned(fromByteOffset: index &+ 48, as: SIMD2<UInt64>.self) ^ wide
+            target.storeBytes(of: a, toByteOffset: index, as: SIMD2<UInt64>.self)
+            target.storeBytes(of: b, toByteOffset: index &+ 16, as: SIMD2<UInt64>.self)
+            target.storeBytes(of: c, toByteOffset: index &+ 32, as: SIMD2<UInt64>.self)
+            target.storeBytes(of: d, toByteOffset: index &+ 48, as: SIMD2<UInt64>.self)
+            seen |= (a | b) | (c | d)
+            index &+= 64
+        }
+        while count &- index >= 16 {
+            let a = from.loadUnaligned(fromByteOffset: index, as: SIMD2<UInt64>.self) ^ wide
+            target.storeBytes(of: a, toByteOffset: index, as: SIMD2<UInt64>.self)
+            seen |= a
+            index &+= 16
+        }
+        var word = seen[0] | seen[1]
+        while index + 8 <= count {
+            let unmasked = from.loadUnaligned(fromByteOffset: index, as: UInt64.self) ^ pattern
+            target.storeBytes(of: unmasked, toByteOffset: index, as: UInt64.self)
+            word |= unmasked
+            index += 8
+        }
+        while index < count {
+            let unmasked = from.load(fromByteOffset: index, as: UInt8.self) ^ UInt8(truncatingIfNeeded: pattern >> (8 * UInt64(index & 7)))
+            target.storeBytes(of: unmasked, toByteOffset: index, as: UInt8.self)
+            word |= UInt64(unmasked)
+            index += 1
+        }
+        return word & 0x8080_8080_8080_8080 == 0
+    }
+
+    /// The full header length its second byte announces (mask bit and length code).
+    static func headerLength(second: UInt8) -> Int {
+        let lengthCode = second & 0x7F
         let extended = lengthCode == 126 ? 2 : lengthCode == 127 ? 8 : 0
-        return 2 + extended + (header[1] & 0x80 != 0 ? 4 : 0)
+        return 2 + extended + (second & 0x80 != 0 ? 4 : 0)
     }
 
     /// Validates and decodes a complete header.
-    private func decodeHeader() throws(WebSocketViolation) -> Pending {
+    private func decodeHeader(_ header: UnsafeRawBufferPointer) throws(WebSocketViolation) -> Head {
         let first = header[0], second = header[1]
         let fin = first & 0x80 != 0
         let rsv1 = first & 0x40 != 0
@@ -161,6 +249,6 @@ struct WebSocketFrameParser {
         }
         guard length <= UInt64(maxFrameSize) else { throw .tooBig("frame larger than \(maxFrameSize) bytes") }
         let mask = masked ? (header[index], header[index + 1], header[index + 2], header[index + 3]) : nil
-        return Pending(fin: fin, rsv1: rsv1, opcode: opcode, length: Int(length), mask: mask)
+        return Head(fin: fin, rsv1: rsv1, opcode: opcode, length: Int(length), mask: mask)
     }
 }

@@ -57,6 +57,36 @@ struct WebSocketMessageAssembler {
         return try finish(opcode)
     }
 
+    /// Takes the next data frame as the parser lent it whole (``WebSocketFrameParser/parseWhole(_:)``),
+    /// its payload still masked. A frame that is a whole message on its own (FIN, not compressed, no
+    /// message under way: the usual case) becomes the message with one copy, unmasked straight into the
+    /// `String` or array it is kept in; text that is all ASCII (noted while unmasking) needs no further
+    /// check, other text is validated there. Any other frame goes through ``append(_:)``.
+    ///
+    /// - Parameters:
+    ///   - head: The frame's header.
+    ///   - maskedPayload: Its payload, as it arrived.
+    /// - Returns: The message it completes, or nil.
+    /// - Throws: ``WebSocketViolation`` for a broken rule.
+    mutating func append(_ head: WebSocketFrameParser.Head, maskedPayload: UnsafeRawBufferPointer) throws(WebSocketViolation) -> WebSocketMessage? {
+        guard head.fin, !head.rsv1, current == nil, head.opcode == .text || head.opcode == .binary else {
+            return try append(head.frame(unmasking: maskedPayload))
+        }
+        guard maskedPayload.count <= maxMessageSize else { throw .tooBig("message larger than \(maxMessageSize) bytes") }
+        guard head.opcode == .text else { return .binary(head.unmaskedBytes(maskedPayload)) }
+        var isValid = true
+        let text = String(unsafeUninitializedCapacity: maskedPayload.count) { target in
+            guard let base = target.baseAddress else { return 0 }
+            if !head.unmask(maskedPayload, into: UnsafeMutableRawPointer(base)) {
+                var validator = UTF8Validator()
+                isValid = validator.validate(UnsafeRawBufferPointer(target)) && validator.isComplete
+            }
+            return target.count
+        }
+        guard isValid else { throw .invalidUTF8("text message is not UTF-8") }
+        return .text(text)
+    }
+
     /// Adds message bytes (decompressed), checking size and, for text, UTF-8.
     private mutating func add(_ piece: [UInt8], isText: Bool) throws(WebSocketViolation) {
         guard bytes.count + piece.count <= maxMessageSize else {

@@ -97,6 +97,13 @@ extension TCPConnection {
         try await waitUntilWritable()
     }
 
+    /// Whether ``waitUntilWritable()`` would suspend now: the output went above the write high-water
+    /// mark and has not drained to the low-water mark, and the connection is open. Loop thread.
+    package var writersMustWait: Bool {
+        checkThread()
+        return aboveHighWater && !machine.isClosed
+    }
+
     /// Suspends while the output is above the write high-water mark. Any number of tasks may wait; all
     /// resume together at the low-water mark, or when the connection ends.
     ///

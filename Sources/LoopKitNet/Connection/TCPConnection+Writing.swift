@@ -68,6 +68,56 @@ extension TCPConnection {
         didQueue()
     }
 
+    /// Queues a copy of `head` followed by `body` as one write: both go to the socket in one `writev`
+    /// when it takes them at once, and only what it did not take is copied (into the write batch inside
+    /// a read handler).
+    ///
+    /// - Parameters:
+    ///   - head: The first bytes (a frame header, say); only read during the call.
+    ///   - body: The bytes that follow; only read during the call.
+    /// - Throws: As ``write(_:)-(Bytes)``.
+    ///
+    /// Call on the loop's thread. The corresponding system call is `writev`.
+    package func write(copying head: UnsafeRawBufferPointer, _ body: UnsafeRawBufferPointer) throws(NetError) {
+        try checkWritable()
+        let total = head.count + body.count
+        guard total > 0 else { return }
+        if batchIsOpen {
+            shared.appendCopy(capacity: total) { target in Self.copy(head, body, from: 0, into: target) }
+        } else if output.isEmpty {
+            var vectors = (iovec(iov_base: UnsafeMutableRawPointer(mutating: head.baseAddress), iov_len: head.count),
+                           iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress), iov_len: body.count))
+            let sent = withUnsafeMutablePointer(to: &vectors) {
+                $0.withMemoryRebound(to: iovec.self, capacity: 2) { transmit($0, 2) }
+            }
+            if endIfSendFailed() { return }
+            if sent < total {
+                output.append(Bytes(unsafeUninitializedCapacity: total - sent) { Self.copy(head, body, from: sent, into: $0) })
+            }
+        } else {
+            output.append(Bytes(unsafeUninitializedCapacity: total) { Self.copy(head, body, from: 0, into: $0) })
+        }
+        didQueue()
+    }
+
+    /// Copies the bytes of `head` then `body` from offset `start` of the two on into `target`, which has
+    /// room for them; returns the count copied.
+    private static func copy(_ head: UnsafeRawBufferPointer, _ body: UnsafeRawBufferPointer, from start: Int,
+                             into target: UnsafeMutableRawBufferPointer) -> Int {
+        var written = 0
+        if start < head.count {
+            let part = UnsafeRawBufferPointer(rebasing: head[start...])
+            target.baseAddress!.copyMemory(from: part.baseAddress!, byteCount: part.count)
+            written = part.count
+        }
+        let bodyStart = Swift.max(0, start - head.count)
+        if bodyStart < body.count {
+            (target.baseAddress! + written).copyMemory(from: body.baseAddress! + bodyStart, byteCount: body.count - bodyStart)
+            written += body.count - bodyStart
+        }
+        return written
+    }
+
     /// Queues the UTF-8 bytes of `string` (one copy at most).
     ///
     /// - Throws: As ``write(_:)-(Bytes)``.

@@ -101,7 +101,7 @@ final class LoopIOBuffers {
     /// batch.
     func closeBatch(send: (UnsafePointer<iovec>, Int) -> Int, keep: (Bytes) -> Void) {
         defer {
-            entries.removeAll(keepingCapacity: entries.capacity <= 256)
+            if !entries.isEmpty { entries.removeAll(keepingCapacity: entries.capacity <= 256) }  // often empty: async readers write later
             batchCount = 0
             copiesUsed = 0
             batchOwner = nil
