@@ -155,7 +155,8 @@ public final class EventLoop: Sendable {
     public var isRunning: Bool { runActive.load(ordering: .sequentiallyConsistent) }
 
     /// How many times other threads have woken the loop: at most once per iteration however many jobs
-    /// they queue (R7). Safe from any thread.
+    /// they queue (R7), and never for jobs queued while the loop is running or spinning for them (it
+    /// finds those before it waits). Safe from any thread.
     public var wakeUpCount: UInt64 { wakeUps.load(ordering: .relaxed) }
 
     /// The kernel mechanism libevent polls with (`epoll`, `poll`, …). Safe from any thread.
