@@ -50,6 +50,24 @@ struct HTTPServerMetricsTests {
                                            [("http.request.method", "POST"), ("http.response.status_code", "200")]).lastValue == 12)
     }
 
+    @Test func anEmptyBodyAnnouncedByContentLengthIsRecordedAsZero() throws {
+        let metrics = TestMetrics()
+        let client = try Self.client(metrics, mode: .inMemory)
+        try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n")
+        #expect(try client.nextResponse().status == .ok)
+        let sizes = try metrics.expectRecorder(HTTPServerMetrics.Name.requestBodySize, [("http.request.method", "POST")])
+        #expect(sizes.values == [0])
+    }
+
+    @Test func aRequestWithoutABodyHasNoBodySize() throws {
+        let metrics = TestMetrics()
+        let client = try Self.client(metrics, mode: .inMemory)
+        #expect(try client.execute(.get, "/users/1").status == .ok)
+        #expect(throws: (any Error).self) {
+            try metrics.expectRecorder(HTTPServerMetrics.Name.requestBodySize, [("http.request.method", "GET")])
+        }
+    }
+
     @Test func countsReachTheFactoryInTheDrainOfTheIterationThatAnsweredOncePerDimensionSet() throws {
         let metrics = TestMetrics()
         let seenByALaterJob = Lock<[Int64]>([])

@@ -68,8 +68,11 @@ public struct HTTPServerRequest: Sendable {
     }
 
     /// The path without the query: the part of the request target before `?`.
-    public var path: Substring {
-        let target = head.path ?? "/"
+    public var path: Substring { Self.path(of: head) }
+
+    /// `request`'s path without the query.
+    static func path(of request: HTTPRequest) -> Substring {
+        let target = request.path ?? "/"
         return target.utf8.firstIndex(of: UInt8(ascii: "?")).map { target[..<$0] } ?? target[...]
     }
 

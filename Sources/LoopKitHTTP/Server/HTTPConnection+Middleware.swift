@@ -6,9 +6,10 @@ extension HTTPConnection {
     /// Runs a request whose body was collected through the router's middleware: inline, inside the
     /// read callback, when every middleware is inline and the route is synchronous (or there is no
     /// route); as a task on the loop otherwise. Loop thread.
-    func dispatchThroughMiddleware(_ head: HTTPRequestHead, body: [UInt8], middleware: HTTPMiddlewareChain) {
+    /// The head is read in place (`self.head`, set while the request is answered), not copied.
+    func dispatchThroughMiddleware(body: [UInt8], middleware: HTTPMiddlewareChain) {
         let route = self.route.take()
-        let request = HTTPServerRequest(head: head.request, version: head.version, body: body,
+        let request = HTTPServerRequest(head: head!.request, version: head!.version, body: body,
                                         parameters: route?.parameters ?? HTTPPathParameters(), loop: context.loop,
                                         context: requestContext!, server: context)
         let terminal: @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse
@@ -29,7 +30,7 @@ extension HTTPConnection {
         case .async(let run)?:
             terminal = run
         case .webSocket(let webSocketRoute)?:
-            webSocketRequested(request, head: head, route: webSocketRoute, middleware: middleware)
+            webSocketRequested(request, head: head!, route: webSocketRoute, middleware: middleware)
             return
         case .streaming?, .streamingCallback?:
             return  // started at the head

@@ -413,31 +413,44 @@ final class HTTPConnection: @unchecked Sendable {
     // MARK: Handlers
 
     /// Runs the handler of a request whose body was collected.
+    ///
+    /// The head stays where it is (`self.head`, read in place): a local copy of it would retain, and
+    /// then release, each of its fields once more per request.
     private func dispatch() {
-        guard let head else { return }
+        guard head != nil else { return }
         let collected = body
         body = []
         let middleware = context.router.middleware
         guard middleware.isEmpty else {
-            dispatchThroughMiddleware(head, body: collected, middleware: middleware)
+            dispatchThroughMiddleware(body: collected, middleware: middleware)
             return
         }
         guard let route = route.take() else {
             send(Self.response(for: unrouted))
             return
         }
-        let serverRequest = HTTPServerRequest(head: head.request, version: head.version, body: collected,
-                                              parameters: route.parameters, loop: context.loop, context: requestContext!, server: context)
-        switch route.handler {
-        case .sync(let run):
+        if case .sync(let run) = route.handler {
+            // The request is made as the handler's argument, so that it is destroyed after the call
+            // rather than copied for the other cases.
             let response: HTTPServerResponse
             do {
-                response = try run(serverRequest)
+                response = try run(HTTPServerRequest(head: head!.request, version: head!.version, body: collected,
+                                                     parameters: route.parameters, loop: context.loop,
+                                                     context: requestContext!, server: context))
             } catch {
-                context.logger.error("handler failed", metadata: ["path": "\(serverRequest.path)", "error": "\(error)"])
+                context.logger.error("handler failed", metadata: ["path": "\(head.map { HTTPServerRequest.path(of: $0.request) } ?? "?")",
+                                                                  "error": "\(error)"])
                 response = .text("Internal Server Error", status: .internalServerError)
             }
             send(response)
+            return
+        }
+        guard let head else { return }
+        let serverRequest = HTTPServerRequest(head: head.request, version: head.version, body: collected,
+                                              parameters: route.parameters, loop: context.loop, context: requestContext!, server: context)
+        switch route.handler {
+        case .sync:
+            break  // above
         case .async(let run):
             tcp.pauseReading()
             let logger = context.logger

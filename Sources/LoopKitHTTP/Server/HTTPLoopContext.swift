@@ -62,8 +62,11 @@ final class HTTPLoopContext: @unchecked Sendable {
     func start() throws {
         sweepTimer = try loop.schedule(after: sweepInterval, repeating: sweepInterval) { [self] in sweep() }
         // A loop that shuts down under a running server takes its connections with it: sockets closed,
-        // nothing left watching them.
-        guard loop.addShutdownObserver(ObjectIdentifier(self), { [weak self] in self?.loopIsShuttingDown() }) else {
+        // nothing left watching them. The observer holds the context strongly, as the sweep timer does:
+        // both are dropped in `finish()`, so neither extends its life. (A weak reference would give the
+        // context a side table, and every retain and release of it, one per request copy, the runtime's
+        // slow path.)
+        guard loop.addShutdownObserver(ObjectIdentifier(self), { [self] in loopIsShuttingDown() }) else {
             throw EventLoopError.shutDown
         }
     }
