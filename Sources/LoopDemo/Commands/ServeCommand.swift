@@ -113,6 +113,11 @@ struct ServeCommand: ParsableCommand {
             factory.durationHistogramBuckets[label] = fine
         }
         factory.valueHistogramBuckets[LoopMetrics.Name.drainSize] = [0, 1, 2, 5, 10, 50, 100, 500, 1000, 10_000]
+        // Body sizes in bytes, from empty to 1 GiB (Prometheus's default buckets end at 10).
+        let bytes: [Double] = [0, 64, 256, 1024, 4096, 16_384, 65_536, 262_144, 1_048_576, 16_777_216, 1_073_741_824]
+        for label in [HTTPServerMetrics.Name.requestBodySize, HTTPServerMetrics.Name.responseBodySize] {
+            factory.valueHistogramBuckets[label] = bytes
+        }
         MetricsSystem.bootstrap(factory)
         return registry
     }
