@@ -98,7 +98,7 @@ wrk:
 bench-http: deps wrk
 	$(SWIFT) build -c release --product LoopDemo
 	cd Benchmarks && $(SWIFT) build -c release --product NIOHTTPPeer && $(SWIFT) build -c release --product HummingbirdPeer
-	flock /tmp/loopkit-bench.lock Benchmarks/http-bench.sh
+	flock /tmp/loopkit-bench.lock Benchmarks/http-bench.sh | tee Benchmarks/RESULTS-http.txt
 
 ## bench-https: LoopKitHTTP over TLS vs NIOHTTP1 + NIOSSL and nginx (one certificate, ECDSA P-256): keep-alive,
 ## new connections, idle TLS connection memory, 1 GiB upload; server on core 0, load on core 1

@@ -37,7 +37,7 @@ struct ConcurrencyTests {
         #expect(onLoop)
     }
 
-    /// A task's job is queued as it is (no closure around it) and keeps its place in the queue.
+    /// A task's job keeps its place in the queue among closures.
     @Test("a task's jobs run in FIFO order with the closures queued around them")
     func taskJobsKeepTheirPlace() throws {
         let driver = try LoopDriver()

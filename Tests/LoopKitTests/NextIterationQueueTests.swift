@@ -18,14 +18,9 @@ struct NextIterationQueueTests {
         Job { log.append(label) }
     }
 
-    /// The loop the jobs run on (closures only here: it is not run).
-    private let loop: EventLoop
-
-    init() throws { loop = try EventLoop() }
-
     private func run(_ batch: consuming JobBuffer) -> Int {
         var batch = batch
-        return batch.runFront(limit: .max, on: loop)
+        return batch.runFront(limit: .max)
     }
 
     @Test("only the first push from another thread since the last snapshot asks for a wake-up (R7)")
@@ -81,7 +76,7 @@ struct NextIterationQueueTests {
             _ = try? queue.pushOnLoopThread(inner)
         })
         var first = queue.takeSnapshot()
-        let ranFirst = first.runFront(limit: .max, on: loop)
+        let ranFirst = first.runFront(limit: .max)
         queue.recycle(first)
         #expect(ranFirst == 1)
         #expect(log.labels == ["outer"])
@@ -96,7 +91,7 @@ struct NextIterationQueueTests {
         let log = Log()
         for label in ["1", "2", "3"] { _ = try queue.pushOnLoopThread(job(label, log)) }
         var batch = queue.takeSnapshot()
-        let ran = batch.runFront(limit: 1, on: loop)
+        let ran = batch.runFront(limit: 1)
         _ = try queue.pushOnLoopThread(job("4", log))
         let drainRequested = queue.putBack(&batch)
         queue.recycle(batch)

@@ -15,7 +15,7 @@ extension EventLoop: TaskExecutor {
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         do {
-            try append(Job(task: job, isolated: false), isExecutorJob: true)
+            try append(Job { [self] in job.runSynchronously(on: self.asUnownedTaskExecutor()) }, isExecutorJob: true)
         } catch {
             globalConcurrentExecutor.enqueue(ExecutorJob(job))  // the loop is gone; the task goes on
         }
@@ -24,7 +24,9 @@ extension EventLoop: TaskExecutor {
     /// Queues a job an actor pinned to the loop enqueued on its serial executor (``LoopIsolation``).
     func enqueueIsolated(_ job: UnownedJob) {
         do {
-            try append(Job(task: job, isolated: true), isExecutorJob: true)
+            try append(Job { [self] in
+                job.runSynchronously(isolatedTo: isolation.asUnownedSerialExecutor(), taskExecutor: self.asUnownedTaskExecutor())
+            }, isExecutorJob: true)
         } catch {
             fatalError("LoopKit: an actor pinned to an EventLoop that has finished shutting down was given work")
         }

@@ -159,7 +159,7 @@ extension EventLoop {
         var batch = queue.takeSnapshot()
         var ran = 0
         if !batch.isEmpty {
-            ran = batch.runFront(limit: drainLimit ?? .max, on: self)
+            ran = batch.runFront(limit: drainLimit ?? .max)
             state.value.callbacksRun += ran
             // A drain limit left work: it goes back to the front, ahead of anything queued since (R1).
             if !batch.isEmpty, queue.putBack(&batch), isAttached { requestDrain(fromLoopThread: true) }

@@ -1,52 +1,24 @@
-/// A unit of queued work: a closure, or a Swift concurrency job kept as it is (no closure around it, so
-/// resuming a task on the loop allocates nothing). 17 bytes, so queuing copies three words.
+/// A unit of queued work: just the closure, 16 bytes, so queuing copies two words.
 ///
-/// A struct around an enum, not a bare function type, on purpose: a function type stored through a
-/// generic pointer is kept at its most general abstraction, so every store would allocate a
-/// reabstraction thunk. An enum payload keeps the closure as it is.
+/// A struct, not a bare function type, on purpose: a function type stored through a generic pointer is
+/// kept at its most general abstraction, so every store would allocate a reabstraction thunk. A struct
+/// field keeps the closure as it is.
 struct Job: Sendable {
-    private enum Work: Sendable {
-        /// Work queued with ``EventLoop/enqueue(_:)`` and its kin.
-        case closure(@Sendable () -> Void)
-        /// A job of a task that prefers the loop (the loop as its task executor).
-        case task(UnownedJob)
-        /// A job of an actor pinned to the loop (the loop's serial executor, ``LoopIsolation``).
-        case isolatedTask(UnownedJob)
-    }
-
-    private let work: Work
+    let run: @Sendable () -> Void
 
     @inline(__always)
-    init(_ run: @escaping @Sendable () -> Void) { work = .closure(run) }
-
-    /// A Swift concurrency job; `isolated` when an actor pinned to the loop enqueued it.
-    @inline(__always)
-    init(task: UnownedJob, isolated: Bool) { work = isolated ? .isolatedTask(task) : .task(task) }
-
-    /// Runs the work on `loop`, the loop that drains it.
-    @inline(__always)
-    func run(on loop: EventLoop) {
-        switch work {
-        case .closure(let run):
-            run()
-        case .task(let job):
-            job.runSynchronously(on: loop.asUnownedTaskExecutor())
-        case .isolatedTask(let job):
-            job.runSynchronously(isolatedTo: loop.isolation.asUnownedSerialExecutor(), taskExecutor: loop.asUnownedTaskExecutor())
-        }
-    }
+    init(_ run: @escaping @Sendable () -> Void) { self.run = run }
 }
 
 /// A FIFO of jobs in one contiguous allocation that a drain empties by moving each job out.
 ///
 /// `Array` would retain, release and destroy every job on the way through; moving costs one release.
 /// The buffer's storage is reused from drain to drain, so a steady-state enqueue never allocates
-/// (no allocation per enqueue beyond a closure's own; none for a Swift concurrency job).
+/// (no allocation per enqueue beyond the closure's own).
 ///
 /// The unchecked conformance stands for unique ownership: the buffer is noncopyable, so exactly one
-/// owner can reach its storage, and every element is a `@Sendable` closure or a Swift concurrency job
-/// (`UnownedJob`, `Sendable`). Moving a buffer between threads (through the loop's lock) is therefore
-/// as safe as moving an array of them.
+/// owner can reach its storage, and every element is a `@Sendable` closure. Moving a buffer between
+/// threads (through the loop's lock) is therefore as safe as moving an array of those closures.
 struct JobBuffer: ~Copyable, @unchecked Sendable {
     private var base: UnsafeMutablePointer<Job>
     private var capacity: Int
@@ -88,15 +60,15 @@ struct JobBuffer: ~Copyable, @unchecked Sendable {
         other.count = 0
     }
 
-    /// Runs the first `limit` jobs in order on `loop`, moving each out before it runs, and keeps the
-    /// rest (in order) at the front. Returns how many ran.
+    /// Runs the first `limit` jobs in order, moving each out before it runs, and keeps the rest (in
+    /// order) at the front. Returns how many ran.
     @inline(__always)
-    mutating func runFront(limit: Int, on loop: EventLoop) -> Int {
+    mutating func runFront(limit: Int) -> Int {
         let ran = min(limit, count)
         var index = 0
         while index < ran {
             let job = (base + index).move()
-            job.run(on: loop)
+            job.run()
             index += 1
         }
         if ran < count {
