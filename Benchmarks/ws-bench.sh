@@ -111,11 +111,11 @@ sse_rows() {
             printf "  job alone (before)         %8s ms, %5s iterations, longest iteration %6s ms (p99 %s, median %s)\n",
                 v["alone-before", "job_ms"], v["alone-before", "iterations"], v["alone-before", "longest_iteration_ms"],
                 v["alone-before", "p99_iteration_ms"], v["alone-before", "median_iteration_ms"]
-            printf "  job with %5s subscribers %8s ms, %5s iterations, longest iteration %6s ms (p99 %s, median %s), the answering iteration apart\n",
+            printf "  job with %5s subscribers %8s ms, %5s iterations, longest iteration %6s ms (p99 %s, median %s), the answering iterations apart\n",
                 v["fanout-deliveries", "subscribers"], v["fanout", "job_ms"], v["fanout", "iterations"],
                 v["fanout", "longest_iteration_ms"], v["fanout", "p99_iteration_ms"], v["fanout", "median_iteration_ms"]
-            printf "  the iteration answering the %s requests at once (response heads, streams started): %s ms\n",
-                v["fanout-deliveries", "subscribers"], v["fanout", "answering_iteration_ms"]
+            printf "  the iterations answering the %s requests at once (response heads, then the streams starting): %s ms\n",
+                v["fanout-deliveries", "subscribers"], v["fanout", "answering_iterations_ms"]
             printf "  job alone (after)          %8s ms, %5s iterations, longest iteration %6s ms (p99 %s, median %s)\n",
                 v["alone-after", "job_ms"], v["alone-after", "iterations"], v["alone-after", "longest_iteration_ms"],
                 v["alone-after", "p99_iteration_ms"], v["alone-after", "median_iteration_ms"]

@@ -19,7 +19,8 @@
 //
 // The iteration in which the gated handlers return answers all SUBSCRIBERS requests at once (response heads
 // written, streams started): a burst of requests, not the fan-out. Its length is printed on its own
-// (`answering_iteration_ms`), and `longest_iteration_ms` of the fan-out run is the longest of the others.
+// (`answering_iterations_ms`: that iteration and the two after it, where the streams take their first steps),
+// and `longest_iteration_ms` of the fan-out run is the longest of the others.
 //
 // Prints a few `key value...` lines (see `report`).
 import Foundation
@@ -270,20 +271,24 @@ func percentile(_ values: [UInt64], _ p: Double) -> UInt64 {
 }
 
 /// "job T ms, iterations N, longest iteration X ms, p99 iteration Y ms, median iteration Z ms", and for a
-/// run with subscribers the iteration that answered their requests on its own: the probe's gaps ending in
-/// that iteration and the next (the answering may fall before or after the probe in the drain).
+/// run with subscribers the iterations that answered their requests on their own: the probe's gaps ending
+/// in the iteration where the last handler resumed and the two after it (the answering may fall before or
+/// after the probe in the drain, and each answered stream's task takes its first steps in the next drain).
 func describe(_ record: LoopRecord) -> String {
     let ms = { (ns: UInt64) in String(format: "%.2f", Double(ns) / 1e6) }
     let answering = record.answeringIteration
     let isAnswering = { (index: Int) in
-        answering != 0 && (record.gapIterations[index] == answering || record.gapIterations[index] == answering + 1)
+        answering != 0 && (answering...answering + 2).contains(record.gapIterations[index])
     }
     let others = record.gaps.indices.filter { !isAnswering($0) }.map { record.gaps[$0] }
-    let answeringGap = record.gaps.indices.filter(isAnswering).map { record.gaps[$0] }.max()
+    let answeringGaps = record.gaps.indices.filter(isAnswering).map { ms(record.gaps[$0]) }
     return "job_ms \(ms(record.endedAt - record.startedAt)) iterations \(record.lastIteration - record.firstIteration) "
         + "longest_iteration_ms \(ms(others.max() ?? 0)) p99_iteration_ms \(ms(percentile(others, 0.99))) "
         + "median_iteration_ms \(ms(percentile(others, 0.5)))"
-        + (answeringGap.map { " answering_iteration_ms \(ms($0))" } ?? "")
+        + (answeringGaps.isEmpty ? "" : " answering_iterations_ms \(answeringGaps.joined(separator: "/"))")
+        + " longest_at " + record.gaps.indices.filter { !isAnswering($0) }.sorted { record.gaps[$0] > record.gaps[$1] }
+            .prefix(3).map { "\(record.gapIterations[$0] - record.firstIteration):\(ms(record.gaps[$0]))" }.joined(separator: ",")
+
 }
 
 var limit = rlimit()
