@@ -106,7 +106,9 @@ final class NextIterationQueue: Sendable {
         try inbox.withLock { (inbox) throws(EventLoopError) -> Bool in
             guard inbox.isOpen || (isExecutorJob && inbox.takesExecutorJobs) else { throw .shutDown }
             inbox.jobs.append(job)
-            inboxHasJobs.store(true, ordering: .releasing)
+            // Only the first job since the inbox was emptied writes the flag: the loop (spinning or
+            // polling) reads it, and a write per push would take its cache line from the loop every time.
+            if inbox.jobs.count == 1 { inboxHasJobs.store(true, ordering: .releasing) }
             guard !inbox.wakeUpSent else { return false }
             inbox.wakeUpSent = true
             return true
