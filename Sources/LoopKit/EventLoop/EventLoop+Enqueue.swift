@@ -78,11 +78,11 @@ extension EventLoop {
         }
     }
 
-    /// Makes the loop poll again soon: cross-thread, write to its wake-up eventfd (waking a waiting poll,
-    /// outside every lock) unless the loop is running and will see the job before it waits (an attached
-    /// loop's poll is its host's: always written); on the loop thread of an attached loop, add the tick with a zero timeout so it
-    /// runs after the host's next poll (not in the pass that is running, which would starve the host's
-    /// I/O: R4).
+    /// Makes the loop poll again soon. Cross-thread: write to its wake-up eventfd (waking a waiting poll,
+    /// outside every lock) unless the loop is running and will see the job before it waits; an attached
+    /// loop's poll is its host's, so its eventfd is always written. On the loop thread of an attached
+    /// loop: add the tick with a zero timeout so it runs after the host's next poll (not in the pass
+    /// that is running, which would starve the host's I/O: R4).
     func requestDrain(fromLoopThread: Bool) {
         if fromLoopThread {
             events.tick.add(timeoutNanoseconds: 0)

@@ -89,14 +89,9 @@ extension EventLoop {
     @inline(__always)
     private func pollAndRunIO(mayBlock: Bool) throws(EventLoopError) {
         guard mayBlock && !hasQueuedWork && !hasDueTimer else { return try events.base.poll(.nonBlocking) }
-        guard clock.advancesByItself else {
-            // Virtual time: no spin, no wait measured (a test steps the loop).
-            guard queue.prepareToSleep() else { return try events.base.poll(.nonBlocking) }
-            armTimerEvent()
-            defer { queue.awoke() }
-            return try events.base.poll(.blocking)
-        }
-        if state.value.wakeSpin.shouldSpin() {
+        // On virtual time a test steps the loop: no spin, no wait measured.
+        let realTime = clock.advancesByItself
+        if realTime, state.value.wakeSpin.shouldSpin() {
             if spinForJobsFromOtherThreads() {
                 state.value.wakeSpin.spinSawJob()
                 return try events.base.poll(.nonBlocking)
@@ -106,11 +101,13 @@ extension EventLoop {
         }
         guard queue.prepareToSleep() else { return try events.base.poll(.nonBlocking) }
         armTimerEvent()
-        let start = MonotonicTime.nanoseconds()
+        defer { queue.awoke() }
+        let start = realTime ? MonotonicTime.nanoseconds() : 0
         try events.base.poll(.blocking)
-        queue.awoke()
-        state.value.wakeSpin.waitEnded(afterNanoseconds: MonotonicTime.nanoseconds() &- start,
-                                       byAnotherThreadsJob: queue.hasJobsFromOtherThreads)
+        if realTime {
+            state.value.wakeSpin.waitEnded(afterNanoseconds: MonotonicTime.nanoseconds() &- start,
+                                           byAnotherThreadsJob: queue.hasJobsFromOtherThreads)
+        }
     }
 
     /// Watches the inbox for up to ``WakeSpin/limitNanoseconds``, never past the next timer's deadline.
