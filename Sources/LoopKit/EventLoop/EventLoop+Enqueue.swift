@@ -10,7 +10,7 @@ extension EventLoop {
     ///
     /// Safe from any thread.
     @inline(__always)
-    public func enqueue(_ work: __owned @escaping @Sendable () -> Void) throws(EventLoopError) {
+    public func enqueue(_ work: consuming @escaping @Sendable () -> Void) throws(EventLoopError) {
         try append(Job(work))
     }
 
@@ -55,7 +55,7 @@ extension EventLoop {
 
     /// Appends a job to the next-iteration queue and wakes the loop if the queue says it needs waking.
     @inline(__always)
-    func append(_ job: __owned Job, isExecutorJob: Bool = false) throws(EventLoopError) {
+    func append(_ job: consuming Job, isExecutorJob: Bool = false) throws(EventLoopError) {
         if owner.isCurrent {
             if try queue.pushOnLoopThread(job, isExecutorJob: isExecutorJob), isAttached { requestDrain(fromLoopThread: true) }
         } else if try queue.pushFromAnotherThread(job, isExecutorJob: isExecutorJob) {

@@ -84,7 +84,7 @@ final class NextIterationQueue: Sendable {
     /// - Parameter isExecutorJob: A Swift concurrency job, taken after ``close()`` until ``seal()``.
     /// - Throws: ``EventLoopError/shutDown`` once closed.
     @inline(__always)
-    func pushOnLoopThread(_ job: __owned Job, isExecutorJob: Bool = false) throws(EventLoopError) -> Bool {
+    func pushOnLoopThread(_ job: consuming Job, isExecutorJob: Bool = false) throws(EventLoopError) -> Bool {
         guard accepting.load(ordering: .relaxed)
                 || (isExecutorJob && acceptingExecutorJobs.load(ordering: .relaxed)) else { throw .shutDown }
         if inboxHasJobs.load(ordering: .acquiring) { moveInboxToOutbox() }
@@ -102,8 +102,8 @@ final class NextIterationQueue: Sendable {
     ///
     /// Safe from any thread.
     @inline(__always)
-    func pushFromAnotherThread(_ job: __owned Job, isExecutorJob: Bool = false) throws(EventLoopError) -> Bool {
-        try inbox.withLock { (inbox) throws(EventLoopError) -> Bool in
+    func pushFromAnotherThread(_ job: consuming Job, isExecutorJob: Bool = false) throws(EventLoopError) -> Bool {
+        try inbox.withLock(handing: job) { (inbox, job) throws(EventLoopError) -> Bool in
             guard inbox.isOpen || (isExecutorJob && inbox.takesExecutorJobs) else { throw .shutDown }
             inbox.jobs.append(job)
             // Only the first job since the inbox was emptied writes the flag: the loop (spinning or

@@ -45,7 +45,7 @@ struct JobBuffer: ~Copyable, @unchecked Sendable {
 
     /// Appends a job at the back.
     @inline(__always)
-    mutating func append(_ job: __owned Job) {
+    mutating func append(_ job: consuming Job) {
         if count == capacity { grow(to: max(capacity * 2, 64)) }
         (base + count).initialize(to: job)
         count += 1
@@ -67,8 +67,12 @@ struct JobBuffer: ~Copyable, @unchecked Sendable {
         let ran = min(limit, count)
         var index = 0
         while index < ran {
-            let job = (base + index).move()
-            job.run()
+            // The closure itself is moved out and called: its context is released once, after the call.
+            // (Calling `job.run()` on a moved-out job, or the job in place, made the compiler retain the
+            // context for the call and release it twice after: two more atomic operations on a reference
+            // count that the producing thread may be changing too, e.g. a captured object's.)
+            let run = (base + index).move().run
+            run()
             index += 1
         }
         if ran < count {

@@ -38,6 +38,22 @@ final class YieldingLock<Value: ~Copyable>: @unchecked Sendable {
         return try body(&value)
     }
 
+    /// Runs `body` with exclusive access to the value, handing it `argument` to consume (to store it in
+    /// the value without a copy: a closure that captured `argument` could only copy it, and copying a job
+    /// retains its context, an atomic operation on a count other threads change too). Safe from any
+    /// thread; not reentrant.
+    @inline(__always)
+    func withLock<Argument: ~Copyable, Result, E: Error>(
+        handing argument: consuming Argument,
+        _ body: (inout Value, consuming Argument) throws(E) -> Result
+    ) throws(E) -> Result {
+        if !held.compareExchange(expected: false, desired: true, successOrdering: .acquiring, failureOrdering: .relaxed).exchanged {
+            acquireContended()
+        }
+        defer { held.store(false, ordering: .releasing) }
+        return try body(&value, argument)
+    }
+
     /// Spins a little (the holder is usually running on another core and almost done), then yields the
     /// core between attempts (the holder may be waiting for one).
     @inline(never)
