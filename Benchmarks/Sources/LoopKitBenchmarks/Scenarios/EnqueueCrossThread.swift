@@ -10,16 +10,30 @@ import NIOPosix
 /// that stops the clock and the loop; timed from the producer's start until that last job ran. SwiftNIO:
 /// this thread `execute`s onto a NIO loop's thread. Dispatch: this thread `async`s onto a serial queue.
 ///
-/// Each is measured with job closures that capture an object (``CapturedCounter``), as a caller's do, so
-/// each allocates its context on the producer's thread and frees it on the consumer's (the goal's
-/// figure), and with closures that capture nothing (a global counter), which allocate nothing.
+/// Each is measured with three closure shapes (``Capture``): one object, as the goal's figure; an object
+/// and a value, which makes Swift allocate a context per job on the producer's thread that the consumer's
+/// thread frees; and nothing, the queue's own cost.
 enum EnqueueCrossThread {
-    static let capturing = "LoopKit, captures an object"
-    static let plain = "LoopKit, captures nothing"
-    static let nioCapturing = "NIO execute from another thread, captures an object"
-    static let nioPlain = "NIO execute from another thread, captures nothing"
-    static let dispatchCapturing = "Dispatch serial async from another thread, captures an object"
-    static let dispatchPlain = "Dispatch serial async from another thread, captures nothing"
+    /// What each measured job closure captures.
+    enum Capture {
+        /// Nothing: `{ benchCounter &+= 1 }` (a global). No allocation, no reference count.
+        case nothing
+        /// One object: `{ counter.value &+= 1 }`. Swift uses the object itself as the closure's context,
+        /// so the job holds a reference on it: no allocation, but the producer retains and the consumer
+        /// releases a count both threads share.
+        case object
+        /// An object and a value: `{ counter.value &+= step }`. Swift allocates a context per job (on the
+        /// producer's thread) that the consumer's thread frees, as most callers' closures do.
+        case objectAndValue
+
+        var label: String {
+            switch self {
+            case .nothing: "captures nothing"
+            case .object: "captures an object"
+            case .objectAndValue: "captures an object and a value"
+            }
+        }
+    }
 
     static func run(_ options: Options, nio: MultiThreadedEventLoopGroup) throws -> [Row] {
         let n = options.count(1_000_000, quick: 100_000)
@@ -29,38 +43,52 @@ enum EnqueueCrossThread {
 
         // Added LoopKit, peer, peer, LoopKit, …: the runs alternate.
         var comparison = Comparison(options)
-        comparison.loopKit(capturing, operations: n) { try loopKitRun(loop, n, capturing: true) }
-        comparison.peer(nioCapturing, operations: n) { try nioRun(eventLoop, n, capturing: true) }
-        comparison.peer(dispatchCapturing, operations: n) { dispatchRun(queue, n, capturing: true) }
-        comparison.loopKit(plain, operations: n) { try loopKitRun(loop, n, capturing: false) }
-        comparison.peer(nioPlain, operations: n) { try nioRun(eventLoop, n, capturing: false) }
-        comparison.peer(dispatchPlain, operations: n) { dispatchRun(queue, n, capturing: false) }
+        for capture in [Capture.object, .objectAndValue, .nothing] {
+            comparison.loopKit("LoopKit, \(capture.label)", operations: n) { try loopKitRun(loop, n, capture) }
+            comparison.peer("NIO execute from another thread, \(capture.label)", operations: n) {
+                try nioRun(eventLoop, n, capture)
+            }
+            comparison.peer("Dispatch serial async from another thread, \(capture.label)", operations: n) {
+                dispatchRun(queue, n, capture)
+            }
+        }
 
         let figures = try comparison.run()
         let wakeUps = loop.wakeUpCount
         let iterations = loop.iteration
         loop.shutdown()
+        func peers(_ capture: Capture) -> [(name: String, figure: Figure)] {
+            figures.peers("NIO execute from another thread, \(capture.label)",
+                          "Dispatch serial async from another thread, \(capture.label)")
+        }
         return [
             Row(scenario: "cross-thread enqueue, one producer, 1M, capturing an object", unit: .nanoseconds,
-                loopKit: figures[capturing], peers: figures.peers(nioCapturing, dispatchCapturing),
-                goal: .atMostNanosecondsAndTimesFaster(60, peer: nioCapturing, ratio: 3),
+                loopKit: figures["LoopKit, \(Capture.object.label)"], peers: peers(.object),
+                goal: .atMostNanosecondsAndTimesFaster(60, peer: "NIO execute from another thread, \(Capture.object.label)", ratio: 3),
                 note: "Timed from the producer's first enqueue until the last job ran on the loop; each job "
-                    + "closure captures a final class instance ({ counter.value &+= 1 }), as callers' closures "
-                    + "do: allocated on the producer's thread, freed on the loop's. Over all runs (both rows) "
-                    + "the loop took \(iterations) iterations and \(wakeUps) cross-thread wake-ups (R7: at most "
-                    + "one per iteration)."),
+                    + "closure captures a final class instance ({ counter.value &+= 1 }). Swift makes that "
+                    + "object the closure's context: no allocation, but the producer retains it and the loop "
+                    + "releases it, one count shared by both threads. Over all runs (all three rows) the loop "
+                    + "took \(iterations) iterations and \(wakeUps) cross-thread wake-ups (R7: at most one per "
+                    + "iteration)."),
+            Row(scenario: "cross-thread enqueue, one producer, 1M, capturing an object and a value", unit: .nanoseconds,
+                loopKit: figures["LoopKit, \(Capture.objectAndValue.label)"], peers: peers(.objectAndValue), goal: .none,
+                note: "Each job closure captures the object and an Int ({ counter.value &+= step }): Swift "
+                    + "allocates its context on the producer's thread, and the consumer's thread frees it "
+                    + "(glibc's per-thread caches do not help a chunk freed by another thread)."),
             Row(scenario: "cross-thread enqueue, one producer, 1M, capturing nothing", unit: .nanoseconds,
-                loopKit: figures[plain], peers: figures.peers(nioPlain, dispatchPlain), goal: .none,
-                note: "The same with closures that capture nothing (a global counter): no allocation per job, "
-                    + "the queue's own cost. Not the goal's figure: callers' closures capture."),
+                loopKit: figures["LoopKit, \(Capture.nothing.label)"], peers: peers(.nothing), goal: .none,
+                note: "The same with closures that capture nothing (a global counter): no allocation, no "
+                    + "reference count per job: the queue's own cost."),
         ]
     }
 
     /// LoopKit: `run()` on this thread while a producer thread enqueues `n` jobs and a last one that stops
     /// the clock and the loop.
-    static func loopKitRun(_ loop: LoopKit.EventLoop, _ n: Int, capturing: Bool) throws -> UInt64 {
+    static func loopKitRun(_ loop: LoopKit.EventLoop, _ n: Int, _ capture: Capture) throws -> UInt64 {
         benchCounter = 0
         let counter = CapturedCounter()
+        let step = stepOne(n)
         let begin = Finish()
         let finish = Finish()
         // The producer starts once the loop is running (its first job ran).
@@ -68,10 +96,10 @@ enum EnqueueCrossThread {
         let producer = spawnThread {
             _ = begin.wait()
             let start = monotonicNanoseconds()
-            if capturing {
-                for _ in 0..<n { try! loop.enqueue { counter.value &+= 1 } }
-            } else {
-                for _ in 0..<n { try! loop.enqueue { benchCounter &+= 1 } }
+            switch capture {
+            case .nothing: for _ in 0..<n { try! loop.enqueue { benchCounter &+= 1 } }
+            case .object: for _ in 0..<n { try! loop.enqueue { counter.value &+= 1 } }
+            case .objectAndValue: for _ in 0..<n { try! loop.enqueue { counter.value &+= step } }
             }
             try! loop.enqueue {
                 finish.signal()
@@ -81,50 +109,57 @@ enum EnqueueCrossThread {
         }
         try loop.run()
         producer.wait()
-        let ran = capturing ? counter.value : benchCounter
+        let ran = capture == .nothing ? benchCounter : counter.value
         check(ran == n, "LoopKit ran \(ran) of \(n) jobs")
         return finish.wait() - startStamp.load(ordering: .acquiring)
     }
 
     /// SwiftNIO: this thread `execute`s `n` jobs onto the NIO loop's thread, then one that stops the clock.
-    static func nioRun(_ eventLoop: any NIOCore.EventLoop, _ n: Int, capturing: Bool) throws -> UInt64 {
+    static func nioRun(_ eventLoop: any NIOCore.EventLoop, _ n: Int, _ capture: Capture) throws -> UInt64 {
         try eventLoop.submit { benchCounter = 0 }.wait()
         let counter = CapturedCounter()
+        let step = stepOne(n)
         let finish = Finish()
         let start = monotonicNanoseconds()
-        if capturing {
-            for _ in 0..<n { eventLoop.execute { counter.value &+= 1 } }
-        } else {
-            for _ in 0..<n { eventLoop.execute { benchCounter &+= 1 } }
+        switch capture {
+        case .nothing: for _ in 0..<n { eventLoop.execute { benchCounter &+= 1 } }
+        case .object: for _ in 0..<n { eventLoop.execute { counter.value &+= 1 } }
+        case .objectAndValue: for _ in 0..<n { eventLoop.execute { counter.value &+= step } }
         }
         eventLoop.execute { finish.signal() }
         let end = finish.wait()
         try eventLoop.submit {
-            let ran = capturing ? counter.value : benchCounter
+            let ran = capture == .nothing ? benchCounter : counter.value
             check(ran == n, "NIO ran \(ran) of \(n) jobs")
         }.wait()
         return end - start
     }
 
     /// Dispatch: this thread `async`s `n` jobs onto a serial queue, then one that stops the clock.
-    static func dispatchRun(_ queue: DispatchQueue, _ n: Int, capturing: Bool) -> UInt64 {
+    static func dispatchRun(_ queue: DispatchQueue, _ n: Int, _ capture: Capture) -> UInt64 {
         queue.sync { benchCounter = 0 }
         let counter = CapturedCounter()
+        let step = stepOne(n)
         let finish = Finish()
         let start = monotonicNanoseconds()
-        if capturing {
-            for _ in 0..<n { queue.async { counter.value &+= 1 } }
-        } else {
-            for _ in 0..<n { queue.async { benchCounter &+= 1 } }
+        switch capture {
+        case .nothing: for _ in 0..<n { queue.async { benchCounter &+= 1 } }
+        case .object: for _ in 0..<n { queue.async { counter.value &+= 1 } }
+        case .objectAndValue: for _ in 0..<n { queue.async { counter.value &+= step } }
         }
         queue.async { finish.signal() }
         let end = finish.wait()
         queue.sync {
-            let ran = capturing ? counter.value : benchCounter
+            let ran = capture == .nothing ? benchCounter : counter.value
             check(ran == n, "Dispatch ran \(ran) of \(n) jobs")
         }
         return end - start
     }
+
+    /// 1, computed from a run-time value so the compiler cannot fold it into the closure: the closure must
+    /// capture it (and so allocate a context).
+    @inline(never)
+    static func stepOne(_ n: Int) -> Int { n > 0 ? 1 : 2 }
 }
 
 /// When the LoopKit producer started, handed to the measuring thread (the harness runs one body at a time).
