@@ -10,6 +10,7 @@ struct LimitsAndTimeoutsTests {
     @Test func everyServerLimitHasASafeDefault() {
         let configuration = HTTPServer.Configuration()
         #expect(configuration.headTimeout == .seconds(10))
+        #expect(configuration.defersAcceptUntilData)  // HTTP clients speak first
         #expect(configuration.bodyTimeout == .seconds(30))
         #expect(configuration.idleTimeout == .seconds(60))
         #expect(configuration.shutdownDeadline == .seconds(10))

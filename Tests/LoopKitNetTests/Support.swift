@@ -53,11 +53,12 @@ final class Recorder<Value: Sendable>: Sendable {
     var all: [Value] { values.withLock { $0 } }
 }
 
-/// Waits (polling every millisecond, for at most 20 s) until `condition` holds; returns whether it did.
-/// A wait for an event, not a timing threshold.
+/// Waits (polling every millisecond, for at most `limit`, default 20 s) until `condition` holds; returns
+/// whether it did. A wait for an event, not a timing threshold.
 @discardableResult
-func eventually(_ condition: @Sendable () -> Bool) async -> Bool {
-    for _ in 0..<20_000 {
+func eventually(within limit: Duration = .seconds(20), _ condition: @Sendable () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while ContinuousClock.now < deadline {
         if condition() { return true }
         try? await Task.sleep(for: .milliseconds(1))
     }

@@ -44,6 +44,12 @@ public final class HTTPServer: Service, Sendable {
         public var writeLowWaterMark: Int = 16 * 1024
         /// The listen backlog (default 1024).
         public var backlog: Int32 = 1024
+        /// The kernel hands a connection to the server only once its first bytes arrive (default true;
+        /// LoopKitNet's `ListenerOptions.defersAcceptUntilData`). HTTP clients speak first, so a new
+        /// connection costs the server's loop one wake-up instead of two, and its first read finds the
+        /// request. A client that connects and sends nothing waits in the kernel, and reaches the server
+        /// (and its ``headTimeout``) after about a second.
+        public var defersAcceptUntilData = true
         /// HTTPS: a server `TLSContext` (LoopKitNet) every connection handshakes with before its first
         /// request; nil (default): plain HTTP. Reload its certificate with `TLSContext.reload(_:)`.
         public var tls: TLSContext?
@@ -154,6 +160,7 @@ public final class HTTPServer: Service, Sendable {
             }
             var options = ListenerOptions()
             options.backlog = configuration.backlog
+            options.defersAcceptUntilData = configuration.defersAcceptUntilData
             options.connection.writeHighWaterMark = configuration.writeHighWaterMark
             options.connection.writeLowWaterMark = configuration.writeLowWaterMark
             options.tls = configuration.tls

@@ -43,13 +43,15 @@ enum Socket {
 
     /// A socket bound to `address` and listening. `SO_REUSEPORT` only when asked (a group's listeners
     /// share a port; a lone listener on a port in use is an error, not a second server).
-    static func listen(at address: SocketAddress, reusePort: Bool, backlog: Int32) throws(NetError) -> Int32 {
+    /// `TCP_DEFER_ACCEPT` for `deferAcceptSeconds` > 0 (TCP only).
+    static func listen(at address: SocketAddress, reusePort: Bool, backlog: Int32, deferAcceptSeconds: Int32 = 0) throws(NetError) -> Int32 {
         let fd = try open(address.family)
         do throws(NetError) {
             if address.family != .unix {
                 try setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
                 if reusePort { try setOption(fd, SOL_SOCKET, SO_REUSEPORT, 1) }
                 if address.family == .ipv6 { try setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, 1) }
+                if deferAcceptSeconds > 0 { try setOption(fd, Int32(IPPROTO_TCP), TCP_DEFER_ACCEPT, deferAcceptSeconds) }
             }
             try address.withSockAddr { pointer, length throws(NetError) in
                 guard bind(fd, pointer, length) == 0 else {

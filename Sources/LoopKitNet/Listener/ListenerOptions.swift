@@ -10,6 +10,19 @@ public struct ListenerOptions: Sendable, Hashable {
     /// connection is handed to the listener's handler once its handshake is done; one whose handshake
     /// fails (or times out) ends without reaching it.
     public var tls: TLSContext?
+    /// The kernel hands a TCP connection over only once its first bytes have arrived
+    /// (`TCP_DEFER_ACCEPT`), rather than when its handshake completes. Default false.
+    ///
+    /// For protocols whose client speaks first (HTTP, TLS): a new connection then costs the loop one
+    /// wake-up instead of two (its handshake, then its first bytes), and its first read always finds
+    /// data. A client that connects and sends nothing waits in the kernel, not in the server, and is
+    /// handed over anyway after about ``deferredAcceptTimeout`` (when the kernel resends its handshake
+    /// reply). Leave it off for protocols where the server speaks first. Ignored for Unix-domain sockets.
+    public var defersAcceptUntilData = false
+
+    /// How long a connection whose client sends nothing may wait in the kernel when
+    /// ``defersAcceptUntilData`` is on: one second, the shortest the kernel takes.
+    public static let deferredAcceptTimeout: Duration = .seconds(1)
 
     /// The defaults.
     public init() {}

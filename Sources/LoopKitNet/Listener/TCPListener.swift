@@ -140,7 +140,9 @@ public final class TCPListener: Sendable {
         var bound = address
         do throws(NetError) {
             for loop in loops {
-                let fd = try Socket.listen(at: bound, reusePort: reusePort, backlog: options.backlog)
+                let fd = try Socket.listen(at: bound, reusePort: reusePort, backlog: options.backlog,
+                                           deferAcceptSeconds: options.defersAcceptUntilData
+                                               ? Int32(ListenerOptions.deferredAcceptTimeout.components.seconds) : 0)
                 if bound.family != .unix, bound.port == 0, let actual = Socket.localAddress(of: fd) {
                     bound = actual  // the rest of the group binds the port the kernel picked
                 }

@@ -1,0 +1,90 @@
+import LoopKit
+import LoopKitNet
+import Synchronization
+import Testing
+
+@Suite("Deferred accept: a listener that hands a connection over with its first bytes")
+struct DeferredAcceptTests {
+    /// What the listener saw: each accepted connection, and whether its client had sent by then.
+    final class AcceptLog: Sendable {
+        let clientSent = Atomic<Bool>(false)
+        let sentWhenAccepted = Recorder<Bool>()
+
+        var acceptedCount: Int { sentWhenAccepted.all.count }
+    }
+
+    /// A listener on one loop that records into an ``AcceptLog`` and echoes.
+    struct Probe {
+        let group: LoopGroup
+        let listener: TCPListener
+        let log = AcceptLog()
+
+        init(defers: Bool) throws {
+            group = try LoopGroup(threads: 1)
+            var options = ListenerOptions()
+            options.defersAcceptUntilData = defers
+            let log = log
+            listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], options: options) { connection in
+                log.sentWhenAccepted.record(log.clientSent.load(ordering: .acquiring))
+                echoByCallbacks(connection)
+            }
+        }
+
+        func close() async {
+            await listener.shutdown()
+            group.shutdown()
+        }
+    }
+
+    @Test func aDeferringListenerHandsAConnectionOverOnlyWithItsFirstBytes() async throws {
+        let probe = try Probe(defers: true)
+        let loop = probe.group.loops[0]
+        let address = probe.listener.localAddress
+        let log = probe.log
+        try await onLoop(loop) {
+            let client = try await TCPConnection.connect(to: address, on: loop)
+            // Connected (the handshake is done) but silent: the kernel keeps the connection.
+            let handedOverSilent = await eventually(within: .milliseconds(300)) { log.acceptedCount > 0 }
+            #expect(!handedOverSilent)
+            log.clientSent.store(true, ordering: .releasing)
+            try await client.send("x")
+            #expect(try await readBytes(1, from: client) == Array("x".utf8))
+            client.close()
+        }
+        #expect(probe.log.sentWhenAccepted.all == [true])
+        await probe.close()
+    }
+
+    @Test func aListenerThatDoesNotDeferHandsAConnectionOverBeforeItsFirstBytes() async throws {
+        let probe = try Probe(defers: false)
+        let loop = probe.group.loops[0]
+        let address = probe.listener.localAddress
+        let log = probe.log
+        try await onLoop(loop) {
+            let client = try await TCPConnection.connect(to: address, on: loop)
+            #expect(await eventually { log.acceptedCount > 0 })
+            log.clientSent.store(true, ordering: .releasing)
+            try await client.send("x")
+            #expect(try await readBytes(1, from: client) == Array("x".utf8))
+            client.close()
+        }
+        #expect(probe.log.sentWhenAccepted.all == [false])
+        await probe.close()
+    }
+
+    @Test func aSilentClientIsHandedOverAfterTheDeferralTimesOut() async throws {
+        let probe = try Probe(defers: true)
+        let loop = probe.group.loops[0]
+        let address = probe.listener.localAddress
+        let log = probe.log
+        try await onLoop(loop) {
+            let client = try await TCPConnection.connect(to: address, on: loop)
+            // The kernel hands it over after about `deferredAcceptTimeout` (when it resends its reply to
+            // the handshake); the bound is a safety net, not a timing assertion.
+            #expect(await eventually { log.acceptedCount > 0 })
+            client.close()
+        }
+        #expect(probe.log.sentWhenAccepted.all == [false])
+        await probe.close()
+    }
+}
