@@ -80,11 +80,24 @@ struct MethodsAndTargetsTests {
         }
     }
 
+    @Test func authoritiesAreCheckedByteByByte() {
+        let valid = ["", "localhost", "example.com:8080", "127.0.0.1", "[::1]", "[::1]:443", "[::1]:", "h:", "h:65535",
+                     "a-b.c_d~e!$&'()*+,;=%41"]
+        let invalid = ["bad host", "a/b", "x@y", "h:port", "h:123456", "[::1", "[]", "[::1]x", "[::g]", "[::1]:4x",
+                       "ü.example", "a\tb"]
+        for value in valid { #expect(HTTPRequestParser.isValidAuthority(value.utf8), "\(value)") }
+        for value in invalid { #expect(!HTTPRequestParser.isValidAuthority(value.utf8), "\(value)") }
+    }
+
     @Test func theParserSplitsAbsoluteFormAndTakesItsAuthority() throws {
         #expect(HTTPRequestParser.splitAbsoluteForm("http://h:1/a?b")! == ("http", "h:1", "/a?b"))
         #expect(HTTPRequestParser.splitAbsoluteForm("HTTPS://h")! == ("https", "h", "/"))
         #expect(HTTPRequestParser.splitAbsoluteForm("/plain") == nil)
         #expect(HTTPRequestParser.splitAbsoluteForm("*") == nil)
+        #expect(HTTPRequestParser.splitAbsoluteForm("1a://h/") == nil)  // a scheme starts with a letter
+        #expect(HTTPRequestParser.splitAbsoluteForm("h:80") == nil)  // authority form (CONNECT)
+        #expect(HTTPRequestParser.splitAbsoluteForm("web+x://h?q")! == ("web+x", "h", "/?q"))
+        #expect(HTTPRequestParser.splitAbsoluteForm("http://ü.example/ä")! == ("http", "ü.example", "/ä"))
         var parser = HTTPRequestParser()
         let bytes = Array("GET http://example.com/x HTTP/1.1\r\nHost: ignored\r\n\r\n".utf8)
         let (event, _) = try bytes.withUnsafeBytes { try parser.parse($0) }

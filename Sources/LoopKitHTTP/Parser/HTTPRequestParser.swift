@@ -396,15 +396,20 @@ public struct HTTPRequestParser: Sendable {
     /// `scheme://authority/path?query` split into its scheme, authority and path-and-query ("/" when the
     /// path is empty); nil for any other form of target.
     static func splitAbsoluteForm(_ target: String) -> (String, String, String)? {
-        guard let colon = target.firstIndex(of: ":"), target[colon...].hasPrefix("://") else { return nil }
-        let separator = colon..<target.index(colon, offsetBy: 3)
+        // A scheme starts with a letter: the origin form ("/…", every ordinary request) and the asterisk
+        // form are not absolute, found without a search. The search runs on bytes (a `Character` search
+        // breaks grapheme clusters, thousands of instructions per request).
+        guard let first = target.utf8.first, ASCII.isAlpha(first),
+              let colon = target.utf8.firstIndex(of: UInt8(ascii: ":")), target.utf8[colon...].starts(with: "://".utf8)
+        else { return nil }
+        let separator = colon..<target.utf8.index(colon, offsetBy: 3)
         let scheme = target[..<separator.lowerBound]
-        guard !scheme.isEmpty, scheme.utf8.allSatisfy({ ASCII.isAlpha($0) || ASCII.isDigit($0) || $0 == UInt8(ascii: "+")
+        guard scheme.utf8.allSatisfy({ ASCII.isAlpha($0) || ASCII.isDigit($0) || $0 == UInt8(ascii: "+")
             || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }) else { return nil }
         let rest = target[separator.upperBound...]
-        let pathStart = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+        let pathStart = rest.utf8.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? rest.endIndex
         let pathAndQuery = rest[pathStart...]
-        let path = pathAndQuery.first == "?" || pathAndQuery.isEmpty ? "/" + pathAndQuery : String(pathAndQuery)
+        let path = pathAndQuery.utf8.first == UInt8(ascii: "?") || pathAndQuery.isEmpty ? "/" + pathAndQuery : String(pathAndQuery)
         return (String(scheme).lowercased(), String(rest[..<pathStart]), path)
     }
 
@@ -412,31 +417,46 @@ public struct HTTPRequestParser: Sendable {
     /// or a registered name / IPv4 address of unreserved, percent-encoded and sub-delimiter characters,
     /// then an optional decimal port. Empty is valid (an empty authority).
     static func isValidAuthority(_ value: String.UTF8View) -> Bool {
-        var host = value[...]
-        var port: Substring.UTF8View?
-        if host.first == UInt8(ascii: "[") {
-            guard let close = host.firstIndex(of: UInt8(ascii: "]")) else { return false }
-            let literal = host[host.index(after: host.startIndex)..<close]
-            guard !literal.isEmpty, literal.allSatisfy({ ASCII.hexValue($0) != nil || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") })
+        if let valid = value.withContiguousStorageIfAvailable({ isValidAuthority(bytes: $0) }) { return valid }
+        return Array(value).withUnsafeBufferPointer { isValidAuthority(bytes: $0) }
+    }
+
+    /// ``isValidAuthority(_:)`` on the value's bytes.
+    static func isValidAuthority(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var portStart: Int?
+        if bytes.first == UInt8(ascii: "[") {
+            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")), close > 1,
+                  bytes[1..<close].allSatisfy({ ASCII.hexValue($0) != nil || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") })
             else { return false }
-            let after = host[host.index(after: close)...]
-            if let colon = after.first {
-                guard colon == UInt8(ascii: ":") else { return false }
-                port = Substring(after.dropFirst()).utf8
+            if close + 1 < bytes.count {
+                guard bytes[close + 1] == UInt8(ascii: ":") else { return false }
+                portStart = close + 2
             }
-            host = literal
         } else {
-            if let colon = host.lastIndex(of: UInt8(ascii: ":")) {
-                port = Substring(host[host.index(after: colon)...]).utf8
-                host = host[..<colon]
+            var hostEnd = bytes.count
+            if let colon = bytes.lastIndex(of: UInt8(ascii: ":")) {
+                portStart = colon + 1
+                hostEnd = colon
             }
-            for byte in host {
-                let allowed = ASCII.isAlpha(byte) || ASCII.isDigit(byte) || "-._~!$&'()*+,;=%".utf8.contains(byte)
-                guard allowed else { return false }
-            }
+            for byte in bytes[..<hostEnd] where !isRegisteredNameByte(byte) { return false }
         }
-        if let port { return port.allSatisfy(ASCII.isDigit) && port.count <= 5 }
-        return true
+        guard let portStart else { return true }
+        return bytes.count - portStart <= 5 && bytes[portStart...].allSatisfy(ASCII.isDigit)
+    }
+
+    /// A byte of a registered name or IPv4 address: unreserved, sub-delimiter or `%` (RFC 3986 §3.2.2).
+    @inline(__always)
+    private static func isRegisteredNameByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "!"), UInt8(ascii: "$"),
+             UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"),
+             UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="), UInt8(ascii: "%"):
+            true
+        default:
+            false
+        }
     }
 
     // MARK: Chunked body
