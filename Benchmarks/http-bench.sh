@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # LoopKitHTTP against a minimal NIOHTTP1 server and Hummingbird 2, in one run (`make bench-http`).
 # Each server is started on its own port, pinned to core 0 (taskset -c 0); wrk runs pinned to core 1
-# with the same settings; one server at a time, servers alternated round by round (ROUNDS, default 3).
+# with the same settings; one server at a time, servers alternated round by round (ROUNDS, default 5).
 #   LOOPDEMO, NIO_PEER, HB_PEER: the three release binaries.  DURATION: wrk's -d (default 10s).
 set -euo pipefail
 DURATION=${DURATION:-5s}
@@ -114,7 +114,7 @@ upload_row() {
         printf "  %-42s %8.0f MB/s   server RSS growth %6.1f MiB   answer %s\n", name, 1073.741824 / (t1 - t0), (peak - before) / 1024, check }'
 }
 
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 echo "== HTTP: server pinned to core $SERVER_CORE, wrk -t1 -c64 on core $CLIENT_CORE (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
 alternated "GET /hello, keep-alive"
 alternated "GET /hello, Connection: close" -H "Connection: close"
