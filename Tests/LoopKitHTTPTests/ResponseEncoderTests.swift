@@ -39,10 +39,15 @@ struct ResponseEncoderTests {
 
     @Test func handlerFramingFieldsAreReplacedByTheServers() {
         let text = encoded { encoder in
-            encoder.appendHead(HTTPResponse(status: .notFound, headerFields: [.contentLength: "99", .connection: "x"]),
-                               framing: .length(0), keepAlive: false, http10: false, date: date)
+            encoder.appendHead(HTTPResponse(status: .notFound, headerFields: [
+                .contentLength: "99", .connection: "x", .date: "yesterday", .transferEncoding: "gzip",
+                // Names as long as those, kept.
+                HTTPField.Name("Vary")!: "1", HTTPField.Name("Set-Cookie")!: "c", HTTPField.Name("Accept-Charset")!: "a",
+                HTTPField.Name("If-Modified-Since")!: "i",
+            ]), framing: .length(0), keepAlive: false, http10: false, date: date)
         }
-        #expect(text == "HTTP/1.1 404 Not Found\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        #expect(text == "HTTP/1.1 404 Not Found\r\nVary: 1\r\nSet-Cookie: c\r\nAccept-Charset: a\r\nIf-Modified-Since: i\r\n"
+            + "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
     }
 
     @Test func chunksCarryHexSizesAndTheLastChunkEndsTheBody() {

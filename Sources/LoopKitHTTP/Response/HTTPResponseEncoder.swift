@@ -37,34 +37,21 @@ struct HTTPResponseEncoder {
     ///
     /// - Parameters:
     ///   - response: The handler's response.
+    ///   - status: `response.status`, read once by the caller (`HTTPResponse` parses it from a field).
     ///   - framing: How the body follows.
     ///   - keepAlive: Whether the connection stays open; when not, `Connection: close` is written.
     ///   - http10: The client spoke HTTP/1.0: a kept-alive connection says `Connection: keep-alive`.
     ///   - date: The cached `Date` field line.
     ///   - extraField: A field written before the response's own (the echoed request id), or nil.
-    mutating func appendHead(_ response: HTTPResponse, framing: BodyFraming, keepAlive: Bool, http10: Bool,
-                             date: [UInt8], extraField: (name: HTTPField.Name, value: String)? = nil) {
+    mutating func appendHead(_ response: HTTPResponse, status: HTTPResponse.Status, framing: BodyFraming, keepAlive: Bool,
+                             http10: Bool, date: [UInt8], extraField: (name: HTTPField.Name, value: String)? = nil) {
         if buffer.capacity == 0 { buffer.reserveCapacity(Self.firstCapacity) }
-        appendStatusLine(response.status)
+        appendStatusLine(status)
         if let extraField {  // the request id, echoed: a field the handler did not set
-            buffer += extraField.name.rawName.utf8
-            buffer.append(ASCII.colon)
-            buffer.append(ASCII.space)
-            buffer += extraField.value.utf8
-            buffer.append(ASCII.cr)
-            buffer.append(ASCII.lf)
+            appendField(name: extraField.name.rawName, value: extraField.value)
         }
-        for field in response.headerFields {
-            switch field.name {
-            case .contentLength, .transferEncoding, .date, .connection: continue
-            default: break
-            }
-            buffer += field.name.rawName.utf8
-            buffer.append(ASCII.colon)
-            buffer.append(ASCII.space)
-            buffer += field.value.utf8
-            buffer.append(ASCII.cr)
-            buffer.append(ASCII.lf)
+        for field in response.headerFields where !Self.isSetByServer(field.name) {
+            appendField(name: field.name.rawName, value: field.value)
         }
         buffer += date
         switch framing {
@@ -113,6 +100,44 @@ struct HTTPResponseEncoder {
         buffer += Self.lastChunk
     }
 
+    /// Appends a status line and fields, reading the status from `response`.
+    mutating func appendHead(_ response: HTTPResponse, framing: BodyFraming, keepAlive: Bool, http10: Bool,
+                             date: [UInt8], extraField: (name: HTTPField.Name, value: String)? = nil) {
+        appendHead(response, status: response.status, framing: framing, keepAlive: keepAlive, http10: http10, date: date,
+                   extraField: extraField)
+    }
+
+    /// Appends `name: value` and CRLF, each string copied from its UTF-8 storage in one go.
+    @inline(__always)
+    private mutating func appendField(name: String, value: String) {
+        appendUTF8(of: name)
+        buffer.append(ASCII.colon)
+        buffer.append(ASCII.space)
+        appendUTF8(of: value)
+        buffer.append(ASCII.cr)
+        buffer.append(ASCII.lf)
+    }
+
+    /// Appends a string's UTF-8 bytes (a copy of its contiguous storage, not a walk of its UTF-8 view).
+    @inline(__always)
+    private mutating func appendUTF8(of string: String) {
+        var string = string
+        string.withUTF8 { buffer.append(contentsOf: $0) }
+    }
+
+    /// A field the server writes itself (`Content-Length`, `Transfer-Encoding`, `Date`, `Connection`),
+    /// dropped from the handler's response. Names of other lengths are told apart without a comparison.
+    @inline(__always)
+    private static func isSetByServer(_ name: HTTPField.Name) -> Bool {
+        switch name.canonicalName.utf8.count {
+        case 4: name == .date
+        case 10: name == .connection
+        case 14: name == .contentLength
+        case 17: name == .transferEncoding
+        default: false
+        }
+    }
+
     private mutating func appendStatusLine(_ status: HTTPResponse.Status) {
         if status.code == 200 && status.reasonPhrase == "OK" {
             buffer += Self.okLine
@@ -124,7 +149,7 @@ struct HTTPResponseEncoder {
         buffer.append(UInt8(ascii: "0") + UInt8(code / 10 % 10))
         buffer.append(UInt8(ascii: "0") + UInt8(code % 10))
         buffer.append(ASCII.space)
-        buffer += status.reasonPhrase.utf8
+        appendUTF8(of: status.reasonPhrase)
         buffer.append(ASCII.cr)
         buffer.append(ASCII.lf)
     }

@@ -404,7 +404,7 @@ final class HTTPConnection: @unchecked Sendable {
     private func writeRefusal(_ status: HTTPResponse.Status) {
         if requestContext != nil { responseStatus = status }
         context.dateCache.refresh()
-        encoder.appendHead(HTTPResponse(status: status), framing: .length(0), keepAlive: false, http10: false,
+        encoder.appendHead(HTTPResponse(status: status), status: status, framing: .length(0), keepAlive: false, http10: false,
                            date: context.dateCache.fieldLine)
         flush()
         tcp.close()
@@ -505,7 +505,7 @@ final class HTTPConnection: @unchecked Sendable {
         }
         switch response.body.storage {
         case .bytes(let bytes):
-            encoder.appendHead(response.head, framing: allowsBody ? .length(bytes.count) : .none, keepAlive: keepAlive,
+            encoder.appendHead(response.head, status: sentStatus, framing: allowsBody ? .length(bytes.count) : .none, keepAlive: keepAlive,
                                http10: head.version.minor == 0, date: context.dateCache.fieldLine, extraField: echoedID)
             if allowsBody && !isHead {
                 bytes.withUnsafeBytes { encoder.appendBody($0) }
@@ -514,7 +514,7 @@ final class HTTPConnection: @unchecked Sendable {
             finishResponse()
         case .stream(let write, let watchesClient):
             guard allowsBody && !isHead else {
-                encoder.appendHead(response.head, framing: allowsBody ? .chunked : .none, keepAlive: keepAlive,
+                encoder.appendHead(response.head, status: sentStatus, framing: allowsBody ? .chunked : .none, keepAlive: keepAlive,
                                    http10: false, date: context.dateCache.fieldLine, extraField: echoedID)
                 finishResponse()
                 return
@@ -522,7 +522,7 @@ final class HTTPConnection: @unchecked Sendable {
             // HTTP/1.0 has no chunked coding: stream raw and close at the end.
             let chunked = head.version.minor >= 1
             if !chunked { machine.closeAfterThisResponse() }
-            encoder.appendHead(response.head, framing: chunked ? .chunked : .none, keepAlive: keepAlive && chunked,
+            encoder.appendHead(response.head, status: sentStatus, framing: chunked ? .chunked : .none, keepAlive: keepAlive && chunked,
                                http10: head.version.minor == 0, date: context.dateCache.fieldLine, extraField: echoedID)
             flush()
             // Reading pauses while the body streams (pipelined requests wait), unless a streamed request body
