@@ -30,7 +30,22 @@ struct DeferredAcceptTests {
             }
         }
 
-        func close() async {
+        /// Connects a client, runs `whileSilent` with the log before the client sends anything, then,
+        /// when `sends`, sends one byte (marked in the log first) and reads its echo. Closes everything.
+        func converse(sends: Bool = true, whileSilent: @escaping @Sendable (AcceptLog) async -> Void) async throws {
+            let loop = group.loops[0]
+            let address = listener.localAddress
+            let log = log
+            try await onLoop(loop) {
+                let client = try await TCPConnection.connect(to: address, on: loop)
+                await whileSilent(log)
+                if sends {
+                    log.clientSent.store(true, ordering: .releasing)
+                    try await client.send("x")
+                    #expect(try await readBytes(1, from: client) == Array("x".utf8))
+                }
+                client.close()
+            }
             await listener.shutdown()
             group.shutdown()
         }
@@ -38,53 +53,29 @@ struct DeferredAcceptTests {
 
     @Test func aDeferringListenerHandsAConnectionOverOnlyWithItsFirstBytes() async throws {
         let probe = try Probe(defers: true)
-        let loop = probe.group.loops[0]
-        let address = probe.listener.localAddress
-        let log = probe.log
-        try await onLoop(loop) {
-            let client = try await TCPConnection.connect(to: address, on: loop)
+        try await probe.converse { log in
             // Connected (the handshake is done) but silent: the kernel keeps the connection.
-            let handedOverSilent = await eventually(within: .milliseconds(300)) { log.acceptedCount > 0 }
-            #expect(!handedOverSilent)
-            log.clientSent.store(true, ordering: .releasing)
-            try await client.send("x")
-            #expect(try await readBytes(1, from: client) == Array("x".utf8))
-            client.close()
+            #expect(await !eventually(within: .milliseconds(300)) { log.acceptedCount > 0 })
         }
         #expect(probe.log.sentWhenAccepted.all == [true])
-        await probe.close()
     }
 
     @Test func aListenerThatDoesNotDeferHandsAConnectionOverBeforeItsFirstBytes() async throws {
         let probe = try Probe(defers: false)
-        let loop = probe.group.loops[0]
-        let address = probe.listener.localAddress
-        let log = probe.log
-        try await onLoop(loop) {
-            let client = try await TCPConnection.connect(to: address, on: loop)
-            #expect(await eventually { log.acceptedCount > 0 })
-            log.clientSent.store(true, ordering: .releasing)
-            try await client.send("x")
-            #expect(try await readBytes(1, from: client) == Array("x".utf8))
-            client.close()
+        try await probe.converse { log in
+            // Handed over at once: well before the second a deferral would hold a silent connection.
+            #expect(await eventually(within: .milliseconds(700)) { log.acceptedCount > 0 })
         }
         #expect(probe.log.sentWhenAccepted.all == [false])
-        await probe.close()
     }
 
     @Test func aSilentClientIsHandedOverAfterTheDeferralTimesOut() async throws {
         let probe = try Probe(defers: true)
-        let loop = probe.group.loops[0]
-        let address = probe.listener.localAddress
-        let log = probe.log
-        try await onLoop(loop) {
-            let client = try await TCPConnection.connect(to: address, on: loop)
+        try await probe.converse(sends: false) { log in
             // The kernel hands it over after about `deferredAcceptTimeout` (when it resends its reply to
             // the handshake); the bound is a safety net, not a timing assertion.
             #expect(await eventually { log.acceptedCount > 0 })
-            client.close()
         }
         #expect(probe.log.sentWhenAccepted.all == [false])
-        await probe.close()
     }
 }
