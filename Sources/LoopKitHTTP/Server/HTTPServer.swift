@@ -48,7 +48,7 @@ public final class HTTPServer: Service, Sendable {
         /// LoopKitNet's `ListenerOptions.defersAcceptUntilData`). HTTP clients speak first, so a new
         /// connection costs the server's loop one wake-up instead of two, and its first read finds the
         /// request. A client that connects and sends nothing waits in the kernel, and reaches the server
-        /// (and its ``headTimeout``) after about a second.
+        /// (and its ``idleTimeout``) after about a second.
         public var defersAcceptUntilData = true
         /// HTTPS: a server `TLSContext` (LoopKitNet) every connection handshakes with before its first
         /// request; nil (default): plain HTTP. Reload its certificate with `TLSContext.reload(_:)`.
