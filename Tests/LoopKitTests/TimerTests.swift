@@ -96,6 +96,28 @@ struct TimerTests {
         #expect(loop.state.value.armedTimerDeadline != nil)
     }
 
+    @Test("a fired kernel timer is reset within its iteration, so the next blocking poll waits", arguments: [false, true])
+    func firedKernelTimerIsReset(rearmed: Bool) throws {
+        // The timerfd is not read when it fires: the due timers run first, then it is set for the next
+        // deadline (`rearmed`: a timer scheduled by the body) or, with none, read. Left readable, the next
+        // blocking poll would return at once, and an idle loop would spin.
+        let loop = try EventLoop()
+        let fired = Atomic<Int>(0)
+        try loop.schedule(after: .milliseconds(1)) {
+            fired.add(1, ordering: .relaxed)
+            if rearmed { _ = try? loop.schedule(after: .milliseconds(30)) { fired.add(1, ordering: .relaxed) } }
+        }
+        while fired.load(ordering: .relaxed) == 0 { try loop.runOnce(blocking: true) }
+        let stillFired = loop.state.value.timerEventFired
+        #expect(!stillFired)
+        #expect(loop.events.timerRemainingNanoseconds != nil || !rearmed)
+        if !rearmed { try loop.schedule(after: .milliseconds(30)) { fired.add(1, ordering: .relaxed) } }
+        let before = loop.iteration
+        try loop.runOnce(blocking: true)  // waits for the 30 ms timer, and only for it
+        #expect(fired.load(ordering: .relaxed) == 2)
+        #expect(loop.iteration == before + 1)
+    }
+
     @Test("a repeating timer's late tick fires late instead of being dropped")
     func lateTickFiresLate() throws {
         let driver = try LoopDriver()

@@ -76,7 +76,19 @@ extension EventLoop {
 
     /// Phase 2, second half: fires the timers due at the time read once on entry, in (deadline,
     /// scheduling order). Timers scheduled while this runs wait for a later iteration (R8).
+    ///
+    /// Then, if the timerfd fired, resets it: set for the next deadline (`timerfd_settime` resets a
+    /// fired timerfd), or read when there is none. Done after the bodies ran, so a due timer's body does
+    /// not wait for that system call, and a timer chain costs one system call per timer less.
     func fireDueTimers() {
+        runDueTimers()
+        guard state.value.timerEventFired else { return }
+        state.value.timerEventFired = false
+        armTimerEvent()
+        if state.value.armedTimerDeadline == nil { events.acknowledgeTimer() }
+    }
+
+    private func runDueTimers() {
         guard let first = state.value.timers.min else { return }
         let now = clock.nanoseconds()
         guard first.deadline <= now else { return }

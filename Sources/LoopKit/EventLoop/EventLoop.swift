@@ -95,9 +95,10 @@ public final class EventLoop: Sendable {
             tick: { _, _, context in
                 Unmanaged<EventLoop>.fromOpaque(context!).takeUnretainedValue().internalEventFired()
             },
-            timer: { fd, _, context in
-                LoopEvents.acknowledgeTimer(fd)
+            timer: { _, _, context in
                 let loop = Unmanaged<EventLoop>.fromOpaque(context!).takeUnretainedValue()
+                // Not read here: the due timers run first, then `fireDueTimers` resets the timerfd.
+                loop.state.value.timerEventFired = true
                 loop.state.value.armedTimerDeadline = nil  // a fired timerfd is disarmed
                 loop.internalEventFired()
             },
@@ -198,6 +199,9 @@ struct LoopState: ~Copyable {
     var nextTimerSequence: UInt64 = 0
     /// The deadline the internal libevent timer is set for, if any.
     var armedTimerDeadline: UInt64?
+    /// The timerfd fired in this iteration's poll and has not been reset yet (it stays readable until
+    /// it is read or set again).
+    var timerEventFired = false
     var watches: [ObjectIdentifier: Watch] = [:]
     /// Values that belong to the loop (``EventLoop/localValue(for:_:)``).
     var locals: [ObjectIdentifier: AnyObject] = [:]

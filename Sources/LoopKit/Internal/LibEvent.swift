@@ -194,10 +194,10 @@ final class LoopEvents: @unchecked Sendable {
         _ = read(fd, &count, 8)
     }
 
-    /// Resets the timerfd after it fired; the timer callback calls it with the fd libevent reports.
-    static func acknowledgeTimer(_ fd: Int32) {
+    /// Resets the timerfd after it fired, when it is not set again (setting it resets it too).
+    func acknowledgeTimer() {
         var expirations: UInt64 = 0
-        _ = read(fd, &expirations, 8)
+        _ = read(timerFD, &expirations, 8)
     }
 
     /// Wakes the loop's poll. Safe from any thread; takes no lock.
