@@ -108,10 +108,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Child processes for the tests (posix_spawn; Foundation's Process crashes with many descriptors open).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(
             name: "LoopKitHTTPTests",
             dependencies: [
-                "LoopKitHTTP", "LoopKit", "LoopKitNet", "LoopKitHTTPTesting", "LoopDemoKit",
+                "LoopKitHTTP", "LoopKit", "LoopKitNet", "LoopKitHTTPTesting", "LoopDemoKit", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
@@ -133,13 +135,14 @@ let package = Package(
                 "LoopKit",
                 "LoopKitTesting",
                 "LoopDemoKit",
+                "TestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
             name: "LoopKitNetTests",
-            dependencies: ["LoopKit", "LoopKitNet", "LoopKitTesting"]
+            dependencies: ["LoopKit", "LoopKitNet", "LoopKitTesting", "TestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -3,6 +3,7 @@ import Synchronization
 import LoopKit
 import LoopKitNet
 import Testing
+import TestSupport
 @testable import LoopKitHTTP
 
 #if canImport(Glibc)
@@ -169,24 +170,15 @@ func run(_ executable: String, _ arguments: [String], input: Data? = nil) async 
 
 /// Runs `executable` with `arguments`, feeding it `input`; returns its exit status and standard output.
 func runBlocking(_ executable: String, _ arguments: [String], input: Data? = nil) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let output = Pipe()
-    let inputPipe = Pipe()
     let errors = FileManager.default.temporaryDirectory.appendingPathComponent("loopkit-run-\(UUID().uuidString)")
-    _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
     defer { try? FileManager.default.removeItem(at: errors) }
-    process.standardOutput = output
-    process.standardError = try FileHandle(forWritingTo: errors)
-    process.standardInput = inputPipe
-    try process.run()
-    if let input { inputPipe.fileHandleForWriting.write(input) }
-    try inputPipe.fileHandleForWriting.close()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    if process.terminationStatus != 0, let said = try? String(contentsOf: errors, encoding: .utf8), !said.isEmpty {
+    let child = try ChildProcess(executable, arguments, input: .pipe, output: .pipe, errors: .file(errors.path))
+    if let input { child.input?.write(input) }
+    try child.input?.close()
+    let data = child.output?.readDataToEndOfFile() ?? Data()
+    let status = child.waitUntilExit()
+    if status != 0, let said = try? String(contentsOf: errors, encoding: .utf8), !said.isEmpty {
         lastRunErrors.withLock { $0 = said }
     }
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    return (status, String(decoding: data, as: UTF8.self))
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import LoopKitHTTP
 
 /// `LoopDemo serve` as a deployer runs it: the built executable, its stdout lines, a signal to stop.
@@ -13,18 +14,13 @@ struct ServeCommandTests {
     @Test func metricsAreServedInPrometheusTextFormatOnASecondPort() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "LoopDemo is not built beside the tests")
         let result = try await onOwnThread { () throws -> (hello: String, metrics: String, status: Int32) in
-            let process = Process()
-            process.executableURL = Self.executable
-            process.arguments = ["serve", "--port", "0", "--metrics", "0", "--log-level", "warning"]
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            defer { if process.isRunning { process.terminate() } }
+            let process = try ChildProcess(Self.executable.path, ["serve", "--port", "0", "--metrics", "0", "--log-level", "warning"])
+            defer { process.terminate() }
+            let output = try #require(process.output)
             var lines: [String] = []
             var pending = Data()
             while lines.count < 2 {
-                let chunk = output.fileHandleForReading.availableData
+                let chunk = output.availableData
                 if chunk.isEmpty { break }
                 pending += chunk
                 while let newline = pending.firstIndex(of: 10) {
@@ -40,8 +36,7 @@ struct ServeCommandTests {
             let metrics = try RawClient(port: try port("metrics on ")).exchange("GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n")
             #expect(metrics.field("Content-Type")?.hasPrefix("text/plain; version=0.0.4") == true)
             process.terminate()  // SIGTERM: a graceful stop, exit status 0
-            process.waitUntilExit()
-            return (hello, metrics.text, process.terminationStatus)
+            return (hello, metrics.text, process.waitUntilExit())
         }
         #expect(result.hello == "Hello, World!")
         #expect(result.metrics.contains("# TYPE loopkit_loop_iterations counter"))

@@ -4,6 +4,7 @@ import Glibc
 #endif
 import LoopKit
 import LoopKitNet
+import TestSupport
 
 /// A throwaway CA and certificates, made once per test run with the `openssl` command into a temporary
 /// folder: a CA, a server certificate for `localhost` and 127.0.0.1 (ECDSA P-256), a second server
@@ -49,14 +50,8 @@ struct TestCertificates: Sendable {
         openssl ca -batch -config ca.cnf -cert ca.pem -keyfile ca.key -in expired.csr -out expired.pem -notext \
             -startdate 20200101000000Z -enddate 20200102000000Z -extfile server.ext
         """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", script]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try! process.run()
-        process.waitUntilExit()
-        precondition(process.terminationStatus == 0, "openssl could not make the test certificates")
+        let status = try! ChildProcess("/bin/sh", ["-c", script], output: .null).waitUntilExit()
+        precondition(status == 0, "openssl could not make the test certificates")
         return TestCertificates(folder: folder)
     }()
 

@@ -2,6 +2,7 @@ import Foundation
 import LoopDemoKit
 import LoopKit
 import Testing
+import TestSupport
 
 /// The demo (`make demo`): its tour without a terminal, its JSON, its command line, and (with tmux) its
 /// live bars and Ctrl-C in a real terminal.
@@ -193,19 +194,13 @@ struct LoopDemoTests {
 
     /// Runs a program to its end (killed after 60 s), returning its exit status and stdout.
     static func run(_ program: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let watchdog = DispatchWorkItem { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let process = try ChildProcess(program, arguments)
+        let pid = process.pid
+        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }  // cancelled before the child is reaped
         DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let data = process.output?.readDataToEndOfFile() ?? Data()
         watchdog.cancel()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        return (process.waitUntilExit(), String(decoding: data, as: UTF8.self))
     }
 
     /// Runs `argv` with posix_spawn (stdout and stderr to /dev/null) and returns its exit status.
