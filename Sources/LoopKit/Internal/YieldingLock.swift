@@ -31,9 +31,7 @@ final class YieldingLock<Value: ~Copyable>: @unchecked Sendable {
     /// Runs `body` with exclusive access to the value. Safe from any thread; not reentrant.
     @inline(__always)
     func withLock<Result, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
-        if !held.compareExchange(expected: false, desired: true, successOrdering: .acquiring, failureOrdering: .relaxed).exchanged {
-            acquireContended()
-        }
+        acquire()
         defer { held.store(false, ordering: .releasing) }
         return try body(&value)
     }
@@ -47,11 +45,17 @@ final class YieldingLock<Value: ~Copyable>: @unchecked Sendable {
         handing argument: consuming Argument,
         _ body: (inout Value, consuming Argument) throws(E) -> Result
     ) throws(E) -> Result {
+        acquire()
+        defer { held.store(false, ordering: .releasing) }
+        return try body(&value, argument)
+    }
+
+    /// Takes the lock: one exchange when it is free.
+    @inline(__always)
+    private func acquire() {
         if !held.compareExchange(expected: false, desired: true, successOrdering: .acquiring, failureOrdering: .relaxed).exchanged {
             acquireContended()
         }
-        defer { held.store(false, ordering: .releasing) }
-        return try body(&value, argument)
     }
 
     /// Spins a little (the holder is usually running on another core and almost done), then yields the

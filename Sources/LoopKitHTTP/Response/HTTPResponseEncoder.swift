@@ -37,16 +37,18 @@ struct HTTPResponseEncoder {
     ///
     /// - Parameters:
     ///   - response: The handler's response.
-    ///   - status: `response.status`, read once by the caller (`HTTPResponse` parses it from a field).
+    ///   - status: `response.status` when the caller has read it already (`HTTPResponse` parses it from a
+    ///     field at every read); nil: read here.
     ///   - framing: How the body follows.
     ///   - keepAlive: Whether the connection stays open; when not, `Connection: close` is written.
     ///   - http10: The client spoke HTTP/1.0: a kept-alive connection says `Connection: keep-alive`.
     ///   - date: The cached `Date` field line.
     ///   - extraField: A field written before the response's own (the echoed request id), or nil.
-    mutating func appendHead(_ response: HTTPResponse, status: HTTPResponse.Status, framing: BodyFraming, keepAlive: Bool,
-                             http10: Bool, date: [UInt8], extraField: (name: HTTPField.Name, value: String)? = nil) {
+    mutating func appendHead(_ response: HTTPResponse, status: HTTPResponse.Status? = nil, framing: BodyFraming,
+                             keepAlive: Bool, http10: Bool, date: [UInt8],
+                             extraField: (name: HTTPField.Name, value: String)? = nil) {
         if buffer.capacity == 0 { buffer.reserveCapacity(Self.firstCapacity) }
-        appendStatusLine(status)
+        appendStatusLine(status ?? response.status)
         if let extraField {  // the request id, echoed: a field the handler did not set
             appendField(name: extraField.name.rawName, value: extraField.value)
         }
@@ -98,13 +100,6 @@ struct HTTPResponseEncoder {
     /// Appends the last chunk and the empty trailer section.
     mutating func appendLastChunk() {
         buffer += Self.lastChunk
-    }
-
-    /// Appends a status line and fields, reading the status from `response`.
-    mutating func appendHead(_ response: HTTPResponse, framing: BodyFraming, keepAlive: Bool, http10: Bool,
-                             date: [UInt8], extraField: (name: HTTPField.Name, value: String)? = nil) {
-        appendHead(response, status: response.status, framing: framing, keepAlive: keepAlive, http10: http10, date: date,
-                   extraField: extraField)
     }
 
     /// Appends `name: value` and CRLF, each string copied from its UTF-8 storage in one go.
