@@ -5,6 +5,7 @@ import HTTPTypes
 import Logging
 import LoopKit
 import Synchronization
+import TestSupport
 import Testing
 @testable import LoopKitHTTP
 
@@ -280,40 +281,7 @@ func withServer(
 /// Descriptors of this process that are TCP sockets bound to `port` on our side: the server's listener
 /// and the connections it accepted (tests run in parallel, so the process-wide count would not do).
 func serverSocketCount(port: Int) -> Int {
-    var inodes = Set<Substring>()
-    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        guard let file = fopen(table, "r") else { continue }
-        defer { fclose(file) }
-        var line = [CChar](repeating: 0, count: 512)
-        while fgets(&line, 512, file) != nil {
-            let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            let columns = text.split(separator: " ", omittingEmptySubsequences: true)
-            guard columns.count > 9, let colon = columns[1].lastIndex(of: ":"),
-                  Int(columns[1][columns[1].index(after: colon)...], radix: 16) == port, columns[9] != "0" else { continue }
-            inodes.insert(Substring(String(columns[9])))
-        }
-    }
-    guard let directory = opendir("/proc/self/fd") else { return -1 }
-    defer { closedir(directory) }
-    var count = 0
-    var target = [CChar](repeating: 0, count: 256)
-    while let entry = readdir(directory) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        let length = readlink("/proc/self/fd/\(name)", &target, 255)
-        guard length > 0 else { continue }
-        let link = String(decoding: target[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        if link.hasPrefix("socket:["), inodes.contains(Substring(link.dropFirst(8).dropLast())) { count += 1 }
-    }
-    return count
-}
-
-/// Open file descriptors of this process.
-func openFileDescriptorCount() -> Int {
-    guard let directory = opendir("/proc/self/fd") else { return -1 }
-    defer { closedir(directory) }
-    var count = 0
-    while readdir(directory) != nil { count += 1 }
-    return count - 3  // ".", ".." and the directory's own fd
+    OpenDescriptors.tcpSockets { local, _ in local == port }
 }
 
 /// A value several tasks or threads record into.

@@ -1,6 +1,7 @@
 import LoopKit
 @testable import LoopKitNet
 import Synchronization
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -37,13 +38,7 @@ func readToEnd(from connection: TCPConnection) async throws -> [UInt8] {
 }
 
 /// The open file descriptors of this process.
-func openFileDescriptorCount() -> Int {
-    guard let directory = opendir("/proc/self/fd") else { return -1 }
-    defer { closedir(directory) }
-    var count = 0
-    while readdir(directory) != nil { count += 1 }
-    return count - 3  // ".", ".." and the directory's own descriptor
-}
+func openFileDescriptorCount() -> Int { OpenDescriptors.count }
 
 /// A value several tasks or threads record into.
 final class Recorder<Value: Sendable>: Sendable {
@@ -70,35 +65,10 @@ func read<T: Sendable>(on loop: EventLoop, _ body: @escaping @Sendable () -> T) 
     try await onLoop(loop) { body() }
 }
 
-/// The descriptors this process holds on TCP sockets whose local or remote port is `port` (IPv4), found
-/// through `/proc/net/tcp` inodes: exact even while other tests open sockets of their own.
+/// The descriptors this process holds on TCP sockets whose local or remote port is `port`: exact even
+/// while other tests open sockets of their own.
 func openDescriptors(onPort port: Int) -> Int {
-    let hexPort = String(port, radix: 16, uppercase: true)
-    let padded = String(repeating: "0", count: max(0, 4 - hexPort.count)) + hexPort
-    var inodes: Set<String> = []
-    if let file = fopen("/proc/net/tcp", "r") {
-        defer { fclose(file) }
-        var line: UnsafeMutablePointer<CChar>?
-        var capacity = 0
-        while getline(&line, &capacity, file) > 0 {
-            let fields = String(cString: line!).split(separator: " ", omittingEmptySubsequences: true)
-            guard fields.count > 9 else { continue }
-            if fields[1].hasSuffix(":" + padded) || fields[2].hasSuffix(":" + padded) { inodes.insert(String(fields[9])) }
-        }
-        free(line)
-    }
-    guard let directory = opendir("/proc/self/fd") else { return -1 }
-    defer { closedir(directory) }
-    var count = 0
-    var target = [CChar](repeating: 0, count: 256)
-    while let entry = readdir(directory) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        let length = readlink("/proc/self/fd/" + name, &target, 255)
-        guard length > 0 else { continue }
-        let link = String(decoding: target[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        if link.hasPrefix("socket:["), inodes.contains(String(link.dropFirst(8).dropLast())) { count += 1 }
-    }
-    return count
+    OpenDescriptors.tcpSockets { local, remote in local == port || remote == port }
 }
 
 /// A listening socket whose accept queue is full, so a connect to it gets no answer (the kernel drops the
