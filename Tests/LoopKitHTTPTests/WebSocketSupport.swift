@@ -105,6 +105,16 @@ func webSocketTestRouter(events: Recorder<String> = Recorder()) -> HTTPRouter {
             events.record("ping route: \(error)")
         }
     }
+    router.webSocket("/ws/throws") { _, socket in
+        try await socket.send(.text("about to throw"))
+        throw WebSocketTestFailure()
+    }
+    router.webSocket("/ws/check-throws", shouldUpgrade: { _ in throw WebSocketTestFailure() }) { _, _ in
+        events.record("check-throws handler ran")
+    }
     router.get("/hello") { _ in .text("hello") }
     return router
 }
+
+/// What the WebSocket suites' failing routes throw.
+struct WebSocketTestFailure: Error {}

@@ -89,6 +89,36 @@ struct WebSocketUpgradeTests {
         }
     }
 
+    @Test func handlerThatThrowsClosesWith1011() async throws {
+        try await withServer(router: webSocketTestRouter()) { (_: HTTPServer, port: Int) async throws in
+            let client = try WebSocketClient(port: port, path: "/ws/throws")
+            #expect(try client.readFrame() == WebSocketFrame(opcode: .text, payload: Array("about to throw".utf8)))
+            #expect(try client.readClose()?.code == 1011)
+        }
+    }
+
+    @Test func upgradeCheckThatThrowsGets500AndTheConnectionStaysHTTP() async throws {
+        let events = Recorder<String>()
+        try await withServer(router: webSocketTestRouter(events: events)) { (_: HTTPServer, port: Int) async throws in
+            let client = try WebSocketClient(port: port, path: "/ws/check-throws", expectUpgrade: false)
+            #expect(client.response.status == 500)
+            let next = try client.raw.exchange("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(next.status == 200 && next.text == "hello")
+        }
+        #expect(events.all.isEmpty)  // the handler never ran
+    }
+
+    @Test func callbackRouteUpgradesAndAnswers() async throws {
+        try await withServer(router: webSocketTestRouter()) { (_: HTTPServer, port: Int) async throws in
+            let client = try WebSocketClient(port: port, path: "/ws/callbacks")
+            client.sendText("hi")
+            #expect(try client.readFrame() == WebSocketFrame(opcode: .text, payload: Array("HI".utf8)))
+            client.sendText("bye")
+            #expect(try client.readFrame() == WebSocketFrame(opcode: .text, payload: Array("BYE".utf8)))
+            #expect(try client.readClose()?.code == 4000)
+        }
+    }
+
     @Test func framesSentWithTheRequestReachTheSocket() async throws {
         try await withServer(router: webSocketTestRouter()) { (_: HTTPServer, port: Int) async throws in
             let raw = try RawClient(port: port)
