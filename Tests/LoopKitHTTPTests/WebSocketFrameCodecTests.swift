@@ -1,3 +1,4 @@
+import Dispatch
 import Testing
 @testable import LoopKitHTTP
 
@@ -100,6 +101,22 @@ struct WebSocketFrameCodecTests {
     }
 
     /// A frame not all there is not lent, and nothing of it is consumed.
+    /// Frames with empty payloads, parsed on several threads at once (as several loops do), share nothing:
+    /// run under the thread sanitizer (`make test-sanitize`) this failed while an empty payload was made
+    /// with `Array(unsafeUninitializedCapacity: 0)`, which writes into the one empty-array storage.
+    @Test func emptyPayloadsParseOnSeveralThreadsAtOnce() {
+        let frame = WebSocketFrameEncoder.encode(WebSocketFrame(opcode: .ping, payload: []), maskKey: [1, 2, 3, 4])
+        let stream = Array([[UInt8]](repeating: frame, count: 500).joined())
+        let parsed = Recorder<Int>()
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            var parser = WebSocketFrameParser(maxFrameSize: 1 << 20, requiresMask: true)
+            let frames = (try? parseFramesLendingWhole([stream], parser: &parser)) ?? []
+            let empty = frames.filter { $0.opcode == .ping && $0.payload.isEmpty }.count
+            parsed.record(empty)
+        }
+        #expect(parsed.all == [500, 500, 500, 500])
+    }
+
     @Test func aFrameNotAllThereIsNotLent() throws {
         let wire = WebSocketFrameEncoder.encode(WebSocketFrame(opcode: .text, payload: Array("Hello".utf8)), maskKey: mask)
         for end in 0..<wire.count {

@@ -59,7 +59,10 @@ struct WebSocketFrameParser {
 
         /// The payload (this frame's, as it arrived) unmasked into an array.
         func unmaskedBytes(_ payload: UnsafeRawBufferPointer) -> [UInt8] {
-            [UInt8](unsafeUninitializedCapacity: payload.count) { buffer, initialized in
+            // An empty payload is the empty array: `Array(unsafeUninitializedCapacity: 0)` writes its count
+            // into the one empty-array storage every thread shares (a race the thread sanitizer reports).
+            guard !payload.isEmpty else { return [] }
+            return [UInt8](unsafeUninitializedCapacity: payload.count) { buffer, initialized in
                 if let target = buffer.baseAddress { unmask(payload, into: UnsafeMutableRawPointer(target)) }
                 initialized = payload.count
             }
