@@ -105,8 +105,8 @@ extension HTTPConnection {
     /// The upgrade itself never runs in the handler's task: a task keeps the async frames of everything
     /// it is inside while it waits, and an idle WebSocket's handler waits for as long as it is open. Run
     /// from the task that asked `shouldUpgrade` or ran the middleware, the upgrade kept those frames too
-    /// (Swift's task allocator held 3.6 kB per idle WebSocket of `/ws/echo` then, 2.0 kB now: a slab for the
-    /// task's executor preference and one for the handler's frames).
+    /// (Swift's task allocator held three 1 KiB slabs per idle WebSocket of `/ws/echo` then, one now: the
+    /// task's executor preference and the handler's frames share it).
     private func upgradeAndStart(_ request: HTTPServerRequest, key: String, head: HTTPRequestHead, route: WebSocketRoute,
                                  fields: HTTPFields, deflate: PerMessageDeflate?) {
         guard let socket = upgrade(key: key, head: head, route: route, fields: fields, deflate: deflate) else { return }
@@ -119,23 +119,45 @@ extension HTTPConnection {
     }
 
     /// Runs an async WebSocket handler as a task on `loop`, and closes the socket when it returns (with
-    /// `1011` when it threw). The task holds the handler, its arguments, the loop and the logger: none of
-    /// the upgrade's frames.
+    /// `1011` when it threw).
+    ///
+    /// The task's own frame stays small, as its frame is kept while the handler waits: the task holds the
+    /// handler, its arguments, the loop and the logger, and what follows the handler (the log line, the
+    /// close) is ``handlerEnded(_:request:error:loop:logger:)``, not async. With that work in the task's
+    /// frame, the frame took so much of the task allocator's first slab that the handler's frames needed
+    /// a second (1 KiB more per idle WebSocket).
     private static func runHandler(_ run: @escaping @Sendable (HTTPServerRequest, WebSocket) async throws -> Void,
                                    request: HTTPServerRequest, socket: WebSocket, loop: EventLoop, logger: Logger) {
         Task(executorPreference: loop) {
-            var code = WebSocketCloseCode.normalClosure
+            let failure: (any Error)?
             do {
                 try await run(request, socket)
+                failure = nil
             } catch {
-                logger.error("WebSocket handler failed", metadata: ["path": "\(request.path)", "error": "\(error)"])
-                code = .internalServerError
+                failure = error
             }
-            do {
-                try await loop.perform { [code] in socket.close(code: code) }
-            } catch {
-                // The loop shut down, and the connection with it.
-            }
+            handlerEnded(socket, request: request, error: failure, loop: loop, logger: logger)
+        }
+    }
+
+    /// An async handler returned (`error` nil) or threw: closes `socket` with `1000` or `1011` on its
+    /// loop, now when called there (a handler's task runs there, by its executor preference), else in the
+    /// loop's next drain.
+    private static func handlerEnded(_ socket: WebSocket, request: HTTPServerRequest, error: (any Error)?, loop: EventLoop,
+                                     logger: Logger) {
+        var code = WebSocketCloseCode.normalClosure
+        if let error {
+            logger.error("WebSocket handler failed", metadata: ["path": "\(request.path)", "error": "\(error)"])
+            code = .internalServerError
+        }
+        guard !loop.isCurrent else {
+            socket.close(code: code)
+            return
+        }
+        do {
+            try loop.enqueue { [code] in socket.close(code: code) }
+        } catch {
+            // The loop shut down, and the connection with it.
         }
     }
 
