@@ -22,9 +22,12 @@ extension HTTPConnection {
             : nil
         tcp.pauseReading()  // what the client sends after the request belongs to the socket
         guard let shouldUpgrade = route.shouldUpgrade else {
-            // Nothing to ask: upgrade in this iteration's drain, where a task would have started, with no task.
+            // Nothing to ask the route: upgrade from a job in this iteration's drain, where a task would
+            // have started, with no task for it.
             do {
-                try context.loop.enqueue { self.upgradeAndStart(request, key: key, head: head, route: route, fields: [:], deflate: deflate) }
+                try context.loop.enqueue {
+                    self.upgradeAndStart(request, key: key, head: head, route: route, fields: [:], deflate: deflate)
+                }
             } catch {
                 // Refused: the loop is shutting down, and its shutdown ends this connection.
             }
@@ -43,7 +46,9 @@ extension HTTPConnection {
             case .refuse(let response):
                 self.onLoop { $0.send(response) }
             case .accept(let fields):
-                self.onLoop { $0.upgradeAndStart(request, key: key, head: head, route: route, fields: fields, deflate: deflate) }
+                self.onLoop {
+                    $0.upgradeAndStart(request, key: key, head: head, route: route, fields: fields, deflate: deflate)
+                }
             }
         }
     }
@@ -95,7 +100,9 @@ extension HTTPConnection {
             }
             let upgradedRequest = trail.state.withLock { $0.request } ?? request
             let fields = response.head.headerFields
-            self.onLoop { $0.upgradeAndStart(upgradedRequest, key: key, head: head, route: route, fields: fields, deflate: deflate) }
+            self.onLoop {
+                $0.upgradeAndStart(upgradedRequest, key: key, head: head, route: route, fields: fields, deflate: deflate)
+            }
         }
     }
 
