@@ -100,7 +100,6 @@ struct WebSocketFrameCodecTests {
         #expect(try parseFramesLendingWhole([serverWire], parser: &unmasked) == sample)
     }
 
-    /// A frame not all there is not lent, and nothing of it is consumed.
     /// Frames with empty payloads, parsed on several threads at once (as several loops do), share nothing:
     /// run under the thread sanitizer (`make test-sanitize`) this failed while an empty payload was made
     /// with `Array(unsafeUninitializedCapacity: 0)`, which writes into the one empty-array storage.
@@ -117,6 +116,7 @@ struct WebSocketFrameCodecTests {
         #expect(parsed.all == [500, 500, 500, 500])
     }
 
+    /// A frame not all there is not lent, and nothing of it is consumed.
     @Test func aFrameNotAllThereIsNotLent() throws {
         let wire = WebSocketFrameEncoder.encode(WebSocketFrame(opcode: .text, payload: Array("Hello".utf8)), maskKey: mask)
         for end in 0..<wire.count {

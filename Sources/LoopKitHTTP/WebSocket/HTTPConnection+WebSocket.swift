@@ -147,9 +147,9 @@ extension HTTPConnection {
         }
     }
 
-    /// An async handler returned (`error` nil) or threw: closes `socket` with `1000` or `1011` on its
-    /// loop, now when called there (a handler's task runs there, by its executor preference), else in the
-    /// loop's next drain.
+    /// An async handler returned (`error` nil) or threw: closes `socket` with `1000` or `1011` through
+    /// `loop.invoke`, at once on the loop's thread (where a handler's task runs, by its executor
+    /// preference), else queued.
     private static func handlerEnded(_ socket: WebSocket, request: HTTPServerRequest, error: (any Error)?, loop: EventLoop,
                                      logger: Logger) {
         var code = WebSocketCloseCode.normalClosure
@@ -157,12 +157,8 @@ extension HTTPConnection {
             logger.error("WebSocket handler failed", metadata: ["path": "\(request.path)", "error": "\(error)"])
             code = .internalServerError
         }
-        guard !loop.isCurrent else {
-            socket.close(code: code)
-            return
-        }
         do {
-            try loop.enqueue { [code] in socket.close(code: code) }
+            try loop.invoke { [code] in socket.close(code: code) }
         } catch {
             // The loop shut down, and the connection with it.
         }
