@@ -11,7 +11,7 @@ C_TEST       := .build/c-tests/c_api_test
 VALGRIND     := valgrind --quiet --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite --error-exitcode=1
 INSTALL_CONFIG ?= release
 
-.PHONY: all deps demo test test-swift test-c leak-check leak-check-tls install-check test-sanitize bench bench-core bench-callgrind bench-http bench-https bench-ws wrk docs install clean
+.PHONY: all deps demo test test-swift test-c test-release-client leak-check leak-check-tls install-check test-sanitize bench bench-core bench-callgrind bench-http bench-https bench-ws wrk docs install clean
 
 all: test
 
@@ -28,8 +28,9 @@ deps:
 demo: deps
 	$(SWIFT) run -c release LoopDemo
 
-## test: the whole suite: Swift Testing, the C ABI tests and examples, the leak check, the install check
-test: test-swift test-c leak-check leak-check-tls install-check
+## test: the whole suite: Swift Testing, the C ABI tests and examples, the release-mode client, the leak
+## check, the install check
+test: test-swift test-c test-release-client leak-check leak-check-tls install-check
 
 test-swift: deps
 	$(SWIFT) build --build-tests
@@ -45,6 +46,13 @@ test-c: deps
 	./$(C_TEST)
 	$(MAKE) -C Examples/c-host run
 	$(MAKE) -C Examples/c-echo run
+
+## test-release-client: a package of its own that uses LoopKit's public API, built as users ship it
+## (`swift build -c release`, LoopKit's @inlinable code inlined into it) and run: pinned actors, LoopBound,
+## executor preferences, perform and invoke across awaits
+test-release-client: deps
+	cd Examples/release-client && $(SWIFT) build -c release
+	Examples/release-client/.build/release/ReleaseClient
 
 ## leak-check: 1,000 create/run/destroy cycles and both examples under valgrind: no definite leaks
 leak-check: test-c
@@ -157,6 +165,6 @@ install-check: deps
 	$(MAKE) -C Examples/c-echo clean
 
 clean:
-	rm -rf .build .build-tsan .build-docs Benchmarks/.build
+	rm -rf .build .build-tsan .build-docs Benchmarks/.build Examples/release-client/.build
 	$(MAKE) -C Examples/c-host clean
 	$(MAKE) -C Examples/c-echo clean

@@ -54,10 +54,14 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // The calling thread's identity through a function the optimiser cannot see into (glibc's
+        // pthread_self is `const`, which is wrong across an `await`).
+        .target(name: "CThread"),
         .target(
             name: "LoopKit",
             dependencies: [
                 "CEvent",
+                "CThread",
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),

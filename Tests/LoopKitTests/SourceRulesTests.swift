@@ -77,4 +77,15 @@ struct SourceRulesTests {
             }
         }
     }
+
+    @Test("No Swift code reads pthread_self: the calling thread comes from lk_thread_self, which the optimiser cannot move across an await")
+    func threadIdentityIsNeverReadThroughTheConstPthreadSelf() throws {
+        for (target, _) in Self.libraryTargets {
+            for (path, text) in try Self.librarySources(target) {
+                for (number, line) in Self.code(text).enumerated() where line.contains("pthread_self(") {
+                    Issue.record("\(target)/\(path):\(number + 1): \(line.trimmingCharacters(in: .whitespaces))")
+                }
+            }
+        }
+    }
 }

@@ -1,3 +1,4 @@
+import CThread
 import Synchronization
 
 #if canImport(Glibc)
@@ -10,18 +11,25 @@ import Musl
 // makes, kept in one place.
 
 /// The identity of a thread, comparable from any thread.
+///
+/// The calling thread is always read through `lk_thread_self()` (the `CThread` target), never through
+/// `pthread_self()` directly: glibc declares `pthread_self` `const`, and a `const` call inlined into async
+/// code may be computed before a suspension point and reused after it, on another thread. Thread checks
+/// are inlined into async code wherever a client calls ``EventLoop/isCurrent`` or ``LoopBound/value`` from
+/// a task or an actor, so the call must stay opaque to the optimiser: `lk_thread_self` is a plain function
+/// in an object file of its own.
 @usableFromInline
 struct ThreadID: Sendable, Equatable {
     @usableFromInline let raw: pthread_t
 
     /// The calling thread.
-    static var current: ThreadID { ThreadID(raw: pthread_self()) }
+    static var current: ThreadID { ThreadID(raw: lk_thread_self()) }
 
     @usableFromInline
     static func == (lhs: ThreadID, rhs: ThreadID) -> Bool { pthread_equal(lhs.raw, rhs.raw) != 0 }
 
-    /// Whether the calling thread is this one.
-    @inlinable @inline(__always) var isCurrent: Bool { pthread_self() == raw }  // pthread_t is an integer on Linux
+    /// Whether the calling thread is this one: read anew at every call, even across an `await`.
+    @inlinable @inline(__always) var isCurrent: Bool { lk_thread_self() == raw }  // pthread_t is an integer on Linux
 }
 
 /// A thread-local slot holding one object per thread: LoopKit's one thread-local mechanism (the current
