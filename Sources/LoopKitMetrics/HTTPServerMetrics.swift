@@ -48,6 +48,19 @@ public enum HTTPServerMetrics {
         public static let openConnections = "http.server.open_connections"
     }
 
+    /// One sentence on each metric, by name (``Name``): a backend's help text, such as Prometheus's
+    /// `# HELP` line (swift-metrics itself carries none).
+    ///
+    /// Safe from any thread.
+    public static let descriptions: [String: String] = [
+        Name.requestDuration: "Time from a request's head to the end of its response, in seconds, by method, route and status code.",
+        Name.requests: "Requests answered, by method and status class (none when no response went out).",
+        Name.activeRequests: "Requests started whose responses have not ended yet.",
+        Name.requestBodySize: "Size of each collected request body, in bytes (0 for streamed bodies), by method.",
+        Name.responseBodySize: "Size of each response body sent, in bytes, by method and status code.",
+        Name.openConnections: "Client connections open now.",
+    ]
+
     /// The middleware that records every request. Add it first, so that the answers of the other
     /// middleware (a 401, a CORS preflight) are counted too.
     ///

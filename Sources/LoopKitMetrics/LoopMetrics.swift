@@ -64,6 +64,21 @@ public enum LoopMetrics {
         public static let budgetOverruns = "loopkit.loop.budget.overruns"
     }
 
+    /// One sentence on each metric, by name (``Name``): a backend's help text, such as Prometheus's
+    /// `# HELP` line (swift-metrics itself carries none).
+    ///
+    /// Safe from any thread.
+    public static let descriptions: [String: String] = [
+        Name.iterationDuration: "Wall time of each event-loop iteration, in seconds.",
+        Name.pollWait: "Time each event-loop iteration waited in its poll for I/O, timers or wake-ups, in seconds.",
+        Name.drainSize: "Jobs run by each drain of the event loop's queue.",
+        Name.queueDepth: "Jobs waiting in the event loop's queue for its next drain.",
+        Name.timerLateness: "Worst lateness of the timers an event-loop iteration fired, in seconds (iterations that fired one).",
+        Name.iterations: "Event-loop iterations run.",
+        Name.wakeUps: "Times another thread woke the event loop up.",
+        Name.budgetOverruns: "Event-loop iterations in which a budgeted job ran past its time budget.",
+    ]
+
     /// The handlers of one loop's metrics; used on the loop's thread only (the observer), `Sendable` for
     /// the observer closure. The wake-up count is read on the loop's thread too.
     private final class Instruments: Sendable {

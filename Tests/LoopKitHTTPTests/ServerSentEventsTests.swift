@@ -158,6 +158,118 @@ struct ServerSentEventsTests {
         }
     }
 
+    // MARK: Reconnecting
+
+    /// A router serving `progress` at `/progress`, resuming after the request's `Last-Event-ID`.
+    static func resumingRouter(_ progress: TaskProgress) -> HTTPRouter {
+        var router = HTTPRouter()
+        router.get("/progress") { request in
+            .progressEvents(progress, resumingAfter: request.head.headerFields[.lastEventID], keepAlive: nil)
+        }
+        return router
+    }
+
+    /// Opens `/progress` on `client` (with `Last-Event-ID` when given) and returns the events it has
+    /// received once its loop is idle.
+    static func openEvents(_ client: HTTPTestClient, lastEventID: String? = nil) throws -> [(kind: String, id: String, completed: Int)] {
+        try client.send("GET /progress HTTP/1.1\r\nHost: t\r\n" + (lastEventID.map { "Last-Event-ID: \($0)\r\n" } ?? "") + "\r\n")
+        try client.runUntilIdle()
+        return events(in: client.receivedText)
+    }
+
+    /// Each connection (here, each on a loop of its own, one after the other) goes on from the ids the
+    /// progress's earlier events took, rather than starting again at 1.
+    @Test func eventIDsContinueAcrossConnections() throws {
+        let progress = TaskProgress(totalUnitCount: 100)
+        let router = Self.resumingRouter(progress)
+        let first = try HTTPTestClient(router: router)
+        progress.completedUnitCount = 10
+        #expect(try Self.openEvents(first).map(\.id) == ["1"])
+        progress.completedUnitCount = 20
+        try first.runUntilIdle()
+        #expect(Self.events(in: first.receivedText).map(\.id) == ["1", "2"])
+        try first.close()
+        progress.completedUnitCount = 30
+        let second = try HTTPTestClient(router: router)
+        let events = try Self.openEvents(second)
+        #expect(events.map(\.id) == ["3"])
+        #expect(events.map(\.completed) == [30])
+    }
+
+    /// A client back with `Last-Event-ID` gets nothing it has seen: the current state only if it is newer
+    /// than that id, then what follows.
+    @Test func aReconnectIsSentOnlyWhatFollowsItsLastEventID() throws {
+        let progress = TaskProgress(totalUnitCount: 100)
+        let router = Self.resumingRouter(progress)
+        let first = try HTTPTestClient(router: router)
+        progress.completedUnitCount = 10
+        let seen = try #require(try Self.openEvents(first).last)
+        try first.close()
+        // Nothing changed while it was away: nothing is sent until something does.
+        let unchanged = try HTTPTestClient(router: router)
+        #expect(try Self.openEvents(unchanged, lastEventID: seen.id).isEmpty)
+        progress.completedUnitCount = 40
+        try unchanged.runUntilIdle()
+        let next = Self.events(in: unchanged.receivedText)
+        #expect(next.map(\.completed) == [40])
+        #expect(next.allSatisfy { Int($0.id)! > Int(seen.id)! })
+        // A client that left before that change gets the current state at once.
+        let behind = try HTTPTestClient(router: router)
+        #expect(try Self.openEvents(behind, lastEventID: seen.id).map(\.completed) == [40])
+    }
+
+    /// The WHATWG way to stop an `EventSource` that reconnects: 204 once its `Last-Event-ID` is the final
+    /// event's. A new viewer (no id) or one that missed the end still gets the final state.
+    @Test func aReconnectThatHasSeenTheFinalEventIsAnsweredNoContent() throws {
+        let progress = TaskProgress(totalUnitCount: 10)
+        let router = Self.resumingRouter(progress)
+        let client = try HTTPTestClient(router: router)
+        try client.send("GET /progress HTTP/1.1\r\nHost: t\r\n\r\n")
+        try client.runUntilIdle()
+        progress.completedUnitCount = 10
+        let events = Self.events(in: try client.nextResponse().text)
+        let final = try #require(events.last)
+        #expect(final.kind == "finished")
+        let reconnect = try client.execute(.get, "/progress", headerFields: [.lastEventID: final.id])
+        #expect(reconnect.status == .noContent)
+        #expect(reconnect.body.isEmpty)
+        let newViewer = try client.execute(.get, "/progress")
+        #expect(newViewer.status == .ok)
+        #expect(Self.events(in: newViewer.text).map(\.id) == [final.id])
+        let missedTheEnd = try client.execute(.get, "/progress", headerFields: [.lastEventID: events[0].id])
+        #expect(Self.events(in: missedTheEnd.text).map(\.kind) == ["finished"])
+    }
+
+    /// An id this progress never gave (another server's, a made-up one) is ignored: the stream starts from
+    /// the current state.
+    @Test func anUnknownLastEventIDIsIgnored() throws {
+        let progress = TaskProgress(totalUnitCount: 10)
+        progress.completedUnitCount = 4
+        let client = try HTTPTestClient(router: Self.resumingRouter(progress))
+        for unknown in ["999", "x", "-1"] {
+            let other = try HTTPTestClient(router: Self.resumingRouter(progress))
+            #expect(try Self.openEvents(other, lastEventID: unknown).map(\.completed) == [4], "Last-Event-ID: \(unknown)")
+        }
+        progress.completedUnitCount = 10
+        #expect(try client.execute(.get, "/progress", headerFields: [.lastEventID: "999"]).status == .ok)
+    }
+
+    /// Streams on two loops number the states each observes: a loop that read a state before the final
+    /// one, and numbers it after another loop numbered the final one, gets no id for it (it is not sent),
+    /// and the final state keeps its one id however often it is observed.
+    @Test func aStateNumberedAfterTheFinalOneIsStale() {
+        let progress = TaskProgress(totalUnitCount: 10)
+        let ids = ProgressEventIDs.of(progress)
+        progress.completedUnitCount = 5
+        let stale = progress.snapshot()
+        progress.completedUnitCount = 10
+        let final = ids.id(for: progress.snapshot())
+        #expect(final == 1)
+        #expect(ids.id(for: stale) == nil)
+        #expect(ids.id(for: progress.snapshot()) == final)
+        #expect(ProgressEventIDs.of(progress) === ids)  // one numbering per progress
+    }
+
     /// The `event:` and `id:` lines and the JSON's `completed` field of every event in `text`.
     static func events(in text: String) -> [(kind: String, id: String, completed: Int)] {
         text.components(separatedBy: "\n\n").compactMap { block in

@@ -118,7 +118,9 @@ struct ServeCommand: ParsableCommand {
         for label in [HTTPServerMetrics.Name.requestBodySize, HTTPServerMetrics.Name.responseBodySize] {
             factory.valueHistogramBuckets[label] = bytes
         }
-        MetricsSystem.bootstrap(factory)
+        // swift-metrics carries no help text: the registry gets LoopKitMetrics' descriptions as `# HELP` lines.
+        let descriptions = LoopMetrics.descriptions.merging(HTTPServerMetrics.descriptions) { first, _ in first }
+        MetricsSystem.bootstrap(DescribedPrometheusMetricsFactory(prometheus: factory, descriptions: descriptions))
         return registry
     }
 
@@ -135,4 +137,67 @@ struct ServeCommand: ParsableCommand {
         let server = HTTPServer(group: group, configuration: HTTPServer.Configuration(host: host, port: port), router: router, logger: quiet)
         return (server, try server.start())
     }
+}
+
+/// A ``PrometheusMetricsFactory`` whose metrics carry a description: each family whose label has one gets
+/// a `# HELP` line (swift-metrics' `MetricsFactory` has no help text, so swift-prometheus's factory emits
+/// none). Labels without a description are made by the wrapped factory, as they would be without it.
+///
+/// A value: safe from any thread (the registry locks).
+private struct DescribedPrometheusMetricsFactory: MetricsFactory {
+    /// The wrapped factory: its registry, histogram buckets and name sanitizer.
+    let prometheus: PrometheusMetricsFactory
+    /// The help text of each metric, by swift-metrics label.
+    let descriptions: [String: String]
+
+    /// The Prometheus name and labels of a described metric, with its help text; nil when it has none.
+    private func described(_ label: String, _ dimensions: [(String, String)]) -> (MetricNameDescriptor, [(String, String)])? {
+        guard let help = descriptions[label] else { return nil }
+        let (name, labels) = prometheus.nameAndLabelSanitizer(label, dimensions)
+        return (MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels)
+    }
+
+    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
+        guard let (descriptor, labels) = described(label, dimensions) else {
+            return prometheus.makeCounter(label: label, dimensions: dimensions)
+        }
+        return prometheus.registry.makeCounter(descriptor: descriptor, labels: labels)
+    }
+
+    func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
+        guard let (descriptor, labels) = described(label, dimensions) else {
+            return prometheus.makeFloatingPointCounter(label: label, dimensions: dimensions)
+        }
+        return prometheus.registry.makeCounter(descriptor: descriptor, labels: labels)
+    }
+
+    func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
+        guard let (descriptor, labels) = described(label, dimensions) else {
+            return prometheus.makeRecorder(label: label, dimensions: dimensions, aggregate: aggregate)
+        }
+        guard aggregate else { return prometheus.registry.makeGauge(descriptor: descriptor, labels: labels) }
+        let buckets = prometheus.valueHistogramBuckets[descriptor.name] ?? prometheus.defaultValueHistogramBuckets
+        return prometheus.registry.makeValueHistogram(descriptor: descriptor, labels: labels, buckets: buckets)
+    }
+
+    func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
+        guard let (descriptor, labels) = described(label, dimensions) else {
+            return prometheus.makeMeter(label: label, dimensions: dimensions)
+        }
+        return prometheus.registry.makeGauge(descriptor: descriptor, labels: labels)
+    }
+
+    func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
+        guard let (descriptor, labels) = described(label, dimensions) else {
+            return prometheus.makeTimer(label: label, dimensions: dimensions)
+        }
+        let buckets = prometheus.durationHistogramBuckets[descriptor.name] ?? prometheus.defaultDurationHistogramBuckets
+        return prometheus.registry.makeDurationHistogram(descriptor: descriptor, labels: labels, buckets: buckets)
+    }
+
+    func destroyCounter(_ handler: any CounterHandler) { prometheus.destroyCounter(handler) }
+    func destroyFloatingPointCounter(_ handler: any FloatingPointCounterHandler) { prometheus.destroyFloatingPointCounter(handler) }
+    func destroyRecorder(_ handler: any RecorderHandler) { prometheus.destroyRecorder(handler) }
+    func destroyMeter(_ handler: any MeterHandler) { prometheus.destroyMeter(handler) }
+    func destroyTimer(_ handler: any TimerHandler) { prometheus.destroyTimer(handler) }
 }

@@ -2,9 +2,9 @@ import HTTPTypes
 import LoopKit
 import LoopKitHTTP
 
-/// The routes of `LoopDemo serve`: `GET /` (the live page), `GET /hello`, `POST /echo`, `POST /upload`,
-/// `GET /stream`, `GET /work`, the jobs (`POST /jobs`, `GET /jobs/ID/events`, `GET /ws/jobs/ID`,
-/// `POST /jobs/ID/cancel`) and `GET /ws/echo` (a WebSocket); anything else is 404.
+/// The routes of `LoopDemo serve`: `GET /` (the live page, and `GET /favicon.ico`, 204), `GET /hello`,
+/// `POST /echo`, `POST /upload`, `GET /stream`, `GET /work`, the jobs (`POST /jobs`, `GET /jobs/ID/events`,
+/// `GET /ws/jobs/ID`, `POST /jobs/ID/cancel`) and `GET /ws/echo` (a WebSocket); anything else is 404.
 public enum DemoRoutes {
     /// The router.
     ///
@@ -14,9 +14,14 @@ public enum DemoRoutes {
     /// - Returns: A router with exactly the demo's routes.
     public static func router(work: SyntheticWork, jobs: DemoJobs = DemoJobs()) -> HTTPRouter {
         var router = HTTPRouter()
-        router.get("/") { _ in
+        // `?items=N` sets the page's "Items per job" field, which the jobs it starts (`?start=`) run.
+        router.get("/") { request in
             HTTPServerResponse(status: .ok, headerFields: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-cache"],
-                               body: .bytes(LivePage.html))
+                               body: .bytes(LivePage.html(items: LivePage.itemsPerJob(query: request.query("items")))))
+        }
+        // The page declares an empty icon, so browsers do not ask; one that does gets no icon, not a 404.
+        router.get("/favicon.ico") { _ in
+            HTTPServerResponse(status: .noContent, headerFields: [.cacheControl: "max-age=86400"])
         }
         // The live page's jobs: started here, on this connection's loop, and watched from any connection.
         router.post("/jobs") { request in
@@ -35,7 +40,9 @@ public enum DemoRoutes {
             guard let job = request.parameters["id"].flatMap({ Int($0) }).flatMap(jobs.job) else {
                 return .text("no such job\n", status: .notFound)
             }
-            return .progressEvents(job.progress)
+            // Ids go on across connections: a reconnect gets only what follows its Last-Event-ID, and 204
+            // once it has seen the final event (which stops an EventSource that does not close itself).
+            return .progressEvents(job.progress, resumingAfter: request.head.headerFields[.lastEventID])
         }
         router.webSocket("/ws/jobs/:id", shouldUpgrade: { request in
             request.parameters["id"].flatMap({ Int($0) }).flatMap(jobs.job) == nil ? .refuse(status: .notFound) : .accept
@@ -43,12 +50,18 @@ public enum DemoRoutes {
             guard let job = request.parameters["id"].flatMap({ Int($0) }).flatMap(jobs.job) else { return }
             try await socket.send(progress: job.progress)
         }
+        // 202 when this request (or an earlier one) cancelled the running job; 409 when it had ended first.
         router.post("/jobs/:id/cancel") { request in
-            guard let job = request.parameters["id"].flatMap({ Int($0) }).flatMap(jobs.job) else {
+            guard let id = request.parameters["id"].flatMap({ Int($0) }), let job = jobs.job(id) else {
                 return .text("no such job\n", status: .notFound)
             }
-            job.cancel()
-            return .text("cancelled\n", status: .accepted)
+            // A job that ended before this request, or as it came (the cancel then finds it completed), is
+            // not cancelled by it. The demo's jobs do not throw: a job that ended was cancelled or finished.
+            let endedFirst = job.isFinished
+            if !endedFirst { job.cancel() }
+            if !endedFirst && job.isCancelled { return .text("cancelled\n", status: .accepted) }
+            let state = job.isCancelled ? "cancelled" : "finished"
+            return .text("job \(id) has already finished: \(state) (\(job.progress.description))\n", status: .conflict)
         }
         router.get("/hello") { _ in
             HTTPServerResponse(status: .ok, headerFields: [.contentType: "text/plain"], body: .bytes(hello))

@@ -6,8 +6,35 @@
 /// A browser opens at most six HTTP/1.1 connections to one host: the page runs at most four jobs at once,
 /// so that their event streams leave room for the `/hello` probe and the requests that start and cancel
 /// jobs.
+///
+/// `/?items=N` opens the page with N in its "Items per job" field (`/?start=2&items=N` also starts two such
+/// jobs): the field always shows the count the page's jobs run.
 enum LivePage {
-    static let html = Array(text.utf8)
+    /// The "Items per job" field's value when the page is opened without a valid `?items=`.
+    static let defaultItems = 3_000_000
+    /// The counts the field accepts (its `min` and `max`).
+    static let itemsRange = 1...100_000_000
+
+    /// The page, with `items` in its "Items per job" field.
+    static func html(items: Int) -> [UInt8] {
+        beforeItems + Array(String(items).utf8) + afterItems
+    }
+
+    /// The field's value for a page opened with `?items=` `query` (nil: none): the count when it is a whole
+    /// number in ``itemsRange``, ``defaultItems`` otherwise.
+    static func itemsPerJob(query: Substring?) -> Int {
+        guard let items = query.flatMap({ Int($0) }), itemsRange.contains(items) else { return defaultItems }
+        return items
+    }
+
+    /// The page's bytes before and after the field's value (``itemsPlaceholder`` in ``text``).
+    private static let (beforeItems, afterItems): ([UInt8], [UInt8]) = {
+        let bytes = Array(text.utf8), placeholder = Array(itemsPlaceholder.utf8)
+        let start = bytes.indices.first { bytes[$0...].starts(with: placeholder) }!
+        return (Array(bytes[..<start]), Array(bytes[(start + placeholder.count)...]))
+    }()
+
+    private static let itemsPlaceholder = "{{items}}"
 
     static let text = #"""
 <!doctype html>
@@ -16,6 +43,7 @@ enum LivePage {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>LoopKit: heavy jobs, a responsive loop</title>
+<link rel="icon" href="data:,">
 <style>
   :root { font-family: system-ui, sans-serif; color: #1d2330; background: #f6f7f9; }
   body { max-width: 46rem; margin: 2rem auto; padding: 0 1rem; }
@@ -44,7 +72,7 @@ enum LivePage {
 Meanwhile this page asks <code>/hello</code> four times a second over its own connection.</p>
 
 <section>
-  <label>Items per job <input id="items" type="number" value="3000000" min="1" max="100000000"></label>
+  <label>Items per job <input id="items" type="number" value="{{items}}" min="1" max="100000000"></label>
   <label>Jobs <input id="count" type="number" value="2" min="1" max="4" style="width:4rem"></label>
   <button id="start">Start</button>
   <div id="jobs"></div>
@@ -104,14 +132,16 @@ async function start(items, count) {
   }
 }
 
-startButton.onclick = () => start(
-  Math.max(1, parseInt(document.getElementById("items").value, 10) || 1),
+// The jobs run the count the field shows (the server wrote ?items= into it).
+function itemsPerJob() { return Math.max(1, parseInt(document.getElementById("items").value, 10) || 1); }
+
+startButton.onclick = () => start(itemsPerJob(),
   Math.min(4 - running.size, Math.max(1, parseInt(document.getElementById("count").value, 10) || 1)));
 
-// /?start=N&items=M starts N jobs at once (a link to share, and the headless check's way in).
+// /?start=N&items=M starts N jobs of the field's count at once (a link to share, and the headless check's way in).
 const query = new URLSearchParams(location.search);
 if (query.has("start")) {
-  start(Math.max(1, parseInt(query.get("items"), 10) || 3000000), Math.min(4, Math.max(1, parseInt(query.get("start"), 10) || 1)));
+  start(itemsPerJob(), Math.min(4, Math.max(1, parseInt(query.get("start"), 10) || 1)));
 }
 
 // The /hello probe: one request at a time, four a second; the last 40 round trips drawn.

@@ -54,20 +54,63 @@ extension HTTPServerResponse {
     /// ends.
     ///
     /// Each event's data is the snapshot as one JSON object (`ProgressSnapshot.jsonObject`), its `id` the
-    /// state's sequence number. There is no polling: the streams that follow one progress on one loop share
-    /// one observation (`TaskProgress.observe(on:)`) and each state is encoded once; the states are
-    /// written to the subscribers a time-budgeted slice per loop iteration (300 µs), so a thousand
-    /// subscribers leave the loop's other work its time. A subscriber reached late, or a slow client, gets
-    /// the newest state when it is reached (the states in between are dropped), and the final state is
-    /// never dropped. A client that disconnects ends its stream at once.
+    /// state's number among the progress's states: the ids go on from one stream to the next, on every
+    /// loop, for as long as the progress lives, so that a client can resume with
+    /// ``progressEvents(_:resumingAfter:keepAlive:)``. There is no polling: the streams that follow one
+    /// progress on one loop share one observation (`TaskProgress.observe(on:)`) and each state is encoded
+    /// once; the states are written to the subscribers a time-budgeted slice per loop iteration (300 µs),
+    /// so a thousand subscribers leave the loop's other work its time. A subscriber reached late, or a
+    /// slow client, gets the newest state when it is reached (the states in between are dropped), and the
+    /// final state is never dropped. A client that disconnects ends its stream at once.
     ///
     /// - Parameters:
     ///   - progress: The progress to serve; any thread may change it.
     ///   - keepAlive: As in ``events(keepAlive:_:)``.
     /// - Returns: A `text/event-stream` response.
     public static func progressEvents(_ progress: TaskProgress, keepAlive: Duration? = .seconds(15)) -> HTTPServerResponse {
-        .events(keepAlive: keepAlive) { events in
-            await ProgressFanOut.of(progress, on: events.loop).follow(with: events)
+        progressEvents(progress, resumingAfter: nil, keepAlive: keepAlive)
+    }
+
+    /// `progress` as server-sent events, as ``progressEvents(_:keepAlive:)``, for a client that may have
+    /// seen some of them: pass its `Last-Event-ID` field (`HTTPField.Name.lastEventID`).
+    ///
+    /// The stream sends only what follows that id: the current state if it is newer, then each change. A
+    /// client that has seen the final event gets `204 No Content`, which tells a browser's `EventSource`
+    /// to stop reconnecting (the HTML standard's way to end a stream for good). An id the progress never
+    /// gave is ignored: the client gets the current state.
+    ///
+    /// ```swift
+    /// router.get("/jobs/:id/events") { request in
+    ///     .progressEvents(job.progress, resumingAfter: request.head.headerFields[.lastEventID])
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - progress: The progress to serve; any thread may change it.
+    ///   - lastEventID: The id of the last event the client has seen (its `Last-Event-ID`), if any.
+    ///   - keepAlive: As in ``events(keepAlive:_:)``.
+    /// - Returns: A `text/event-stream` response, or `204 No Content` when the client has seen the end.
+    ///
+    /// Safe from any thread (a route handler calls it on the connection's loop).
+    public static func progressEvents(
+        _ progress: TaskProgress,
+        resumingAfter lastEventID: String?,
+        keepAlive: Duration? = .seconds(15)
+    ) -> HTTPServerResponse {
+        switch ProgressEventIDs.of(progress).resumption(after: lastEventID) {
+        case .finalStateSeen:
+            return HTTPServerResponse(status: .noContent)
+        case .after(let seen):
+            return .events(keepAlive: keepAlive) { events in
+                await ProgressFanOut.of(progress, on: events.loop).follow(with: events, after: seen)
+            }
         }
     }
+}
+
+extension HTTPField.Name {
+    /// `Last-Event-ID`: the id of the last server-sent event a reconnecting client has seen.
+    ///
+    /// A value: safe from any thread.
+    public static let lastEventID = HTTPField.Name("Last-Event-ID")!
 }

@@ -6,11 +6,13 @@ import LoopKit
 ///
 /// - The observation is `TaskProgress.observe(on:)`: at most one new state per iteration, the final one
 ///   always. Each state becomes one encoded event (`progress`, then `finished` or `cancelled`), with the
-///   state's sequence number as its `id`.
+///   state's number among the progress's states (``ProgressEventIDs``, shared by every fan-out of the
+///   progress, on every loop) as its `id`.
 /// - A pass writes the newest state to every subscriber behind it, through `loop.process` with a
 ///   ``fanOutBudget`` per iteration. A subscriber reached late gets the newest state, never a stale one.
 ///   A subscriber whose connection is above its write high-water mark (a slow client) is skipped and
 ///   retried ``retryDelay`` later: a write never waits, and a slow client never holds up the others.
+/// - A subscriber that resumes (`Last-Event-ID`) counts as having been written the states up to that id.
 /// - A subscriber's stream ends once it has been written the final state, or when its client leaves.
 ///
 /// Loop-confined: one per (progress, loop), kept in the loop's local values while it has subscribers,
@@ -25,8 +27,9 @@ final class ProgressFanOut: @unchecked Sendable {
 
     private let progress: TaskProgress
     private let loop: EventLoop
+    private let ids: ProgressEventIDs
     private var observation: ProgressObservation?
-    /// The newest state: its sequence number (from 1), encoded event and whether it is the final one.
+    /// The newest state: its id (from 1, ``ProgressEventIDs``), encoded event and whether it is the final one.
     private var latest: (sequence: Int, event: [UInt8], isFinal: Bool)?
     private var subscribers: [ObjectIdentifier: Subscriber] = [:]
     private var passRunning = false
@@ -35,7 +38,7 @@ final class ProgressFanOut: @unchecked Sendable {
     /// One event stream following the progress.
     private final class Subscriber {
         let writer: ServerSentEventWriter
-        /// The sequence number of the last state written to it (0: none yet).
+        /// The id of the last state written to it, or seen before it resumed (0: none yet).
         var delivered = 0
         /// Resumes the stream's task, once: when the final state is written or the client leaves.
         var end: CheckedContinuation<Void, Never>?
@@ -52,6 +55,7 @@ final class ProgressFanOut: @unchecked Sendable {
     private init(progress: TaskProgress, loop: EventLoop) {
         self.progress = progress
         self.loop = loop
+        ids = ProgressEventIDs.of(progress)
     }
 
     /// The fan-out of `progress` on `writer`'s loop (made on first use). Loop thread.
@@ -62,12 +66,18 @@ final class ProgressFanOut: @unchecked Sendable {
     private static func key(_ progress: TaskProgress) -> ObjectIdentifier { ObjectIdentifier(progress) }
 
     /// Follows the progress on `writer` until the final state has been written to it or its client left
-    /// (the task is cancelled). Call from the stream's task, on the loop.
-    func follow(with writer: ServerSentEventWriter) async {
+    /// (the task is cancelled), starting after the state with id `seen` (0: from the newest state). Call
+    /// from the stream's task, on the loop.
+    func follow(with writer: ServerSentEventWriter, after seen: Int) async {
         let subscriber = Subscriber(writer: writer)
+        subscriber.delivered = seen
         let id = ObjectIdentifier(subscriber)
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                if let latest, latest.isFinal, latest.sequence <= seen {
+                    continuation.resume()  // it has seen the end (numbered since its request was answered)
+                    return
+                }
                 subscriber.end = continuation
                 subscribers[id] = subscriber
                 if observation == nil && latest?.isFinal != true {
@@ -89,7 +99,7 @@ final class ProgressFanOut: @unchecked Sendable {
 
     /// A new state of the progress (the observation, on the loop): encoded once, then written by passes.
     private func publish(_ snapshot: ProgressSnapshot) {
-        let sequence = (latest?.sequence ?? 0) + 1
+        guard let sequence = ids.id(for: snapshot) else { return }  // stale: the final state follows
         let kind = snapshot.isCancelled ? "cancelled" : snapshot.isFinished ? "finished" : "progress"
         let event: [UInt8]
         do {
@@ -102,6 +112,11 @@ final class ProgressFanOut: @unchecked Sendable {
         if isFinal {
             observation?.cancel()
             observation = nil
+            // A subscriber that resumed after the final state has nothing more to get.
+            for (id, subscriber) in subscribers where subscriber.delivered >= sequence {
+                subscribers.removeValue(forKey: id)
+                subscriber.finish()
+            }
         }
         startPass()
     }

@@ -1,0 +1,34 @@
+import HTTPTypes
+import LoopKit
+import LoopKitHTTP
+import LoopKitHTTPTesting
+import LoopKitMetrics
+import LoopKitTesting
+import MetricsTestKit
+import Testing
+
+/// Every metric has a description for a backend's help text (Prometheus's `# HELP`).
+@Suite("Metric descriptions")
+struct MetricDescriptionsTests {
+    @Test func everyLoopMetricHasADescription() throws {
+        let metrics = TestMetrics()
+        let driver = try LoopDriver()
+        try LoopMetrics.record(driver.loop, name: "main", factory: metrics)
+        let labels = Set(metrics.counters.map(\.label) + metrics.recorders.map(\.label) + metrics.timers.map(\.label))
+        #expect(labels.count == 8)
+        #expect(labels == Set(LoopMetrics.descriptions.keys))
+        #expect(LoopMetrics.descriptions.values.allSatisfy { $0.count > 10 })
+    }
+
+    @Test func everyHTTPServerMetricHasADescription() throws {
+        let metrics = TestMetrics()
+        let client = try HTTPServerMetricsTests.client(metrics, mode: .inMemory)
+        #expect(try client.execute(.post, "/echo", body: Array("body".utf8)).status == .ok)
+        try client.runUntilIdle()
+        let labels = Set(metrics.counters.map(\.label) + metrics.meters.map(\.label) + metrics.recorders.map(\.label)
+                         + metrics.timers.map(\.label))
+        #expect(labels.count == 6)
+        #expect(labels == Set(HTTPServerMetrics.descriptions.keys))
+        #expect(HTTPServerMetrics.descriptions.values.allSatisfy { $0.count > 10 })
+    }
+}
