@@ -16,6 +16,29 @@ let randomMovingEdit = Gen.uint64().map { seed -> (old: [DiffRowSection], new: [
     return diffRandomSectionsMovingEdited(&rng)
 }
 
+/// Random old and new sections from a seed, most of them moving sections while items cross them and
+/// updated items sit behind the arrivals (``diffRandomSectionsShiftingReloads(_:)``).
+let randomShiftingEdit = Gen.uint64().map { seed -> (old: [DiffRowSection], new: [DiffRowSection]) in
+    var rng = DiffTestRNG(seed: seed)
+    return diffRandomSectionsShiftingReloads(&rng)
+}
+
+/// Whether `diff` has the shape that put a shifted reload into a stage: an item leaves a section that
+/// moves and changes items for a section that is not reloaded, and an updated item lands behind it there.
+func hasUpdateBehindItemFromMovedSection(_ diff: SectionedDiff<DiffHeader, DiffRow>) -> Bool {
+    let whole = movedSectionsWithItemChanges(diff)
+    let oldOfNew = Dictionary(uniqueKeysWithValues: diff.sections.moves.map { ($0.to, $0.from) })
+    let wholeOld = Set(whole.compactMap { oldOfNew[$0] })
+    let reloaded = whole.union(diff.sections.updates.map(\.to))
+    var firstArrival: [Int: Int] = [:]
+    for move in diff.itemMoves where wholeOld.contains(move.from.section) && !reloaded.contains(move.to.section) {
+        firstArrival[move.to.section] = min(firstArrival[move.to.section] ?? .max, move.to.item)
+    }
+    return diff.itemUpdates.contains { update in
+        !wholeOld.contains(update.from.section) && update.to.item > firstArrival[update.to.section] ?? .max
+    }
+}
+
 /// The new indices of the sections that `diff` moves and whose items some item deletion, insertion or
 /// move touches: the sections ``SectionedDiff/stages()`` moves in stage 1 and reloads in stage 2.
 /// Computed here from the diff's lists.
@@ -38,15 +61,17 @@ func hasMovedUpdatedSectionWithItemChanges(_ diff: SectionedDiff<DiffHeader, Dif
     !movedSectionsWithItemChanges(diff).isDisjoint(with: diff.sections.updates.map(\.to))
 }
 
-/// Checks that `stages` performed from `old` are valid, at most two, and end at `new`, both by
-/// ``BatchStage/validate(from:)`` and through a table double that rejects item changes in moved
-/// sections.
+/// Checks that `stages` performed from `old` are valid, at most two, and end at `new`: each stage by
+/// ``BatchStage/validate(from:)`` and by a collection-view double performing it as one batch, and all
+/// of them through a table double that rejects item changes in moved sections.
 func checkTwoValidStages(_ old: [DiffRowSection], _ new: [DiffRowSection], sourceLocation: SourceLocation = #_sourceLocation) {
     let stages = SectionedDiff(from: old, to: new).stages()
     #expect(stages.count <= 2, "old: \(old) new: \(new)", sourceLocation: sourceLocation)
     var data = old
     for stage in stages {
         #expect(throws: Never.self, "old: \(old) new: \(new)", sourceLocation: sourceLocation) { try stage.validate(from: data) }
+        let violations = DiffCollectionViewDouble.violations(of: stage, from: data)
+        #expect(violations.isEmpty, "old: \(old) new: \(new) stage: \(stage) violations: \(violations)", sourceLocation: sourceLocation)
         data = stage.sections
     }
     #expect(data == new, "old: \(old) new: \(new)", sourceLocation: sourceLocation)
@@ -54,6 +79,10 @@ func checkTwoValidStages(_ old: [DiffRowSection], _ new: [DiffRowSection], sourc
     table.commit(stages)
     #expect(table.failures.isEmpty, "old: \(old) new: \(new) failures: \(table.failures)", sourceLocation: sourceLocation)
     #expect(table.displayed == new, sourceLocation: sourceLocation)
+    let view = DiffCollectionViewDouble(old)
+    view.commit(stages)
+    #expect(view.violations.isEmpty, "old: \(old) new: \(new) violations: \(view.violations)", sourceLocation: sourceLocation)
+    #expect(view.displayed == new, sourceLocation: sourceLocation)
 }
 
 @Suite("BatchStage")
@@ -104,6 +133,31 @@ struct BatchStageTests {
         await propertyCheck(count: 1_000, input: randomSectionedEdit) { edit in
             checkTwoValidStages(edit.old, edit.new)
         }
+    }
+
+    @Test("Property: a collection view performing each stage as one batch accepts it, with no reload shifted by its batch, when sections move while items cross them and are updated")
+    func everyStageObeysTheCollectionViewRules() async {
+        await propertyCheck(count: 4_000, input: randomShiftingEdit) { edit in
+            checkTwoValidStages(edit.old, edit.new)
+        }
+        await propertyCheck(count: 1_000, input: randomMovingEdit) { edit in
+            checkTwoValidStages(edit.old, edit.new)
+        }
+    }
+
+    @Test("The shifting-edit generator often gives an updated item behind an item that leaves a moved section")
+    func shiftingEditGeneratorCoversTheShiftedReload() {
+        var rng = DiffTestRNG(seed: 0x5E1F)
+        var shape = 0, duplicates = 0
+        let runs = 1_000
+        for _ in 0..<runs {
+            let (old, new) = diffRandomSectionsShiftingReloads(&rng)
+            let diff = SectionedDiff(from: old, to: new)
+            if hasUpdateBehindItemFromMovedSection(diff) { shape += 1 }
+            if !diff.itemDuplicates.isEmpty { duplicates += 1 }
+        }
+        #expect(shape > runs / 20, "updated items behind an item from a moved section: \(shape)")
+        #expect(duplicates > runs / 20, "repeated item identifiers: \(duplicates)")
     }
 
     @Test("The moving-edit generator often gives a moved, updated section with item changes, and the other mixes")
@@ -218,7 +272,7 @@ struct BatchStageTests {
         #expect(table.displayed == new)
     }
 
-    @Test("An item leaving a reloaded moved section for a section that stays is inserted there in stage 2, reloads shifted")
+    @Test("An item leaving a reloaded moved section for a section that stays is inserted there in stage 2; an update behind it is replaced, one ahead reloaded")
     func itemFromReloadedSectionArrivesInSecondStage() throws {
         // Section 2 moves up and loses item 4 to section 1, whose items 1 and 3 are updated.
         let old = [section(1, [1, 2, 3]), section(2, [4, 5])]
@@ -231,9 +285,52 @@ struct BatchStageTests {
         #expect(stages[0].itemDeletions.isEmpty && stages[0].itemInsertions.isEmpty && stages[0].itemMoves.isEmpty)
         #expect(stages[0].sections == [old[1], old[0]])  // item 4 is shown once, in section 2, until stage 2
         #expect(stages[1].sectionReloads == [0])
-        #expect(stages[1].itemInsertions == [ItemPath(section: 1, item: 1)])
-        #expect(stages[1].itemReloads == [ItemPath(section: 1, item: 0), ItemPath(section: 1, item: 2)])
+        // Item 1 is ahead of item 4 and reloads in place; item 3, behind it, moves from [1, 2] to [1, 3]
+        // within the stage, so it is deleted and inserted rather than reloaded.
+        #expect(stages[1].itemInsertions == [ItemPath(section: 1, item: 1), ItemPath(section: 1, item: 3)])
+        #expect(stages[1].itemDeletions == [ItemPath(section: 1, item: 2)])
+        #expect(stages[1].itemReloads == [ItemPath(section: 1, item: 0)])
         #expect(stages[1].sections == new)
+        checkTwoValidStages(old, new)
+    }
+
+    @Test("Reported: an update behind an item that leaves a moved section is not reloaded at a path the same stage shifts")
+    func updateBehindItemFromMovedSectionIsNotShifted() throws {
+        // old [S1: 1 | S2: 2], new [S2: - | S1: 2 1']: S2 moves 1 -> 0 and loses item 2, which stays at
+        // [1, 0] by moving into S1; item 1 is updated, [0, 0] -> [1, 1].
+        let old = [section(1, [1]), section(2, [2])]
+        var new = [section(2, []), section(1, [2, 1])]
+        new[1].items[1].value = 5
+        let diff = SectionedDiff(from: old, to: new)
+        #expect(diff.sections.moves == [DiffPair(from: 1, to: 0)])
+        #expect(diff.itemMoves == [DiffPair(from: ItemPath(section: 1, item: 0), to: ItemPath(section: 1, item: 0))])
+        #expect(diff.itemUpdates == [DiffPair(from: ItemPath(section: 0, item: 0), to: ItemPath(section: 1, item: 1))])
+        let stages = diff.stages()
+        #expect(stages.count == 2)
+        #expect(stages[0].sectionMoves == [DiffPair(from: 1, to: 0)])
+        #expect(stages[0].sections == [old[1], old[0]])
+        // Item 2 arrives at [1, 0], which shifts item 1: it is replaced (deleted at its path before the
+        // stage, inserted at its path after it), not reloaded at a path that now names item 2.
+        #expect(stages[1].sectionReloads == [0])
+        #expect(stages[1].itemReloads.isEmpty)
+        #expect(stages[1].itemDeletions == [ItemPath(section: 1, item: 0)])
+        #expect(stages[1].itemInsertions == [ItemPath(section: 1, item: 0), ItemPath(section: 1, item: 1)])
+        #expect(DiffCollectionViewDouble.violations(of: stages[0], from: old) == [])
+        #expect(DiffCollectionViewDouble.violations(of: stages[1], from: stages[0].sections) == [])
+        checkTwoValidStages(old, new)
+    }
+
+    @Test("An updated item ahead of every item arriving in its section is still reloaded in place")
+    func updateAheadOfArrivalsIsReloaded() throws {
+        // S2 moves up and loses item 3 to the end of S1, whose first item is updated.
+        let old = [section(1, [1, 2]), section(2, [3])]
+        var new = [section(2, []), section(1, [1, 2, 3])]
+        new[1].items[0].value = 5
+        let stages = SectionedDiff(from: old, to: new).stages()
+        #expect(stages.count == 2)
+        #expect(stages[1].itemInsertions == [ItemPath(section: 1, item: 2)])
+        #expect(stages[1].itemReloads == [ItemPath(section: 1, item: 0)])
+        #expect(stages[1].itemDeletions.isEmpty)
         checkTwoValidStages(old, new)
     }
 
@@ -318,6 +415,60 @@ struct BatchStageTests {
         #expect(throws: DiffError.reloadOfChangedPosition(.itemReload, .item(ItemPath(section: 0, item: 0)))) {
             try stage.validate(from: before)
         }
+    }
+
+    @Test("Validator and collection view: a reload that an insertion in the same batch shifts is rejected")
+    func rejectsReloadShiftedByInsertion() {
+        // The stage the report showed: item 2 inserted at [1, 0] and item 1 reloaded at [1, 0], which
+        // UIKit reads as a second insertion at [1, 0].
+        let before = [section(2, [2]), section(1, [1])]
+        var after = [section(2, []), section(1, [2, 1])]
+        after[1].items[1].value = 5
+        let stage = BatchStage(
+            sectionReloads: [0], itemInsertions: [ItemPath(section: 1, item: 0)],
+            itemReloads: [ItemPath(section: 1, item: 0)], sections: after)
+        #expect(throws: DiffError.reloadOfChangedPosition(.itemReload, .item(ItemPath(section: 1, item: 0)))) {
+            try stage.validate(from: before)
+        }
+        #expect(!DiffCollectionViewDouble.violations(of: stage, from: before).isEmpty)
+    }
+
+    @Test("Validator and collection view: a reload that a deletion in the same batch shifts is rejected")
+    func rejectsReloadShiftedByDeletion() {
+        // Item 1 deleted, item 2 reloaded at its old path [0, 1]: UIKit would refresh the cell at [0, 1]
+        // after the batch, which shows item 3.
+        let before = [section(1, [1, 2, 3])]
+        var after = [section(1, [2, 3])]
+        after[0].items[0].value = 5
+        let stage = BatchStage(
+            itemDeletions: [ItemPath(section: 0, item: 0)], itemReloads: [ItemPath(section: 0, item: 1)], sections: after)
+        #expect(throws: DiffError.reloadOfChangedPosition(.itemReload, .item(ItemPath(section: 0, item: 1)))) {
+            try stage.validate(from: before)
+        }
+        #expect(!DiffCollectionViewDouble.violations(of: stage, from: before).isEmpty)
+    }
+
+    @Test("Validator and collection view: a section reload that a section deletion in the same batch shifts is rejected")
+    func rejectsSectionReloadShiftedByDeletion() {
+        let before = [section(1, [1]), section(2, [2]), section(3, [3])]
+        let after = [section(2, title: 1, [2]), section(3, [3])]
+        let stage = BatchStage(sectionDeletions: [0], sectionReloads: [1], sections: after)
+        #expect(throws: DiffError.reloadOfChangedPosition(.sectionReload, .section(1))) {
+            try stage.validate(from: before)
+        }
+        #expect(!DiffCollectionViewDouble.violations(of: stage, from: before).isEmpty)
+    }
+
+    @Test("Validator and collection view: a reload ahead of the batch's insertions and deletions is accepted")
+    func acceptsReloadAheadOfShifts() throws {
+        let before = [section(1, [1, 2, 3])]
+        var after = [section(1, [1, 9, 3])]
+        after[0].items[0].value = 5
+        let stage = BatchStage(
+            itemDeletions: [ItemPath(section: 0, item: 1)], itemInsertions: [ItemPath(section: 0, item: 1)],
+            itemReloads: [ItemPath(section: 0, item: 0)], sections: after)
+        try stage.validate(from: before)
+        #expect(DiffCollectionViewDouble.violations(of: stage, from: before) == [])
     }
 
     @Test("Validator: a path used twice in one stage is rejected")

@@ -219,3 +219,59 @@ func diffRandomSectionsMovingEdited(_ rng: inout DiffTestRNG) -> (old: [DiffRowS
     if rng.chance(30) { new[rng.int(0..<new.count)].model.title += 1 }
     return (old, new)
 }
+
+/// Random old sections and an edit that moves one or two sections and moves items across sections,
+/// often to the front of their new section, updates items (often behind those arrivals) and repeats
+/// identifiers, on top of the mixed edits of
+/// ``diffRandomSections(_:maxSections:maxItems:duplicatePercent:)``: the shape where an item leaves a
+/// section that moves for another section whose updated items it shifts.
+func diffRandomSectionsShiftingReloads(_ rng: inout DiffTestRNG) -> (old: [DiffRowSection], new: [DiffRowSection]) {
+    var (old, new) = diffRandomSections(&rng, maxSections: 4, maxItems: 5, duplicatePercent: 10)
+    if old.count < 2 || new.count < 2 {
+        // Enough sections to move one; fresh identities, some of them repeated.
+        var ids: [Int] = []
+        old = (0..<rng.int(2..<5)).map { k in
+            let items = (0..<rng.int(0..<5)).map { j -> DiffRow in
+                let id = !ids.isEmpty && rng.chance(10) ? ids[rng.int(0..<ids.count)] : 700 + 10 * k + j
+                ids.append(id)
+                return DiffRow(id: id, value: 0)
+            }
+            return DiffRowSection(DiffHeader(id: 700 + k, title: 0), items: items)
+        }
+        new = old
+    }
+    var moved = 0
+    for _ in 0..<rng.int(1..<3) {
+        let section = new.remove(at: rng.int(0..<new.count))
+        moved = rng.int(0..<(new.count + 1))
+        new.insert(section, at: moved)
+    }
+    // Items cross sections: mostly out of the section just moved, often to the front of another one,
+    // with an update behind them there.
+    for _ in 0..<rng.int(1..<4) {
+        let s = rng.chance(70) ? moved : rng.int(0..<new.count)
+        let t = rng.int(0..<new.count)
+        guard !new[s].items.isEmpty else { continue }
+        var row = new[s].items.remove(at: rng.int(0..<new[s].items.count))
+        if rng.chance(30) { row.value += 1 }
+        let at = rng.chance(50) ? 0 : rng.int(0..<(new[t].items.count + 1))
+        new[t].items.insert(row, at: at)
+        if rng.chance(70), at + 1 < new[t].items.count {
+            new[t].items[rng.int((at + 1)..<new[t].items.count)].value += 1
+        }
+    }
+    for _ in 0..<rng.int(0..<3) {
+        let s = rng.int(0..<new.count)
+        if !new[s].items.isEmpty { new[s].items[rng.int(0..<new[s].items.count)].value += 1 }
+    }
+    if rng.chance(25) { new[rng.int(0..<new.count)].model.title += 1 }
+    if rng.chance(25) {
+        let s = rng.int(0..<new.count)
+        new[s].items.insert(DiffRow(id: 2_000 + rng.int(0..<1_000), value: 0), at: rng.int(0..<(new[s].items.count + 1)))
+    }
+    if rng.chance(25) {
+        let s = rng.int(0..<new.count)
+        if !new[s].items.isEmpty { new[s].items.remove(at: rng.int(0..<new[s].items.count)) }
+    }
+    return (old, new)
+}

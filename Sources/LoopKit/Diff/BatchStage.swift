@@ -12,6 +12,9 @@
 ///   new items, in the next);
 /// - a reloaded item or section is not also deleted or moved (an item can't be moved and reloaded in
 ///   one batch, which is why ``SectionedDiff/stages()`` reloads updated items in a later stage);
+/// - a reloaded item or section keeps its position: the stage's other changes don't shift it (a table
+///   or collection view performs a reload as a deletion and an insertion at the same position, so a
+///   shifted reload collides with an insertion or refreshes the wrong cell);
 /// - the unchanged elements, in order, exactly fill the positions the changes leave open.
 ///
 /// ``validate(from:)`` checks all of them and that ``apply(to:)`` yields ``sections``.

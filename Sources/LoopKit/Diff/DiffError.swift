@@ -77,7 +77,8 @@ public enum DiffError: Error, Hashable, Sendable, CustomStringConvertible {
     /// An item change targets a section that the same batch deletes, inserts, moves or reloads (a batch
     /// stage's rule; a whole ``SectionedDiff`` may move a section and change its items).
     case itemInChangedSection(Operation, Position)
-    /// A reload targets an item or section that the same batch deletes or moves.
+    /// A reload targets an item or section that the same batch deletes or moves, or whose position the
+    /// batch's other changes shift (a table view reloads by deleting and inserting at one position).
     case reloadOfChangedPosition(Operation, Position)
     /// After deletions, insertions and moves, the remaining elements don't fill the new data exactly:
     /// `expected` unchanged elements were needed (in `section`, if sectioned) but `actual` remained.
@@ -99,7 +100,7 @@ public enum DiffError: Error, Hashable, Sendable, CustomStringConvertible {
         case .itemInChangedSection(let op, let position):
             "\(op.withArticle) targets \(position) in a section that the same batch deletes, inserts, moves or reloads."
         case .reloadOfChangedPosition(let op, let position):
-            "\(op.withArticle) targets \(position), which the same batch deletes or moves."
+            "\(op.withArticle) targets \(position), which the same batch deletes, moves or shifts."
         case .inconsistentCount(let section, let expected, let actual):
             if let section {
                 "Section \(section) needs \(expected) unchanged items after the changes, but \(actual) remain."

@@ -32,8 +32,9 @@ extension SectionedDiff {
 ///
 /// Shared by ``SectionedDiff/apply(to:)`` (which uses updates: content replaced at the new position,
 /// moved or not) and ``BatchStage`` (which uses reloads: old positions of items that neither move nor
-/// leave, as `reloadItems(at:)` takes them). Content for insertions, reloads and updates comes from the
-/// `after` sections, as a table view takes it from its data source.
+/// leave and that the other changes don't shift, as `reloadItems(at:)` takes them). Content for
+/// insertions, reloads and updates comes from the `after` sections, as a table view takes it from its
+/// data source.
 struct _SectionedChanges {
     var sectionDeletions: [Int] = []
     var sectionInsertions: [Int] = []
@@ -45,7 +46,7 @@ struct _SectionedChanges {
     var itemDeletions: [ItemPath] = []
     var itemInsertions: [ItemPath] = []
     var itemMoves: [DiffPair<ItemPath>] = []
-    /// Old paths of items replaced by the `after` item where they land; they must not move or leave.
+    /// Old paths of items replaced by the `after` item; they must not move, leave or be shifted.
     var itemReloads: [ItemPath] = []
     /// Items replaced by the `after` item at `to`, which must be where the other changes put `from`.
     var itemUpdates: [DiffPair<ItemPath>] = []
@@ -115,6 +116,8 @@ struct _SectionedChanges {
                 throw .reloadOfChangedPosition(.sectionReload, .section(s))
             }
             guard oldFlags[s] & Self.reloaded == 0 else { throw .positionUsedTwice(.sectionReload, .section(s)) }
+            // A table view reloads by deleting and inserting at one index: it must not shift.
+            guard newOfOld[s] == s else { throw .reloadOfChangedPosition(.sectionReload, .section(s)) }
             oldFlags[s] |= Self.reloaded
             reloadedNew[newOfOld[s]] = true
         }
@@ -212,6 +215,10 @@ struct _SectionedChanges {
                 if flag & (Self.deleted | Self.moved) != 0 { continue }
                 while items[b] != nil { b += 1 }
                 if flag & Self.reloaded != 0 {
+                    // A table view reloads by deleting and inserting at one path: it must not shift.
+                    guard s == t, a == b else {
+                        throw .reloadOfChangedPosition(.itemReload, .item(ItemPath(section: s, item: a)))
+                    }
                     items[b] = after[t].items[b]
                 } else {
                     items[b] = oldItems[a]

@@ -18,6 +18,12 @@ extension SectionedDiff {
     /// deleted from the other one in stage 1, or inserted into it in stage 2 (or brought by the other
     /// one's reload), so it is never shown twice. Every other item change keeps its own animation.
     ///
+    /// A reload names one position for both sides of its batch (`UICollectionView` performs it as a
+    /// deletion and an insertion at that path), so no stage reloads an item or section that the same
+    /// stage's other changes shift. Stage 2 shifts only the items behind an item inserted there; an
+    /// updated item behind one is deleted at its stage-1 path and inserted at its new path instead of
+    /// reloaded.
+    ///
     /// Empty stages are left out: no changes give no stages. A reload (``isReload``) is one stage that
     /// deletes every section and inserts every new one, marked ``BatchStage/isReload``. Each stage passes
     /// ``BatchStage/validate(from:)`` against the previous stage's sections (``old`` for the first), and
@@ -120,14 +126,26 @@ extension SectionedDiff {
                 itemDeletions: firstDeletions, itemInsertions: firstInsertions, itemMoves: firstMoves,
                 sections: interim))
         }
-        // An updated item that arrives late comes with new content; the others reload where they are.
-        let itemReloads = itemUpdates
-            .filter { !reloaded[$0.to.section] && !takenWhole[newOfOld[$0.from.section]] }
-            .map { interimPath($0.to) }
+        // An updated item that arrives late comes with new content. The others reload where they are,
+        // unless a late arrival lands ahead of them: stage 2 shifts them, and a reload names one path
+        // for both sides of its batch, so they are replaced (deleted and inserted) instead.
+        var itemReloads: [ItemPath] = []
+        var replacedDeletions: [ItemPath] = []
+        var secondInsertions = lateInsertions
+        for update in itemUpdates where !reloaded[update.to.section] && !takenWhole[newOfOld[update.from.section]] {
+            let at = interimPath(update.to)
+            if at == update.to {
+                itemReloads.append(at)
+            } else {
+                replacedDeletions.append(at)
+                secondInsertions.append(update.to)
+            }
+        }
+        secondInsertions.sort()
         let sectionReloads = new.indices.filter { reloaded[$0] }
-        if !(sectionReloads.isEmpty && itemReloads.isEmpty && lateInsertions.isEmpty) {
+        if !(sectionReloads.isEmpty && itemReloads.isEmpty && secondInsertions.isEmpty) {
             stages.append(BatchStage(
-                sectionReloads: sectionReloads, itemInsertions: lateInsertions,
+                sectionReloads: sectionReloads, itemDeletions: replacedDeletions, itemInsertions: secondInsertions,
                 itemReloads: itemReloads, sections: new))
         }
         return stages
