@@ -10,6 +10,9 @@ BUILD_DIR    := .build/debug
 C_TEST       := .build/c-tests/c_api_test
 VALGRIND     := valgrind --quiet --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite --error-exitcode=1
 INSTALL_CONFIG ?= release
+# libdispatch as the toolchain ships it: the C tests queue blocks on the main queue the main loop runs.
+SWIFT_USR      := $(shell dirname $$(dirname $$(readlink -f $$(command -v $(SWIFT)))))
+DISPATCH_FLAGS := -L$(SWIFT_USR)/lib/swift/linux -ldispatch -Wl,-rpath,$(SWIFT_USR)/lib/swift/linux
 
 .PHONY: all deps demo test test-swift test-c test-release-client leak-check leak-check-tls install-check test-sanitize bench bench-core bench-callgrind bench-http bench-https bench-ws wrk docs install clean
 
@@ -42,7 +45,7 @@ test-c: deps
 	@mkdir -p $(dir $(C_TEST))
 	$(CC) -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -o $(C_TEST) Tests/CLoopKitTests/c_api_test.c \
 		-ISources/CLoopKit/include -L$(BUILD_DIR) -lLoopKitC -Wl,-rpath,$(CURDIR)/$(BUILD_DIR) \
-		$$(pkg-config --libs libevent) -lpthread
+		$$(pkg-config --libs libevent) $(DISPATCH_FLAGS) -lpthread
 	./$(C_TEST)
 	$(MAKE) -C Examples/c-host run
 	$(MAKE) -C Examples/c-echo run

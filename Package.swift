@@ -57,11 +57,14 @@ let package = Package(
         // The calling thread's identity through a function the optimiser cannot see into (glibc's
         // pthread_self is `const`, which is wrong across an `await`).
         .target(name: "CThread"),
+        // libdispatch's run-loop hooks for the main queue (what CFRunLoop calls), for EventLoop.main.
+        .systemLibrary(name: "CDispatchMainQueue"),
         .target(
             name: "LoopKit",
             dependencies: [
                 "CEvent",
                 "CThread",
+                "CDispatchMainQueue",
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
@@ -133,6 +136,9 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
+        // A program whose main thread runs EventLoop.main; LoopKitTests runs it (the test runner owns the
+        // test process's main thread).
+        .executableTarget(name: "MainLoopProbe", dependencies: ["LoopKit"], path: "Tests/MainLoopProbe"),
         .testTarget(
             name: "LoopKitTests",
             dependencies: [

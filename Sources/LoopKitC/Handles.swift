@@ -17,6 +17,11 @@ enum Handles {
         OpaquePointer(Unmanaged.passRetained(object).toOpaque())
     }
 
+    /// Hands an object that lives as long as the process (the main loop) to C, without a reference.
+    static func unretained<Object: AnyObject>(_ object: Object) -> OpaquePointer {
+        OpaquePointer(Unmanaged.passUnretained(object).toOpaque())
+    }
+
     /// The object behind a handle, without taking ownership; nil for NULL.
     static func borrow<Object: AnyObject>(_ handle: OpaquePointer?, as _: Object.Type) -> Object? {
         guard let handle else { return nil }

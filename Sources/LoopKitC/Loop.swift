@@ -20,8 +20,18 @@ public func lk_loop_attach(_ base: OpaquePointer!, _ out: UnsafeMutablePointer<O
 }
 
 @c @implementation
+public func lk_loop_main(_ out: UnsafeMutablePointer<OpaquePointer?>!) -> Int32 {
+    guard let out else { return Status.invalid }
+    return Status.run { () throws(EventLoopError) in
+        // The main loop lives as long as the process: its handle is an unretained reference.
+        Handles.store(Handles.unretained(try EventLoop.makeMain()), in: out)
+    }
+}
+
+@c @implementation
 public func lk_loop_destroy(_ handle: OpaquePointer!) -> Int32 {
     guard let loop = Handles.borrow(handle, as: EventLoop.self) else { return Status.invalid }
+    guard !loop.isMain else { return Status.busy }
     guard loop.isCurrent else { return Status.wrongThread }
     guard !loop.isInIteration else { return Status.busy }
     loop.shutdown()

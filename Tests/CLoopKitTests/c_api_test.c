@@ -1,6 +1,7 @@
 /*
  * The C ABI as a C host sees it: every function of loopkit.h, every error code, and the ordering
- * contract R1-R11, compiled only against loopkit.h and libLoopKitC.so (plus libevent for attach mode).
+ * contract R1-R12, compiled only against loopkit.h and libLoopKitC.so (plus libevent for attach mode and
+ * libdispatch, whose main queue the main loop runs).
  *
  *   c_api_test              run every test; ends with "N passed, N failed"
  *   c_api_test --cycles N   N create/work/run/destroy cycles, for the leak check under valgrind
@@ -708,6 +709,55 @@ static void test_r9_phases(void) {
     close(fds[1]);
 }
 
+/* ---- R12: the main loop runs libdispatch's main queue ------------------------------------------------ */
+
+/* libdispatch's main queue and dispatch_async_f, declared as libdispatch exports them: its own headers
+ * need clang, and a host compiled with gcc declares what it uses (dispatch_get_main_queue() is the address
+ * of _dispatch_main_q). This is what the Swift code a host embeds does with DispatchQueue.main. */
+struct dispatch_queue_s;
+extern struct dispatch_queue_s _dispatch_main_q;
+extern void dispatch_async_f(struct dispatch_queue_s *queue, void *context, void (*work)(void *));
+
+static void *main_loop_from_another_thread(void *arg) {
+    lk_loop **seen = arg;
+    lk_loop *loop = NULL;
+    if (lk_loop_main(&loop) == LK_OK && lk_loop_is_current(loop) == 0) *seen = loop;
+    return NULL;
+}
+
+static void test_r12_main_queue(void) {
+    current_test = "R12 main queue";
+    lk_loop *loop = NULL;
+    CHECK_EQ(lk_loop_main(NULL), LK_EINVAL);
+    CHECK_EQ(lk_loop_main(&loop), LK_OK);
+    lk_loop *again = NULL;
+    CHECK_EQ(lk_loop_main(&again), LK_OK);
+    CHECK(again == loop);
+    CHECK_EQ(lk_loop_is_current(loop), 1);
+    lk_loop *seen = NULL;
+    pthread_t thread;
+    pthread_create(&thread, NULL, main_loop_from_another_thread, &seen);
+    pthread_join(thread, NULL);
+    CHECK(seen == loop);
+
+    trace_t trace;
+    trace_init(&trace, loop);
+    mark_t q = {&trace, "queue"}, m = {&trace, "main-queue"};
+    int fired = 0;
+    timer_ctx_t t = {&trace, "timer", loop, &fired};
+    lk_loop_enqueue(loop, mark, &q);
+    dispatch_async_f(&_dispatch_main_q, &m, mark);
+    lk_timer_start(loop, 0, 0, timer_mark, &t, NULL);
+    uint64_t first = lk_loop_iteration(loop) + 1;
+    CHECK(lk_loop_run_once(loop, 0) >= 2);
+    char expected[128];
+    snprintf(expected, sizeof expected, "%llu:timer %llu:main-queue %llu:queue", (unsigned long long)first,
+             (unsigned long long)first, (unsigned long long)first);
+    CHECK(strcmp(trace.text, expected) == 0);
+    if (strcmp(trace.text, expected) != 0) fprintf(stderr, "  trace: %s\n  expected: %s\n", trace.text, expected);
+    CHECK_EQ(lk_loop_destroy(loop), LK_EBUSY);  /* it lives as long as the process */
+}
+
 /* ---- R10: shutdown --------------------------------------------------------------------------------- */
 
 static void test_r10_shutdown(void) {
@@ -1101,6 +1151,7 @@ int main(int argc, char **argv) {
     test_r9_phases();
     test_r10_shutdown();
     test_r11_no_reentry();
+    test_r12_main_queue();
     test_run_and_stop();
     test_attach();
     test_process();

@@ -4,8 +4,8 @@ import LoopKitTesting
 import Synchronization
 import Testing
 
-/// The ordering contract, R1–R11: one test per rule, each deterministic (iterations are stepped and
-/// time is virtual).
+/// The ordering contract, R1–R12: one test per rule, each deterministic (iterations are stepped and
+/// time is virtual; R12, the main loop's, runs in a program of its own whose main thread it needs).
 @Suite("Ordering contract")
 struct OrderingContractTests {
     @Test("R1: work runs in enqueue order, and each producer thread's order is kept")
@@ -290,5 +290,23 @@ struct OrderingContractTests {
         try driver.step()
         #expect(errors.withLock { $0 } == [.reentrantRun, .reentrantRun])
         #expect(EventLoopError.reentrantRun.description.contains("inside the loop's own callbacks"))
+    }
+
+    @Test("R12: the main loop runs Dispatch's main queue at the end of phase 2, after I/O and timers, before the drain")
+    func mainQueueRunsAtTheEndOfPhaseTwo() throws {
+        // Queued before iteration 1: a job, a zero-delay timer, a main-queue block and a @MainActor task.
+        #expect(try mainLoopProbe("phases") == [
+            "1 timer: due",
+            // Phase 2c: the main queue as it was when it began, in its own order, the timer's block included.
+            "1 main queue: queued before the iteration",
+            "1 main actor: task started before the iteration",
+            "1 main queue: queued from a timer",
+            // Phase 3: the drain; a job the main queue enqueued runs in it, as one from a callback would (R2).
+            "1 drain: queued before the iteration",
+            "1 drain: queued from the main queue",
+            // Blocks queued during phase 2c or 3 run in the next iteration's phase 2c.
+            "2 main queue: queued from the main queue",
+            "2 main queue: queued from the drain",
+        ])
     }
 }

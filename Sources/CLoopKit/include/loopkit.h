@@ -126,9 +126,21 @@ LK_EXTERN int lk_loop_create(lk_loop **out);
  * Errors: LK_EINVAL (base or out is NULL), LK_ENOMEM. */
 LK_EXTERN int lk_loop_attach(struct event_base *base, lk_loop **out);
 
+/* The main thread's loop, which also runs libdispatch's main queue: blocks queued with
+ * dispatch_async(dispatch_get_main_queue(), ...) and the @MainActor jobs of Swift code in the process run
+ * on the main thread inside it, at the end of phase 2 of each iteration (rule R12 in LoopPhases.md: after
+ * the I/O callbacks and due timers, before the drain of phase 3). A C host that embeds Swift code runs
+ * this loop with lk_loop_run where it would have called dispatch_main() or run CFRunLoop. Created on the
+ * first call, from any thread; every call returns the same handle, which lives as long as the process
+ * (lk_loop_destroy refuses it with LK_EBUSY; lk_loop_shutdown ends it). Only the main thread may run it.
+ * [any thread] Errors: LK_EINVAL (out is NULL), LK_ETHREAD (the main thread is unknown: the library was
+ * loaded with dlopen by another thread), LK_ENOMEM, LK_ESYS. */
+LK_EXTERN int lk_loop_main(lk_loop **out);
+
 /* Shuts the loop down if needed (running the work queued before), then frees it. The handle is invalid
  * afterwards. Timer and watch handles stay valid until cancelled.
- * Errors: LK_EINVAL (NULL), LK_ETHREAD (off the loop's thread), LK_EBUSY (inside one of its callbacks). */
+ * Errors: LK_EINVAL (NULL), LK_ETHREAD (off the loop's thread), LK_EBUSY (inside one of its callbacks, or
+ * the main loop, which lives as long as the process). */
 LK_EXTERN int lk_loop_destroy(lk_loop *loop);
 
 /* Runs iterations until lk_loop_stop or lk_loop_shutdown; waits in phase 1 when there is nothing to do.

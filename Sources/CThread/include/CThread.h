@@ -15,4 +15,11 @@
 /// where it is written.
 pthread_t lk_thread_self(void);
 
+/// The process's main thread (the one `main` runs on), recorded when the program starts.
+///
+/// Returns 1 and stores it in `*out` when it is known: always for a program linked with LoopKit, and for a
+/// shared library loaded at start-up. Returns 0 when the library was loaded later by another thread
+/// (`dlopen`), which cannot tell which thread is the main one.
+int lk_main_thread(pthread_t *out);
+
 #endif

@@ -85,7 +85,7 @@ final class ProcessingRun {
                 if next > 0 { report() }
                 try runItems(&next, next + 1)
             } else {
-                let start = loop.clock.nanoseconds()
+                let start = loop.timeSource.nanoseconds()
                 if lastStepEnd > 0, start > lastStepEnd {
                     // Smoothed, each sample capped at half the budget, so that one long pause (the
                     // thread waiting for a core) costs later chunks little.
@@ -94,7 +94,7 @@ final class ProcessingRun {
                 }
                 try runChunk(from: start)
                 report()
-                let end = loop.clock.nanoseconds()
+                let end = loop.timeSource.nanoseconds()
                 lastStepEnd = end
                 // The completion runs in this iteration only if the chunk left half the budget for it.
                 if next == total, end &- start <= budget / 2 {
@@ -115,7 +115,7 @@ final class ProcessingRun {
     /// The chunk's share is the budget less the rest of the iteration as last measured (at most half the
     /// budget), so that the iteration as a whole, not only its chunk, keeps to the budget.
     private func runChunk(from start: UInt64) throws {
-        let clock = loop.clock
+        let clock = loop.timeSource
         let deadline = start &+ (budget - min(restOfIteration, budget / 2))
         let window = max(1, budget / Self.checkDivisor)
         var lastRead = start

@@ -41,7 +41,7 @@ extension EventLoop {
 
     /// Notes an I/O callback about to run (Watch). Loop thread only; called only when observed.
     func noteIOCallback() {
-        if state.value.measurement.firstIOCallbackAt == nil { state.value.measurement.firstIOCallbackAt = clock.nanoseconds() }
+        if state.value.measurement.firstIOCallbackAt == nil { state.value.measurement.firstIOCallbackAt = timeSource.nanoseconds() }
         state.value.measurement.ioCallbackCount += 1
     }
 

@@ -36,5 +36,5 @@ extension EventLoop {
     /// `VirtualClock`). What timeouts measured outside the loop's timers compare against.
     ///
     /// Safe from any thread.
-    package var clockNanoseconds: UInt64 { clock.nanoseconds() }
+    package var clockNanoseconds: UInt64 { timeSource.nanoseconds() }
 }

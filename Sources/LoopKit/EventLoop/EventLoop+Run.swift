@@ -57,6 +57,7 @@ extension EventLoop {
         guard owner.isCurrent else { throw .wrongThread(operation: operation) }
         guard !state.value.inIteration else { throw .reentrantRun }
         guard reachCheckpoint(.driveRequested) == .proceed else { throw .shutDown }
+        if isMain { try watchMainQueue() }
     }
 
     /// One iteration of an owned loop: the three phases, in order (R9).
@@ -73,6 +74,7 @@ extension EventLoop {
             try CurrentLoop.with(self) { () throws(EventLoopError) in
                 try pollAndRunIO(mayBlock: mayBlock)  // phases 1 and 2a
                 fireDueTimers()                       // phase 2b
+                runMainQueue()                        // phase 2c, the main loop only (R12)
                 drainQueue()                          // phase 3
             }
         }
@@ -90,7 +92,7 @@ extension EventLoop {
     private func pollAndRunIO(mayBlock: Bool) throws(EventLoopError) {
         guard mayBlock && !hasQueuedWork && !hasDueTimer else { return try events.base.poll(.nonBlocking) }
         // On virtual time a test steps the loop: no spin, no wait measured.
-        let realTime = clock.advancesByItself
+        let realTime = timeSource.advancesByItself
         if realTime, state.value.wakeSpin.shouldSpin() {
             if spinForJobsFromOtherThreads() {
                 state.value.wakeSpin.spinSawJob()
@@ -113,13 +115,13 @@ extension EventLoop {
     /// Watches the inbox for up to ``WakeSpin/limitNanoseconds``, never past the next timer's deadline.
     /// Returns whether another thread's job arrived.
     private func spinForJobsFromOtherThreads() -> Bool {
-        var deadline = clock.nanoseconds() &+ WakeSpin.limitNanoseconds
+        var deadline = timeSource.nanoseconds() &+ WakeSpin.limitNanoseconds
         if let timer = nextTimerDeadline { deadline = min(deadline, timer) }
         var rounds = 0
         while !queue.hasJobsFromOtherThreads {
             rounds &+= 1
             if rounds & 63 == 0 {
-                if clock.nanoseconds() >= deadline { return false }
+                if timeSource.nanoseconds() >= deadline { return false }
                 // A peer that shares this core gets it now rather than when this loop waits.
                 ThisThread.yieldCore()
             }
@@ -131,17 +133,18 @@ extension EventLoop {
     /// the iteration observer, which then receives the report.
     private func runObservedPhases(mayBlock: Bool) throws(EventLoopError) {
         let iteration = self.iteration
-        let start = clock.nanoseconds()
+        let start = timeSource.nanoseconds()
         var timersStart: UInt64 = 0, drainStart: UInt64 = 0, drained = 0
         try CurrentLoop.with(self) { () throws(EventLoopError) in
             try pollAndRunIO(mayBlock: mayBlock)
-            timersStart = clock.nanoseconds()
+            timersStart = timeSource.nanoseconds()
             fireDueTimers()
-            drainStart = clock.nanoseconds()
+            runMainQueue()
+            drainStart = timeSource.nanoseconds()
             drained = drainQueue()
         }
         reportIteration(iteration, start: start, timersStart: timersStart, drainStart: drainStart,
-                        end: clock.nanoseconds(), drained: drained)
+                        end: timeSource.nanoseconds(), drained: drained)
     }
 
     /// Whether any job is queued. On the loop's thread this covers every job; on any other thread, the
@@ -173,17 +176,17 @@ extension EventLoop {
         iterationCounter.add(1, ordering: .relaxed)
         let observed = state.value.isObserved
         let iteration = observed ? self.iteration : 0
-        let start = observed ? clock.nanoseconds() : 0
+        let start = observed ? timeSource.nanoseconds() : 0
         var drainStart: UInt64 = 0, drained = 0
         CurrentLoop.with(self) {
             fireDueTimers()
-            if observed { drainStart = clock.nanoseconds() }
+            if observed { drainStart = timeSource.nanoseconds() }
             drained = drainQueue()
         }
         // The host's poll was phase 1: an attached loop's report starts at its timers.
         if observed {
             reportIteration(iteration, start: start, timersStart: start, drainStart: drainStart,
-                            end: clock.nanoseconds(), drained: drained)
+                            end: timeSource.nanoseconds(), drained: drained)
         }
         state.value.inIteration = false
         if reachCheckpoint(.iterationEnded) != .finish { armTimerEvent() }

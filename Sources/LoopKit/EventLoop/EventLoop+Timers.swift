@@ -39,7 +39,22 @@ extension EventLoop {
             period = max(1, interval.clampedNanoseconds)
         }
         let timer = ScheduledTimer(interval: period, body: body, whenDropped: whenDropped)
-        let deadline = clock.nanoseconds() &+ delay.clampedNanoseconds
+        try schedule(timer, deadline: timeSource.nanoseconds() &+ delay.clampedNanoseconds)
+        return timer
+    }
+
+    /// A one-shot timer due at `deadline` on the loop's time line (``EventLoopClock``'s sleeps).
+    /// Safe from any thread.
+    func schedule(
+        atNanoseconds deadline: UInt64, whenDropped: (@Sendable () -> Void)?, _ body: @escaping @Sendable () -> Void
+    ) throws(EventLoopError) -> ScheduledTimer {
+        let timer = ScheduledTimer(interval: nil, body: body, whenDropped: whenDropped)
+        try schedule(timer, deadline: deadline)
+        return timer
+    }
+
+    /// Puts `timer` on the heap, from the loop's thread now, from another thread in the next iteration.
+    private func schedule(_ timer: ScheduledTimer, deadline: UInt64) throws(EventLoopError) {
         if owner.isCurrent {
             guard queue.isAccepting else { throw .shutDown }
             insert(timer, deadline: deadline)
@@ -49,7 +64,6 @@ extension EventLoop {
                 if let self, self.queue.isAccepting { self.insert(timer, deadline: deadline) } else { timer.markCancelled() }
             }, onCancel: { timer.markCancelled() })
         }
-        return timer
     }
 
     /// Adds a timer to the heap. Loop thread only.
@@ -63,7 +77,7 @@ extension EventLoop {
     /// Whether the earliest live timer is due now. Loop thread only.
     package var hasDueTimer: Bool {
         guard let first = state.value.timers.min else { return false }
-        return first.deadline <= clock.nanoseconds()
+        return first.deadline <= timeSource.nanoseconds()
     }
 
     /// The deadline of the earliest timer, in the clock's nanoseconds, or nil. Loop thread only.
@@ -90,7 +104,7 @@ extension EventLoop {
 
     private func runDueTimers() {
         guard let first = state.value.timers.min else { return }
-        let now = clock.nanoseconds()
+        let now = timeSource.nanoseconds()
         guard first.deadline <= now else { return }
         let cutoff = state.value.nextTimerSequence
         while let entry = state.value.timers.min, entry.deadline <= now, entry.sequence < cutoff {
@@ -118,7 +132,7 @@ extension EventLoop {
     /// Sets the loop's timer event (a timerfd) for the earliest deadline, so a waiting poll wakes for it (a
     /// clock that does not advance by itself needs no wake-up). Loop thread only.
     func armTimerEvent() {
-        guard clock.advancesByItself, let deadline = nextTimerDeadline else {
+        guard timeSource.advancesByItself, let deadline = nextTimerDeadline else {
             if state.value.armedTimerDeadline != nil {
                 events.disarmTimer()
                 state.value.armedTimerDeadline = nil
@@ -126,7 +140,7 @@ extension EventLoop {
             return
         }
         guard state.value.armedTimerDeadline != deadline else { return }
-        let now = clock.nanoseconds()
+        let now = timeSource.nanoseconds()
         events.armTimer(inNanoseconds: deadline > now ? deadline - now : 0)
         state.value.armedTimerDeadline = deadline
     }

@@ -21,7 +21,7 @@ public final class EventLoop: Sendable {
     /// The thread the loop belongs to.
     @usableFromInline let owner: ThreadID
     /// The clock timers are measured on.
-    let clock: any LoopClock
+    let timeSource: any LoopClock
     /// Whether a host drives the `event_base` (attached mode).
     let isAttached: Bool
     /// The most queued jobs one drain runs; nil runs the whole snapshot.
@@ -46,6 +46,8 @@ public final class EventLoop: Sendable {
     let wakeUps = Atomic<UInt64>(0)
     /// The serial executor of actors pinned to the loop (the loop itself is the task executor).
     let isolation = LoopIsolation()
+    /// Whether this is ``EventLoop/main``, which also drains Dispatch's main queue (rule R12).
+    public let isMain: Bool
 
     /// Creates a loop with its own `event_base`, belonging to the calling thread.
     ///
@@ -58,7 +60,7 @@ public final class EventLoop: Sendable {
     ///
     /// Call on the thread that will run the loop. The corresponding libevent call is `event_base_new`.
     public convenience init(clock: any LoopClock = SystemLoopClock(), drainLimit: Int? = nil) throws(EventLoopError) {
-        try self.init(base: LibEventBase(), attached: false, clock: clock, drainLimit: drainLimit)
+        try self.init(base: LibEventBase(), attached: false, clock: clock, drainLimit: drainLimit, owner: .current)
     }
 
     /// Attaches a loop to a host-owned libevent `event_base` that the host drives.
@@ -75,15 +77,17 @@ public final class EventLoop: Sendable {
     ///
     /// Call on the thread that drives the base.
     public convenience init(attachingTo eventBase: OpaquePointer, clock: any LoopClock = SystemLoopClock()) throws(EventLoopError) {
-        try self.init(base: LibEventBase(borrowing: eventBase), attached: true, clock: clock, drainLimit: nil)
+        try self.init(base: LibEventBase(borrowing: eventBase), attached: true, clock: clock, drainLimit: nil, owner: .current)
     }
 
-    private init(base: LibEventBase, attached: Bool, clock: any LoopClock, drainLimit: Int?) throws(EventLoopError) {
+    init(base: LibEventBase, attached: Bool, clock: any LoopClock, drainLimit: Int?, owner: ThreadID,
+         isMain: Bool = false) throws(EventLoopError) {
         if let drainLimit, drainLimit < 1 {
             throw .invalidArgument("drainLimit must be at least 1, got \(drainLimit)")
         }
-        owner = .current
-        self.clock = clock
+        self.owner = owner
+        self.isMain = isMain
+        timeSource = clock
         isAttached = attached
         self.drainLimit = drainLimit
         events = LoopEvents(base: base)
@@ -224,6 +228,8 @@ struct LoopState: ~Copyable {
     var budgetOverran = false
     /// Whether to spin for another thread's job before waiting in the poll (owned loops, real time).
     var wakeSpin = WakeSpin()
+    /// The main loop's watch on Dispatch's main-queue handle (rule R12), once it has been driven.
+    var mainQueueWatch: Watch?
 
     /// What must end when the loop shuts down, by owner, with the order of registration.
     var shutdownObservers: [ObjectIdentifier: (sequence: UInt64, body: () -> Void)] = [:]

@@ -25,6 +25,12 @@ struct ThreadID: Sendable, Equatable {
     /// The calling thread.
     static var current: ThreadID { ThreadID(raw: lk_thread_self()) }
 
+    /// The process's main thread, recorded at start-up; nil when LoopKit was loaded later by another thread.
+    static var main: ThreadID? {
+        var thread = pthread_t()
+        return lk_main_thread(&thread) == 1 ? ThreadID(raw: thread) : nil
+    }
+
     @usableFromInline
     static func == (lhs: ThreadID, rhs: ThreadID) -> Bool { pthread_equal(lhs.raw, rhs.raw) != 0 }
 

@@ -38,7 +38,7 @@ final class StepEngine: Sendable {
         self.onFinish = onFinish
         self.onDiagnostic = onDiagnostic
         state = LoopConfined(State(), owner: loop.owner)
-        progress = TaskProgress(totalUnitCount: max(1, steps.reduce(0) { $0 + $1.weight }), clock: loop.clock)
+        progress = TaskProgress(totalUnitCount: max(1, steps.reduce(0) { $0 + $1.weight }), clock: loop.timeSource)
         // Cancelling the progress (or a parent of it) cancels the run. Weak: the progress may outlive it.
         progress.cancellationHandler = { [weak self] in self?.cancel() }
     }
