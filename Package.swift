@@ -10,6 +10,8 @@ let package = Package(
         .library(name: "LoopKitNet", targets: ["LoopKitNet"]),
         // The C ABI (loopkit.h) as a shared library: libLoopKitC.so.
         .library(name: "LoopKitC", type: .dynamic, targets: ["LoopKitC"]),
+        // Swift's main and default executors on LoopKit's loops (experimental SPI of Swift 6.3), opt-in.
+        .library(name: "LoopKitExecutors", targets: ["LoopKitExecutors"]),
         .library(name: "LoopKitHTTP", targets: ["LoopKitHTTP"]),
         // A test client for LoopKitHTTP routes, in memory on a stepped loop or live over a socket. A product
         // of its own so that LoopKitTesting (loop-ordering tests) does not pull in the HTTP stack.
@@ -69,6 +71,10 @@ let package = Package(
             ]
         ),
         .target(name: "LoopKitNet", dependencies: ["LoopKit", "COpenSSL"]),
+        // The only target that imports the SPI of Swift's custom executors; LoopKit itself never does.
+        .target(name: "LoopKitExecutors", dependencies: ["LoopKit"]),
+        // An async main on LoopKit's executors; LoopKitTests runs it.
+        .executableTarget(name: "ExecutorsProbe", dependencies: ["LoopKit", "LoopKitExecutors"], path: "Tests/ExecutorsProbe"),
         // Depends on LoopKitNet for the in-memory connection pair.
         .target(name: "LoopKitTesting", dependencies: ["LoopKit", "LoopKitNet"]),
         .target(name: "CLoopKit"),

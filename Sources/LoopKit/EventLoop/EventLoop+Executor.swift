@@ -21,6 +21,21 @@ extension EventLoop: TaskExecutor {
         }
     }
 
+    /// Queues a Swift concurrency job isolated to `executor`, a serial executor whose jobs run on this
+    /// loop's thread (the main actor's, when `LoopKitExecutors` puts it on the main loop), in the next drain.
+    ///
+    /// Safe from any thread. Stops the process when the loop has finished shutting down: an isolated job
+    /// cannot run anywhere else.
+    package func enqueue(_ job: UnownedJob, isolatedTo executor: UnownedSerialExecutor) {
+        do {
+            try append(Job { [self] in
+                job.runSynchronously(isolatedTo: executor, taskExecutor: self.asUnownedTaskExecutor())
+            }, isExecutorJob: true)
+        } catch {
+            fatalError("LoopKit: a serial executor on an EventLoop that has finished shutting down was given work")
+        }
+    }
+
     /// Queues a job an actor pinned to the loop enqueued on its serial executor (``LoopIsolation``).
     func enqueueIsolated(_ job: UnownedJob) {
         do {

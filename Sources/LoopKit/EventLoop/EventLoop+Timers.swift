@@ -27,7 +27,7 @@ extension EventLoop {
 
     /// ``schedule(after:repeating:_:)`` with a callback for when the loop drops the timer unfired.
     @discardableResult
-    func schedule(
+    package func schedule(
         after delay: Duration, repeating interval: Duration? = nil,
         whenDropped: (@Sendable () -> Void)?, _ body: @escaping @Sendable () -> Void
     ) throws(EventLoopError) -> ScheduledTimer {

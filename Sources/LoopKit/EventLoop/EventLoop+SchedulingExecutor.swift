@@ -1,0 +1,41 @@
+@_spi(ExperimentalScheduling) import _Concurrency
+
+// The one use of experimental SPI in LoopKit itself: Swift 6.3's `SchedulingExecutor`, through which
+// `Task.sleep` hands a sleeping task to the executor it runs on. The conformance must be declared in the
+// module that makes the loop an executor (it is part of the loop's executor witness), so it cannot live in
+// LoopKitExecutors. A toolchain that changes this SPI needs this file changed; without it, tasks on a loop
+// sleep on Dispatch's timers, and `loop.clock` sleeps on the loop's.
+
+/// A loop takes delayed jobs: `Task.sleep` in a task that runs on a loop (its executor preference, or any
+/// task when a ``LoopKit/LoopGroup`` is the default executor) is woken by one of the loop's own timers in
+/// phase 2, and the task goes on in that iteration's drain: never by a Dispatch timer on another thread.
+///
+/// Swift checks the sleep's deadline on the sleep's own clock when the job runs and sleeps again for what
+/// is left, so a plain `Task.sleep(for:)` (`ContinuousClock`) always measures real time, also on a loop
+/// whose time is virtual: sleep on ``EventLoop/clock`` for the loop's time. A job whose loop shuts down first
+/// goes on on Swift's global executor, so its task is never lost.
+@_spi(ExperimentalScheduling)
+extension EventLoop: SchedulingExecutor {
+    public func enqueue<C: Clock>(_ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C) {
+        let job = UnownedJob(job)
+        do {
+            try schedule(after: Self.loopDuration(delay, of: C.self),
+                         whenDropped: { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }) { [self] in
+                enqueue(ExecutorJob(job))  // on the loop's thread: this iteration's drain (R2)
+            }
+        } catch {
+            globalConcurrentExecutor.enqueue(ExecutorJob(job))  // the loop has shut down
+        }
+    }
+}
+
+extension EventLoop {
+    /// `delay` as a `Duration`: every clock of the standard library, and ``LoopKit/EventLoopClock``, measures
+    /// in `Duration`.
+    package static func loopDuration<C: Clock>(_ delay: C.Duration, of _: C.Type) -> Duration {
+        guard let delay = delay as? Duration else {
+            fatalError("LoopKit: a loop cannot time a sleep on \(C.self), whose durations are not Swift.Duration")
+        }
+        return delay
+    }
+}

@@ -1,0 +1,65 @@
+import Dispatch
+import LoopKit
+import LoopKitExecutors
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An `async` main on LoopKit's executors, for the executor tests: `ExecutorsProbe main` installs the main
+/// loop as Swift's main executor, `ExecutorsProbe group` also a two-loop group as the default executor.
+/// It prints one line per check, `ok <check>` or `FAIL <check>`, and exits 1 when any failed.
+@main
+struct ExecutorsProbe {
+    static func main() async throws {
+        let scenario = CommandLine.arguments.dropFirst().first ?? ""
+        let group = scenario == "group" ? try LoopGroup(threads: 2, name: "probe") : nil
+        LoopKitExecutors.install(defaultExecutor: group)   // the one line, before any await
+        let main = EventLoop.main
+        check(LoopKitExecutors.isInstalled, "installed")
+
+        // Past the first await, main runs as a job of the main loop.
+        await Task.yield()
+        check(EventLoop.current === main && main.isCurrent, "the async main goes on inside the main loop")
+        let fromAnotherThread = await Task.detached { await MainActor.run { EventLoop.current === EventLoop.main } }.value
+        check(fromAnotherThread, "MainActor.run from another task runs in the main loop")
+        MainActor.assertIsolated("the async main")
+        let dispatched = await withCheckedContinuation { continuation in
+            DispatchQueue.main.async { continuation.resume(returning: EventLoop.current === EventLoop.main) }
+        }
+        check(dispatched, "DispatchQueue.main blocks still run in the main loop (R12)")
+        let before = main.iteration
+        try await Task.sleep(for: .milliseconds(2))
+        check(EventLoop.current === main && main.iteration > before, "Task.sleep on the main actor resumes in a later iteration of the main loop")
+
+        if let group {
+            let onGroup = await Task.detached { group.loops.contains { $0 === EventLoop.current } }.value
+            check(onGroup, "a task with no other executor (Task.detached) runs on a loop of the installed group")
+            let children = await withTaskGroup(of: Bool.self) { tasks in
+                for _ in 0..<1_000 { tasks.addTask { group.loops.contains { $0 === EventLoop.current } } }
+                var count = 0
+                for await onLoop in tasks where onLoop { count += 1 }
+                return count
+            }
+            check(children == 1_000, "1,000 child tasks all ran on the group's loops (\(children))")
+            let loopsUsed = await withTaskGroup(of: Int.self) { tasks in
+                for _ in 0..<64 { tasks.addTask { group.loops.firstIndex { $0 === EventLoop.current } ?? -1 } }
+                var used = Set<Int>()
+                for await index in tasks { used.insert(index) }
+                return used
+            }
+            check(loopsUsed == [0, 1], "child tasks are spread over both loops (\(loopsUsed.sorted()))")
+        }
+        let failed = failures.load(ordering: .relaxed)
+        print(failed == 0 ? "==> every check passed" : "==> \(failed) check(s) failed")
+        exit(failed == 0 ? 0 : 1)
+    }
+
+    static let failures = Atomic<Int>(0)
+
+    static func check(_ ok: Bool, _ what: String) {
+        print((ok ? "ok " : "FAIL ") + what)
+        if !ok { failures.add(1, ordering: .relaxed) }
+    }
+}

@@ -1,0 +1,29 @@
+import Testing
+
+/// `LoopKitExecutors.install()`: Swift's main executor on the main loop and, on request, its default
+/// executor on a `LoopGroup`. Each test runs `ExecutorsProbe`, an `async` main that installs them.
+@Suite("LoopKit executors")
+struct LoopKitExecutorsTests {
+    static let mainChecks = [
+        "ok installed",
+        "ok the async main goes on inside the main loop",
+        "ok MainActor.run from another task runs in the main loop",
+        "ok DispatchQueue.main blocks still run in the main loop (R12)",
+        "ok Task.sleep on the main actor resumes in a later iteration of the main loop",
+    ]
+
+    @Test("Installed, the main loop is the main actor's executor and runs an async main")
+    func mainLoopRunsTheAsyncMain() throws {
+        #expect(try probe("ExecutorsProbe", "main") == Self.mainChecks + ["==> every check passed"])
+    }
+
+    @Test("Installed with a group, tasks with no other executor run on the group's loops, spread over all of them")
+    func groupIsTheDefaultExecutor() throws {
+        #expect(try probe("ExecutorsProbe", "group") == Self.mainChecks + [
+            "ok a task with no other executor (Task.detached) runs on a loop of the installed group",
+            "ok 1,000 child tasks all ran on the group's loops (1000)",
+            "ok child tasks are spread over both loops ([0, 1])",
+            "==> every check passed",
+        ])
+    }
+}
