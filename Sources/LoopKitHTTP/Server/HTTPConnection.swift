@@ -82,6 +82,17 @@ final class HTTPConnection: @unchecked Sendable {
         var responseSlot: HTTPResponseSlot?
         /// The WebSocket the connection was upgraded to, if it was (it serves the connection from then on).
         var webSocket: WebSocket?
+        /// What the deadline sweep last saw of output the client had not taken (``checkDeadlines(now:)``).
+        var outputWatch: OutputWatch?
+        /// The sweep tick at which the connection was first seen closing with output left to send.
+        var closingSince: UInt64?
+    }
+
+    /// Output waiting for the client, as a sweep saw it: the connection's sent-byte count then, and the
+    /// tick since which that count has not moved.
+    struct OutputWatch {
+        var bytesSent: UInt64
+        var since: UInt64
     }
 
     @exclusivity(unchecked) private var extrasStorage: Extras?
@@ -115,6 +126,16 @@ final class HTTPConnection: @unchecked Sendable {
     var asyncTrail: HTTPMiddlewareChain.Trail? {
         get { extrasStorage?.asyncTrail }
         set { if newValue != nil || extrasStorage != nil { extras.asyncTrail = newValue } }
+    }
+
+    var outputWatch: OutputWatch? {
+        get { extrasStorage?.outputWatch }
+        set { if newValue != nil || extrasStorage != nil { extras.outputWatch = newValue } }
+    }
+
+    var closingSince: UInt64? {
+        get { extrasStorage?.closingSince }
+        set { if newValue != nil || extrasStorage != nil { extras.closingSince = newValue } }
     }
 
     var responseSlot: HTTPResponseSlot? {
@@ -401,7 +422,7 @@ final class HTTPConnection: @unchecked Sendable {
         writeRefusal(status)
     }
 
-    private func writeRefusal(_ status: HTTPResponse.Status) {
+    func writeRefusal(_ status: HTTPResponse.Status) {
         if requestContext != nil { responseStatus = status }
         context.dateCache.refresh()
         encoder.appendHead(HTTPResponse(status: status), status: status, framing: .length(0), keepAlive: false, http10: false,
@@ -615,33 +636,7 @@ final class HTTPConnection: @unchecked Sendable {
         context.logger.log(level: .info, Logger.Message(stringLiteral: line), source: "LoopKitHTTP")
     }
 
-    // MARK: Timeouts and shutdown
-
-    /// Called by the loop's sweep timer: closes the connection when its state has lasted too long.
-    func checkTimeout(now tick: UInt64) {
-        guard !isClosed else { return }
-        let limit: UInt64
-        switch machine.state {
-        case .idle: limit = context.idleTimeoutTicks
-        case .readingHead: limit = context.headTimeoutTicks
-        case .readingBody: limit = context.bodyTimeoutTicks
-        case .streaming:  // only while the body waits for the client, not for the handler
-            guard streamedBody?.hasRoom ?? false else { return }
-            limit = context.bodyTimeoutTicks
-        case .lingering: limit = context.headTimeoutTicks
-        default: return
-        }
-        guard tick &- stateSince >= limit else { return }
-        switch machine.timedOut() {
-        case .closeNow:
-            tcp.close()
-        case .refuse(let status):
-            context.logger.notice("request timed out", metadata: ["status": "\(status.code)"])
-            writeRefusal(status)
-        default:
-            break
-        }
-    }
+    // MARK: Shutdown
 
     /// Graceful shutdown: close now when idle, else after the current response.
     func shutdown() {

@@ -33,6 +33,8 @@ final class HTTPLoopContext: @unchecked Sendable {
     let headTimeoutTicks: UInt64
     let bodyTimeoutTicks: UInt64
     let idleTimeoutTicks: UInt64
+    let writeTimeoutTicks: UInt64
+    let closeTimeoutTicks: UInt64
     let sweepInterval: Duration
 
     init(loop: EventLoop, configuration: HTTPServer.Configuration, router: HTTPRouter, logger: Logger,
@@ -43,13 +45,16 @@ final class HTTPLoopContext: @unchecked Sendable {
         self.logger = logger
         self.tracing = tracing
         scheme = configuration.tls == nil ? "http" : "https"
-        let shortest = min(configuration.headTimeout, configuration.bodyTimeout, configuration.idleTimeout)
+        let shortest = min(configuration.headTimeout, configuration.bodyTimeout, configuration.idleTimeout,
+                           configuration.writeTimeout, configuration.closeTimeout)
         let interval = max(.milliseconds(5), min(.seconds(1), shortest / 4))
         sweepInterval = interval
         func ticks(_ timeout: Duration) -> UInt64 { UInt64(max(1, (timeout / interval).rounded(.up))) }
         headTimeoutTicks = ticks(configuration.headTimeout)
         bodyTimeoutTicks = ticks(configuration.bodyTimeout)
         idleTimeoutTicks = ticks(configuration.idleTimeout)
+        writeTimeoutTicks = ticks(configuration.writeTimeout)
+        closeTimeoutTicks = ticks(configuration.closeTimeout)
     }
 
     /// The number of open connections.

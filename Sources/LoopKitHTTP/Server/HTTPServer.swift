@@ -36,6 +36,16 @@ public final class HTTPServer: Service, Sendable {
         public var bodyTimeout: Duration = .seconds(30)
         /// How long a kept-alive connection may stay idle between requests (default 60 s); then closed.
         public var idleTimeout: Duration = .seconds(60)
+        /// How long a connection's output may wait without the client taking a byte of it (default 30 s);
+        /// then the connection is reset. It bounds what a client that stops reading (a response it never
+        /// reads, a WebSocket it never drains) holds on the server: a descriptor and the write watermarks.
+        public var writeTimeout: Duration = .seconds(30)
+        /// How long a connection that is closing may take to send what it still holds (default 10 s); then
+        /// it is reset. A close waits for its output; this bounds the wait.
+        public var closeTimeout: Duration = .seconds(10)
+        /// Called on a connection's loop thread when ``writeTimeout`` or ``closeTimeout`` cuts a connection:
+        /// the hook for a counter (the cut is also logged at `debug`). nil (the default) costs nothing.
+        public var connectionCut: (@Sendable (_ deadline: Deadline) -> Void)?
         /// How long graceful shutdown waits for in-flight requests (default 10 s); then it closes them.
         public var shutdownDeadline: Duration = .seconds(10)
         /// Unsent output above which a streamed body's writer suspends (default 64 KiB).
@@ -68,6 +78,14 @@ public final class HTTPServer: Service, Sendable {
         /// included: the hook for an open-connections gauge (LoopKitMetrics' `HTTPServerMetrics` sets it).
         /// nil (the default) costs one check per connection.
         public var connectionCountChanged: (@Sendable (_ delta: Int) -> Void)?
+
+        /// The deadline that cut a connection, for ``connectionCut``.
+        public enum Deadline: String, Sendable {
+            /// ``writeTimeout``: the client took none of the output for that long.
+            case writeProgress = "write progress"
+            /// ``closeTimeout``: a closing connection could not send what it held in that time.
+            case closeDrain = "close drain"
+        }
 
         /// The largest request body, a shortcut for `limits.maxBodySize` (default 1 MiB).
         public var maxBodySize: Int {

@@ -20,6 +20,21 @@ extension TCPConnection {
         return pendingOutputCount
     }
 
+    /// Bytes the connection has sent so far: taken by the kernel (or, in memory, by the partner). A writer
+    /// that compares it over time sees whether a peer still takes its output. Call on the loop's thread.
+    public var bytesSent: UInt64 {
+        checkThread()
+        return sentByteCount
+    }
+
+    /// Whether the connection is closing: ``close()`` was called and output is still being sent.
+    /// Call on the loop's thread.
+    public var isClosing: Bool {
+        checkThread()
+        if case .closing = machine.state { return true }
+        return false
+    }
+
     /// Queues `bytes` without copying them: the connection holds the storage by reference until the
     /// bytes are sent.
     ///
@@ -193,10 +208,15 @@ extension TCPConnection {
 
     /// One `writev` of `count` vectors (or a push into the in-memory partner); returns the bytes moved.
     func transmit(_ vectors: UnsafePointer<iovec>, _ count: Int) -> Int {
-        if isInMemory { return pushToPartner(vectors, count) }
+        if isInMemory {
+            let sent = pushToPartner(vectors, count)
+            sentByteCount &+= UInt64(sent)
+            return sent
+        }
         guard fd >= 0 else { return 0 }
         switch tls?.write(vectors, count: count) ?? Socket.write(fd, vectors, count: count) {
         case .moved(let sent):
+            sentByteCount &+= UInt64(sent)
             timeouts?.wrote(at: loop.clockNanoseconds)
             return sent
         case .wouldBlock, .endOfFile:

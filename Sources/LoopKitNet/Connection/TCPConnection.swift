@@ -77,6 +77,8 @@ public final class TCPConnection: @unchecked Sendable {
     var ownsBatch = false
     /// Output went above the write high-water mark and has not drained to the low-water mark yet.
     var aboveHighWater = false
+    /// Bytes sent so far (``bytesSent``): a write-progress deadline compares it between two looks.
+    var sentByteCount: UInt64 = 0
     var readingPausedByUser = false
     /// A delivery of buffered input is queued for the next iteration (bytes an in-memory partner pushed,
     /// a read handler set when bytes were already buffered).
