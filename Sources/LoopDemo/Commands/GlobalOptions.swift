@@ -1,5 +1,6 @@
 import ArgumentParser
 import LoopDemoKit
+import LoopKit
 
 /// Options every subcommand takes.
 struct GlobalOptions: ParsableArguments {
@@ -17,6 +18,7 @@ struct GlobalOptions: ParsableArguments {
 
 /// Runs `parts` as a tour and exits with 130 when Ctrl-C cut it short.
 func runTour(_ parts: [any TourPart], settings: TourSettings, options: GlobalOptions) throws {
-    let report = try Tour(parts: parts, settings: settings, output: options.makeOutput()).run()
+    // The main loop: the tour's @MainActor view model is updated inside it (rule R12).
+    let report = try Tour(parts: parts, settings: settings, output: options.makeOutput(), loop: EventLoop.main).run()
     if report.interrupted { throw ExitCode(130) }
 }

@@ -29,6 +29,29 @@ struct DiffCommand: ParsableCommand {
     }
 }
 
+/// `LoopDemo main-actor`: a @MainActor view model fed by background loops, on the main loop.
+struct MainActorCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "main-actor",
+        abstract: "A @MainActor view model updated from work on background loops, inside the main loop."
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(help: "Items the background loops process.")
+    var items = 1_000_000
+
+    func validate() throws {
+        guard items >= 1 else { throw ValidationError("--items must be at least 1") }
+    }
+
+    func run() throws {
+        var settings = TourSettings.standard
+        settings.items = items
+        try runTour([MainActorPart(settings: settings)], settings: settings, options: global)
+    }
+}
+
 /// `LoopDemo bench`: quick in-process figures.
 struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -5,7 +5,7 @@ import LoopDemoKit
 struct TourCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tour",
-        abstract: "Run the whole tour (the default): five parts, about ten seconds."
+        abstract: "Run the whole tour (the default): six parts, about ten seconds."
     )
 
     @OptionGroup var global: GlobalOptions

@@ -14,15 +14,19 @@ public struct Tour: Sendable {
     public let output: DemoOutput
     /// Whether to handle SIGINT (off in tests that run the tour in-process).
     public let handlesInterrupts: Bool
+    /// The loop to run on (``LoopKit/EventLoop/main`` in `LoopDemo`); nil: a new loop of the calling thread.
+    public let loop: EventLoop?
 
-    public init(parts: [any TourPart], settings: TourSettings, output: DemoOutput, handlesInterrupts: Bool = true) {
+    public init(parts: [any TourPart], settings: TourSettings, output: DemoOutput, handlesInterrupts: Bool = true,
+                loop: EventLoop? = nil) {
         self.parts = parts
         self.settings = settings
         self.output = output
         self.handlesInterrupts = handlesInterrupts
+        self.loop = loop
     }
 
-    /// The five parts of the tour, sized by `settings`.
+    /// The six parts of the tour, sized by `settings`.
     public static func standardParts(_ settings: TourSettings) -> [any TourPart] {
         [
             ResponsivenessPart(settings: settings),
@@ -30,6 +34,7 @@ public struct Tour: Sendable {
             StepsPart(settings: settings),
             BatchUpdatesPart(settings: settings),
             CrossThreadPart(settings: settings),
+            MainActorPart(settings: settings),
         ]
     }
 
@@ -42,9 +47,9 @@ public struct Tour: Sendable {
         public var interrupted: Bool { cancelled != nil || !notRun.isEmpty }
     }
 
-    /// Runs every part. Call on the thread that should own the loop (the main thread in the demo).
+    /// Runs every part. Call on the loop's thread (the main thread in the demo).
     public func run() throws -> Report {
-        let loop = try EventLoop()
+        let loop = try self.loop ?? EventLoop()
         let out = output
         out.attach(to: loop)
         defer {
