@@ -22,6 +22,23 @@ struct RoutingTests {
         #expect(router.match(.get, path: "/users/1/more") == nil)
     }
 
+    @Test func putPatchAndDeleteTakeAsyncHandlersAsGetAndPostDo() throws {
+        var router = HTTPRouter()
+        router.put("/items/:id") { (request: HTTPServerRequest) async throws -> HTTPServerResponse in .text("put \(request.parameters["id"] ?? "")") }
+        router.patch("/items/:id") { (_: HTTPServerRequest) async throws -> HTTPServerResponse in .text("patched") }
+        router.delete("/items/:id") { (_: HTTPServerRequest) async throws -> HTTPServerResponse in .text("deleted") }
+        let client = try HTTPTestClient(router: router, mode: .inMemory)
+        #expect(try client.execute(.put, "/items/7").text == "put 7")
+        #expect(try client.execute(.patch, "/items/7").text == "patched")
+        #expect(try client.execute(.delete, "/items/7").text == "deleted")
+        for method in [HTTPRequest.Method.put, .patch, .delete] {
+            guard case .async = try #require(router.match(method, path: "/items/7")).0 else {
+                Issue.record("\(method) did not take the async form")
+                continue
+            }
+        }
+    }
+
     @Test func trailingSlashIsTheSamePath() {
         #expect(router.match(.get, path: "/hello/") != nil)
     }

@@ -111,6 +111,14 @@ public struct HTTPRouter: Sendable {
         add(.put, path, .sync(handler))
     }
 
+    /// Adds an asynchronous `PUT` route (a task on the loop's executor).
+    /// - Parameters:
+    ///   - path: The path pattern.
+    ///   - handler: What runs.
+    public mutating func put(_ path: String, _ handler: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse) {
+        add(.put, path, .async(handler))
+    }
+
     /// Adds a synchronous `PATCH` route.
     /// - Parameters:
     ///   - path: The path pattern.
@@ -119,12 +127,28 @@ public struct HTTPRouter: Sendable {
         add(.patch, path, .sync(handler))
     }
 
+    /// Adds an asynchronous `PATCH` route (a task on the loop's executor).
+    /// - Parameters:
+    ///   - path: The path pattern.
+    ///   - handler: What runs.
+    public mutating func patch(_ path: String, _ handler: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse) {
+        add(.patch, path, .async(handler))
+    }
+
     /// Adds a synchronous `DELETE` route.
     /// - Parameters:
     ///   - path: The path pattern.
     ///   - handler: What runs.
     public mutating func delete(_ path: String, _ handler: @escaping @Sendable (HTTPServerRequest) throws -> HTTPServerResponse) {
         add(.delete, path, .sync(handler))
+    }
+
+    /// Adds an asynchronous `DELETE` route (a task on the loop's executor).
+    /// - Parameters:
+    ///   - path: The path pattern.
+    ///   - handler: What runs.
+    public mutating func delete(_ path: String, _ handler: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse) {
+        add(.delete, path, .async(handler))
     }
 
     /// Adds a synchronous route for any method.
