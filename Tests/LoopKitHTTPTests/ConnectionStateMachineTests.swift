@@ -35,6 +35,27 @@ struct ConnectionStateMachineTests {
         #expect(machine.headParsed(head(expectsContinue: true, framing: .none)) == .none)
     }
 
+    /// A streaming route's 100 waits for the handler to want the body, goes out once, and not at all once
+    /// the body has ended (the client sent it without waiting).
+    @Test func aStreamingRouteOwesContinueOnceWhileItsBodyIsToCome() {
+        var machine = HTTPConnectionStateMachine()
+        machine.bytesArrived()
+        machine.streamingStarted(head(expectsContinue: true, framing: .chunked))
+        #expect(machine.bodyWanted() == .sendContinue)
+        #expect(machine.bodyWanted() == .none)
+        #expect(machine.requestComplete() == .none)
+        #expect(machine.responseFinished() == .resumeParsing)
+
+        machine.bytesArrived()
+        machine.streamingStarted(head(expectsContinue: true, framing: .length(3)))
+        #expect(machine.requestComplete() == .none)
+        #expect(machine.bodyWanted() == .none)
+
+        var noExpectation = HTTPConnectionStateMachine()
+        noExpectation.streamingStarted(head(framing: .length(3)))
+        #expect(noExpectation.bodyWanted() == .none)
+    }
+
     @Test func parseErrorRefusesWithItsStatus() {
         var machine = HTTPConnectionStateMachine()
         machine.bytesArrived()

@@ -1,4 +1,5 @@
 import Foundation
+@testable import LoopDemoKit
 import Testing
 import TestSupport
 @testable import LoopKitHTTP
@@ -20,35 +21,115 @@ struct ServeCommandTests {
         var status: Int32
     }
 
+    /// Starts the executable with `serve --port 0 --log-level warning` and `arguments`, waits for its
+    /// `expectedLines` first lines ("listening on", then "metrics on" when asked for), runs `body` with
+    /// them, then stops it (SIGTERM). Blocks: call on a thread of its own (``onOwnThread(_:)``).
+    static func serving<T>(_ arguments: [String], expectedLines: Int = 1,
+                           _ body: (_ process: ChildProcess, _ port: (String) throws -> Int) throws -> T) throws -> T {
+        let process = try ChildProcess(Self.executable.path, ["serve", "--port", "0", "--log-level", "warning"] + arguments)
+        defer { process.terminate() }
+        let output = try #require(process.output)
+        var lines: [String] = []
+        var pending = Data()
+        while lines.count < expectedLines {
+            let chunk = output.availableData
+            if chunk.isEmpty { break }
+            pending += chunk
+            while let newline = pending.firstIndex(of: 10) {
+                lines.append(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
+                pending = Data(pending[(newline + 1)...])
+            }
+        }
+        func port(_ prefix: String) throws -> Int {
+            let line = try #require(lines.first { $0.hasPrefix(prefix) }, "no '\(prefix)' line in \(lines)")
+            return try #require(line.split(separator: ":").last.flatMap { Int($0) })
+        }
+        return try body(process, port)
+    }
+
     /// Starts the executable, sends `requests` (raw HTTP/1.1, one connection each), scrapes, stops it.
     static func run(_ requests: [String]) async throws -> Run {
         try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "LoopDemo is not built beside the tests")
         return try await onOwnThread { () throws -> Run in
-            let process = try ChildProcess(Self.executable.path, ["serve", "--port", "0", "--metrics", "0", "--log-level", "warning"])
-            defer { process.terminate() }
-            let output = try #require(process.output)
-            var lines: [String] = []
-            var pending = Data()
-            while lines.count < 2 {
-                let chunk = output.availableData
-                if chunk.isEmpty { break }
-                pending += chunk
-                while let newline = pending.firstIndex(of: 10) {
-                    lines.append(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
-                    pending = Data(pending[(newline + 1)...])
+            try serving(["--metrics", "0"], expectedLines: 2) { process, port in
+                let server = try port("listening on ")
+                let answers = try requests.map { try RawClient(port: server).exchange($0).text }
+                let metrics = try RawClient(port: try port("metrics on ")).exchange("GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n")
+                process.terminate()  // SIGTERM: a graceful stop, exit status 0
+                return Run(answers: answers, metricsContentType: metrics.field("Content-Type"), metrics: metrics.text,
+                           status: process.waitUntilExit())
+            }
+        }
+    }
+
+    /// What the server answered one request, and whether it said `Connection: close` and closed after it.
+    struct Answer: Sendable {
+        var status: Int
+        var body: [UInt8]
+        var closed: Bool
+        var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    /// Starts the executable with `arguments`, sends each request on a connection of its own (raw bytes,
+    /// from a thread of their own while the answer is read: an echo answers while its body still
+    /// arrives), and stops it.
+    static func answers(_ arguments: [String], _ requests: [[UInt8]]) async throws -> [Answer] {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "LoopDemo is not built beside the tests")
+        return try await onOwnThread { () throws -> [Answer] in
+            try serving(arguments) { _, port in
+                let server = try port("listening on ")
+                return try requests.map { request in
+                    let client = try RawClient(port: server)
+                    let fd = client.fd
+                    let sent = DispatchSemaphore(value: 0)
+                    Thread {
+                        var offset = 0
+                        while offset < request.count {
+                            let count = request[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                            if count <= 0 { break }
+                            offset += count
+                        }
+                        sent.signal()
+                    }.start()
+                    // The sender ends before the socket closes (a failed read shuts the socket so it does).
+                    defer { sent.wait() }
+                    do {
+                        let response = try client.readResponse()
+                        // Only a response that says it closes is waited on for the close (a kept-alive one would
+                        // hold the read until its timeout).
+                        let closes = response.field("Connection") == "close"
+                        return Answer(status: response.status, body: response.body, closed: closes && client.isClosedByServer())
+                    } catch {
+                        shutdown(fd, Int32(SHUT_RDWR))
+                        throw error
+                    }
                 }
             }
-            func port(_ prefix: String) throws -> Int {
-                let line = try #require(lines.first { $0.hasPrefix(prefix) }, "no '\(prefix)' line in \(lines)")
-                return try #require(line.split(separator: ":").last.flatMap { Int($0) })
-            }
-            let server = try port("listening on ")
-            let answers = try requests.map { try RawClient(port: server).exchange($0).text }
-            let metrics = try RawClient(port: try port("metrics on ")).exchange("GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n")
-            process.terminate()  // SIGTERM: a graceful stop, exit status 0
-            return Run(answers: answers, metricsContentType: metrics.field("Content-Type"), metrics: metrics.text,
-                       status: process.waitUntilExit())
         }
+    }
+
+    /// A request to `path` with a sized body.
+    static func sized(_ path: String, _ body: [UInt8]) -> [UInt8] {
+        Array("POST \(path) HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body
+    }
+
+    /// A request to `path` with a chunked body, in chunks of at most `chunkSize` bytes.
+    static func chunked(_ path: String, _ body: [UInt8], chunkSize: Int = 8) -> [UInt8] {
+        var request = Array("POST \(path) HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
+        var offset = 0
+        while offset < body.count {
+            let end = min(offset + chunkSize, body.count)
+            request += Array("\(String(end - offset, radix: 16))\r\n".utf8) + body[offset..<end] + Array("\r\n".utf8)
+            offset = end
+        }
+        return request + Array("0\r\n\r\n".utf8)
+    }
+
+    /// "received N sha256 HEX", as `/upload` answers for `body`.
+    static func uploaded(_ body: [UInt8]) -> String {
+        var digest = SHA256Digest()
+        body.withUnsafeBytes { digest.update($0) }
+        return "received \(body.count) sha256 \(digest.hexDigest())\n"
     }
 
     @Test func metricsAreServedInPrometheusTextFormatOnASecondPort() async throws {
@@ -61,6 +142,46 @@ struct ServeCommandTests {
         #expect(result.metrics.contains("http_server_requests{http_request_method=\"GET\",http_response_status_class=\"2xx\"} 1"))
         #expect(result.metrics.contains("http_server_request_duration_count{"))
         #expect(result.status == 0)
+    }
+
+    /// `--max-body 10`: a `Content-Length` past it is refused at the head, on the streaming routes as on
+    /// the collected ones, and the connection closes.
+    @Test func maxBodyRefusesASizedBodyPastItOnEveryRoute() async throws {
+        let body = Array("hello world".utf8)  // 11 bytes
+        let answers = try await Self.answers(["--max-body", "10"],
+                                             [Self.sized("/echo", body), Self.sized("/upload", body), Self.sized("/jobs?items=1", body)])
+        #expect(answers.map(\.status) == [413, 413, 413])
+        #expect(answers.map(\.closed) == [true, true, true])
+    }
+
+    /// `--max-body 10`: a chunked body is refused with 413 once it passes the limit (before any other
+    /// answer: `/echo` reads a chunked body whole before it echoes), and the connection closes.
+    @Test func maxBodyRefusesAChunkedBodyPastItOnEveryRoute() async throws {
+        let body = Array("hello world".utf8)
+        let answers = try await Self.answers(["--max-body", "10"],
+                                             [Self.chunked("/echo", body), Self.chunked("/upload", body), Self.chunked("/jobs?items=1", body)])
+        #expect(answers.map(\.status) == [413, 413, 413])
+        #expect(answers.map(\.closed) == [true, true, true])
+    }
+
+    /// `--max-body 10`: a body of exactly 10 bytes, sized or chunked, is echoed and uploaded.
+    @Test func maxBodyTakesABodyAtTheLimit() async throws {
+        let body = Array("0123456789".utf8)
+        let answers = try await Self.answers(["--max-body", "10"], [Self.sized("/echo", body), Self.chunked("/echo", body),
+                                                                    Self.sized("/upload", body), Self.chunked("/upload", body)])
+        #expect(answers.map(\.status) == [200, 200, 200, 200])
+        #expect(answers.map(\.text) == ["0123456789", "0123456789", Self.uploaded(body), Self.uploaded(body)])
+    }
+
+    /// Without `--max-body`, `/echo` and `/upload` take bodies of any size (3 MiB here, past the 1 MiB
+    /// that collected bodies get by default), sized or chunked.
+    @Test func withoutMaxBodyEchoAndUploadTakeAnySize() async throws {
+        let body = (0..<(3 * 1024 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let answers = try await Self.answers([], [Self.sized("/echo", body), Self.sized("/upload", body),
+                                                  Self.chunked("/upload", body, chunkSize: 64 * 1024)])
+        #expect(answers.map(\.status) == [200, 200, 200])
+        #expect(answers.first?.body == body)
+        #expect(answers.dropFirst().map(\.text) == [Self.uploaded(body), Self.uploaded(body)])
     }
 
     /// promtool's rule: every family has a `# HELP` line (with text) before its `# TYPE` line. The requests

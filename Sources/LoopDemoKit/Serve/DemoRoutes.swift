@@ -11,8 +11,11 @@ public enum DemoRoutes {
     /// - Parameters:
     ///   - work: The per-item work of `/work` and of the jobs (about 1 µs per item once calibrated).
     ///   - jobs: The jobs of the live page (a fresh table by default).
+    ///   - maxBodySize: The largest body `/echo` and `/upload` read (413, and the connection closed, past
+    ///     it); nil, the default, for no limit. `serve --max-body` sets it, and with it the server's
+    ///     `HTTPServer.Configuration.maxBodySize`, which limits the routes whose body is collected.
     /// - Returns: A router with exactly the demo's routes.
-    public static func router(work: SyntheticWork, jobs: DemoJobs = DemoJobs()) -> HTTPRouter {
+    public static func router(work: SyntheticWork, jobs: DemoJobs = DemoJobs(), maxBodySize: Int? = nil) -> HTTPRouter {
         var router = HTTPRouter()
         // `?items=N` sets the page's "Items per job" field, which the jobs it starts (`?start=`) run.
         router.get("/") { request in
@@ -67,16 +70,23 @@ public enum DemoRoutes {
             HTTPServerResponse(status: .ok, headerFields: [.contentType: "text/plain"], body: .bytes(hello))
         }
         // Any size in constant memory: each chunk of the request body goes back out as a chunk of the
-        // response body; the client's reading paces the server's reading of the upload.
-        router.on(.post, "/echo", bodyLimit: nil) { request, body in
+        // response body; the client's reading paces the server's reading of the upload. Under a limit, a
+        // sized body streams the same way (its `Content-Length` was checked at the head), but a chunked
+        // one is read whole first (at most the limit): only its end tells whether it fits, and its 413
+        // must come before a 200.
+        router.on(.post, "/echo", bodyLimit: maxBodySize) { request, body in
             var fields = HTTPFields()
             if let type = request.head.headerFields[.contentType] { fields[.contentType] = type }
+            if maxBodySize != nil && request.head.headerFields[.contentLength] == nil {
+                let whole = try await body.collect(upTo: .max)  // the route's limit ends it with 413 past maxBodySize
+                return HTTPServerResponse(status: .ok, headerFields: fields, body: .bytes(whole))
+            }
             return HTTPServerResponse(status: .ok, headerFields: fields, body: .stream { writer in
                 for try await chunk in body { try await writer.write(chunk) }
             })
         }
         // Counts and hashes the body as it arrives: "received N sha256 HEX".
-        router.on(.post, "/upload", bodyLimit: nil) { _, body in
+        router.on(.post, "/upload", bodyLimit: maxBodySize) { _, body in
             var digest = SHA256Digest()
             var count = 0
             for try await chunk in body {

@@ -11,9 +11,11 @@ import LoopKitNet
 /// plus one read, 64 KiB, are buffered); past that the socket is not read (the client's sends then
 /// block in its kernel) until the handler takes a chunk.
 /// **`Expect: 100-continue`** is answered when the handler starts reading (the first `next()`,
-/// ``read(_:onEnd:)`` or ``collect(upTo:)``); a handler that answers without reading refuses the body,
-/// and the connection closes after that response. **Limits**: a route's limit, when it has one, ends
-/// the body with ``HTTPBodyError/tooLarge(limit:)`` past it, and the server answers 413.
+/// ``read(_:onEnd:)`` or ``collect(upTo:)``), or when it starts a streamed response
+/// (``HTTPResponseBody/stream(_:)``) while the body is unread, whichever comes first: always before the
+/// final head. A handler that answers with bytes without reading refuses the body, and the connection
+/// closes after that response. **Limits**: a route's limit, when it has one, ends the body with
+/// ``HTTPBodyError/tooLarge(limit:)`` past it, and the server answers 413.
 ///
 /// A handler that answers before the whole body has arrived ends the connection after its response
 /// (`Connection: close`, then the server reads and drops what the client still sends until it closes:

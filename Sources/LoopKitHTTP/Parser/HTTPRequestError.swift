@@ -55,6 +55,8 @@ public enum HTTPRequestError: Error, Equatable, Sendable, CustomStringConvertibl
     case tooManyFields
     /// The body is longer than the limit (413).
     case bodyTooLarge
+    /// An HTTP/1.1 `Expect` with an expectation other than `100-continue` (417, RFC 9110 §10.1.1).
+    case unsupportedExpectation
 
     /// The status the server answers before closing the connection.
     public var status: HTTPResponse.Status {
@@ -63,6 +65,7 @@ public enum HTTPRequestError: Error, Equatable, Sendable, CustomStringConvertibl
         case .bodyTooLarge: .contentTooLarge
         case .unsupportedVersion: .httpVersionNotSupported
         case .unsupportedTransferCoding: .notImplemented
+        case .unsupportedExpectation: .expectationFailed
         default: .badRequest
         }
     }
@@ -95,6 +98,7 @@ public enum HTTPRequestError: Error, Equatable, Sendable, CustomStringConvertibl
         case .headTooLarge: "request head too large"
         case .tooManyFields: "too many header fields"
         case .bodyTooLarge: "body larger than the limit"
+        case .unsupportedExpectation: "an expectation other than 100-continue"
         }
     }
 }

@@ -208,6 +208,9 @@ public struct HTTPRequestParser: Sendable {
             authority = targetAuthority
             path = targetPath
         }
+        // Checked once the head is known to be well formed (a malformed one gets its 400 first). HTTP/1.0
+        // has no expectations: its `Expect` is ignored, as RFC 9110 §10.1.1 says of `100-continue`.
+        if isHTTP11 && framing.unsupportedExpectation { throw .unsupportedExpectation }
         var request = HTTPRequest(method: method, scheme: scheme, authority: authority, path: path)
         request.headerFields = fields
         return HTTPRequestHead(request: request, version: version, keepAlive: keepAlive,
@@ -267,6 +270,7 @@ public struct HTTPRequestParser: Sendable {
         var connectionClose = false
         var connectionKeepAlive = false
         var expectsContinue = false
+        var unsupportedExpectation = false
     }
 
     private func parseFieldLine(_ line: UnsafeRawBufferPointer, into fields: inout HTTPFields,
@@ -302,7 +306,7 @@ public struct HTTPRequestParser: Sendable {
         case .connection:
             Self.scanConnectionOptions(value, into: &framing)
         case .expect:
-            if ASCII.equalsIgnoringCase(value, "100-continue") { framing.expectsContinue = true }
+            Self.scanExpectations(value, into: &framing)
         case .other, .common:
             break
         }
@@ -367,6 +371,26 @@ public struct HTTPRequestParser: Sendable {
             let option = UnsafeRawBufferPointer(rebasing: value[start..<end])
             if ASCII.equalsIgnoringCase(option, "close") { framing.connectionClose = true }
             else if ASCII.equalsIgnoringCase(option, "keep-alive") { framing.connectionKeepAlive = true }
+        }
+    }
+
+    /// Reads an `Expect` list (RFC 9110 §10.1.1): `100-continue`, in any case, is the one expectation
+    /// known; any other member, or `100-continue` with anything attached, is unsupported. Empty members
+    /// and the whitespace around members are skipped.
+    static func scanExpectations(_ value: UnsafeRawBufferPointer, into framing: inout FramingFields) {
+        var index = 0
+        while index < value.count {
+            while index < value.count && (value[index] == ASCII.space || value[index] == ASCII.tab || value[index] == UInt8(ascii: ",")) { index += 1 }
+            let start = index
+            while index < value.count && value[index] != UInt8(ascii: ",") { index += 1 }
+            var end = index
+            while end > start && (value[end - 1] == ASCII.space || value[end - 1] == ASCII.tab) { end -= 1 }
+            guard end > start else { continue }
+            if ASCII.equalsIgnoringCase(UnsafeRawBufferPointer(rebasing: value[start..<end]), "100-continue") {
+                framing.expectsContinue = true
+            } else {
+                framing.unsupportedExpectation = true
+            }
         }
     }
 

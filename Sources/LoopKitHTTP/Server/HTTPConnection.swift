@@ -49,8 +49,6 @@ final class HTTPConnection: @unchecked Sendable {
     @exclusivity(unchecked) var unrouted = HTTPRouter.Resolution.notFound
     /// The body of a streaming route's request, while it arrives.
     @exclusivity(unchecked) var streamedBody: HTTPRequestBody?
-    /// `100 Continue` went out for the current request.
-    var continueSent = false
     /// The current request's response has begun (its head is written).
     var responseStarted = false
     /// Set when the TCP connection has closed.
@@ -280,7 +278,6 @@ final class HTTPConnection: @unchecked Sendable {
         }
         let body = HTTPRequestBody(connection: self, limit: limit)
         streamedBody = body
-        continueSent = false
         machine.streamingStarted(head)
         let serverRequest = HTTPServerRequest(head: request, version: head.version, body: [],
                                               parameters: route.parameters, loop: context.loop, context: requestContext!, server: context)
@@ -391,10 +388,10 @@ final class HTTPConnection: @unchecked Sendable {
         }
     }
 
-    /// The handler started reading a streamed body: answer `Expect: 100-continue` now.
+    /// The handler started reading a streamed body: answer `Expect: 100-continue` now, unless a final
+    /// head went out first (the body is then refused, and the connection closes after the response).
     func bodyReadingStarted() {
-        guard let head, head.expectsContinue, !continueSent, !responseStarted, !isClosed else { return }
-        continueSent = true
+        guard !responseStarted, !isClosed, machine.bodyWanted() == .sendContinue else { return }
         encoder.appendContinue()
         if !isReceiving { flush() }
     }
@@ -543,6 +540,9 @@ final class HTTPConnection: @unchecked Sendable {
             // HTTP/1.0 has no chunked coding: stream raw and close at the end.
             let chunked = head.version.minor >= 1
             if !chunked { machine.closeAfterThisResponse() }
+            // The stream may read the body it runs beside: a client waiting for `100 Continue` gets it
+            // now, before this final head (RFC 9110 §10.1.1), unless the handler has asked for it already.
+            if machine.bodyWanted() == .sendContinue { encoder.appendContinue() }
             encoder.appendHead(response.head, status: sentStatus, framing: chunked ? .chunked : .none, keepAlive: keepAlive && chunked,
                                http10: head.version.minor == 0, date: context.dateCache.fieldLine, extraField: echoedID)
             flush()

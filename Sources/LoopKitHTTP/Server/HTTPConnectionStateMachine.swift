@@ -57,6 +57,8 @@ struct HTTPConnectionStateMachine {
     private(set) var isDraining = false
     /// The keep-alive wish of the request being read.
     private var requestKeepAlive = true
+    /// A streaming route's client waits for `100 Continue` before sending the body, and none went out.
+    private var continueOwed = false
 
     /// Whether parsing may go on.
     var canParse: Bool {
@@ -81,10 +83,23 @@ struct HTTPConnectionStateMachine {
         return head.expectsContinue && head.framing != .none ? .sendContinue : .none
     }
 
-    /// A streaming route's head: its handler starts now, while the body is read.
+    /// A streaming route's head: its handler starts now, while the body is read. `100 Continue` waits
+    /// for ``bodyWanted()``.
     mutating func streamingStarted(_ head: HTTPRequestHead) {
         requestKeepAlive = head.keepAlive
         state = .streaming(keepAlive: head.keepAlive && !isDraining)
+        continueOwed = head.expectsContinue && head.framing != .none
+    }
+
+    /// A streaming route is about to read its body: its handler asked for the body, or is starting a
+    /// streamed response (which may read it) while the body is unread. Answers ``Action/sendContinue``
+    /// once per request when the client waits for it and the body is still to come (RFC 9110 §10.1.1:
+    /// `100 Continue` before the final response); ``Action/none`` otherwise. The connection calls it
+    /// before any final head, and never after one.
+    mutating func bodyWanted() -> Action {
+        guard continueOwed, case .streaming = state else { return .none }
+        continueOwed = false
+        return .sendContinue
     }
 
     /// Whether a streaming route's body is still arriving.
