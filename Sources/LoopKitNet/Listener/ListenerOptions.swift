@@ -16,12 +16,16 @@ public struct ListenerOptions: Sendable, Hashable {
     /// For protocols whose client speaks first (HTTP, TLS): a new connection then costs the loop one
     /// wake-up instead of two (its handshake, then its first bytes), and its first read always finds
     /// data. A client that connects and sends nothing waits in the kernel, not in the server, and is
-    /// handed over anyway after about ``deferredAcceptTimeout`` (when the kernel resends its handshake
+    /// handed over anyway after about ``deferralTimeout`` (when the kernel resends its handshake
     /// reply). Leave it off for protocols where the server speaks first. Ignored for Unix-domain sockets.
     public var defersAcceptUntilData = false
 
     /// How long a connection whose client sends nothing may wait in the kernel when
-    /// ``defersAcceptUntilData`` is on: one second, the shortest the kernel takes.
+    /// ``defersAcceptUntilData`` is on (default ``deferredAcceptTimeout``), in whole seconds: the kernel hands
+    /// it over at its next resend of the handshake reply after that.
+    public var deferralTimeout: Duration = ListenerOptions.deferredAcceptTimeout
+
+    /// The default ``deferralTimeout``: one second, the shortest the kernel takes.
     public static let deferredAcceptTimeout: Duration = .seconds(1)
 
     /// The defaults.

@@ -142,7 +142,7 @@ public final class TCPListener: Sendable {
             for loop in loops {
                 let fd = try Socket.listen(at: bound, reusePort: reusePort, backlog: options.backlog,
                                            deferAcceptSeconds: options.defersAcceptUntilData
-                                               ? Int32(ListenerOptions.deferredAcceptTimeout.components.seconds) : 0)
+                                               ? Int32(clamping: max(1, options.deferralTimeout.components.seconds)) : 0)
                 if bound.family != .unix, bound.port == 0, let actual = Socket.localAddress(of: fd) {
                     bound = actual  // the rest of the group binds the port the kernel picked
                 }
