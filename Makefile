@@ -14,7 +14,7 @@ INSTALL_CONFIG ?= release
 SWIFT_USR      := $(shell dirname $$(dirname $$(readlink -f $$(command -v $(SWIFT)))))
 DISPATCH_FLAGS := -L$(SWIFT_USR)/lib/swift/linux -ldispatch -Wl,-rpath,$(SWIFT_USR)/lib/swift/linux
 
-.PHONY: all deps demo test test-swift test-c test-release-client leak-check leak-check-tls install-check test-sanitize bench bench-core bench-callgrind bench-http bench-https bench-ws wrk docs install clean
+.PHONY: all deps demo test test-swift test-c test-release-client leak-check leak-check-tls install-check test-sanitize bench bench-core bench-callgrind bench-http bench-https bench-ws bench-main wrk docs install clean
 
 all: test
 
@@ -78,11 +78,12 @@ leak-check-tls: deps
 test-sanitize: deps
 	$(SWIFT) test --sanitize=thread -Xswiftc -DLOOPKIT_TSAN --scratch-path .build-tsan
 
-## bench: the core rows (bench-core), then HTTP and HTTPS
+## bench: the core rows (bench-core), then HTTP, HTTPS, WebSocket and the main-thread and executor figures
 bench: bench-core
 	$(MAKE) bench-http
 	$(MAKE) bench-https
 	$(MAKE) bench-ws
+	$(MAKE) bench-main
 
 ## bench-core: LoopKit against SwiftNIO, Dispatch and Foundation, same process, runs alternated (10 each
 ## after a warm-up); medians with min–max, per-run ratios; never overlapping another bench run (flock)
@@ -127,6 +128,14 @@ bench-ws: deps
 	cd Benchmarks && for product in NIOWebSocketPeer HummingbirdWebSocketPeer WebSocketLoad SSEFanout; do \
 		$(SWIFT) build -c release --product $$product || exit 1; done
 	flock /tmp/loopkit-bench.lock Benchmarks/ws-bench.sh | tee Benchmarks/RESULTS-ws.txt
+
+## bench-main: the runtime programs run on, one process per runtime, alternated: MainActor and main-queue hops with
+## the main thread in EventLoop.main.run() vs RunLoop.main.run() and dispatchMain(); Task.sleep(1 ms) lateness on a
+## loop vs Swift's default executor; LoopKitExecutors' group vs Swift's and NIO's as the default executor
+bench-main: deps
+	cd Benchmarks && for product in MainThreadHop TaskSleepLateness GlobalExecutorHops; do \
+		$(SWIFT) build -c release --product $$product || exit 1; done
+	flock /tmp/loopkit-bench.lock Benchmarks/main-bench.sh | tee Benchmarks/RESULTS-main.txt
 
 ## docs: the three DocC catalogues (LoopKit, LoopKitNet, LoopKitHTTP), every symbol link and parameter
 ## checked (warnings are errors)

@@ -4,6 +4,8 @@ import PackageDescription
 // LoopKit's benchmarks, a package of their own so the comparison peers (SwiftNIO, Dispatch, Foundation)
 // never become dependencies of the library. Run with `swift run -c release LoopKitBenchmarks`
 // (`make bench` from the repository root); `--quick` for a smoke run, `--json` for machine-readable rows.
+// The scripts beside this file start the other products as processes of their own (servers, load
+// generators, and the main-thread and executor figures, whose runtimes belong to a whole process).
 let package = Package(
     name: "LoopKitBenchmarks",
     dependencies: [
@@ -80,6 +82,28 @@ let package = Package(
                 .product(name: "LoopKit", package: "LoopKit"),
                 .product(name: "LoopKitHTTP", package: "LoopKit"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The main thread's runtime (`make bench-main`): MainActor.run and DispatchQueue.main round trips from
+        // another thread with the main thread in EventLoop.main.run(), RunLoop.main.run() or dispatchMain().
+        .executableTarget(
+            name: "MainThreadHop",
+            dependencies: [.product(name: "LoopKit", package: "LoopKit")]
+        ),
+        // Task.sleep(for: 1 ms) lateness on a LoopKit loop against Swift's default executor (`make bench-main`).
+        .executableTarget(
+            name: "TaskSleepLateness",
+            dependencies: [.product(name: "LoopKit", package: "LoopKit")]
+        ),
+        // Actor hops and a task-group fan-out with LoopKitExecutors' group, Swift's own pool or NIO's group as
+        // Swift's default executor, one process each (`make bench-main`).
+        .executableTarget(
+            name: "GlobalExecutorHops",
+            dependencies: [
+                .product(name: "LoopKit", package: "LoopKit"),
+                .product(name: "LoopKitExecutors", package: "LoopKit"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
     ],
