@@ -1,15 +1,33 @@
+@_spi(ExperimentalScheduling) import _Concurrency
 import LoopKit
 
 /// Swift's default executor on a ``LoopKit/LoopGroup``: each job goes to the group's next loop, round
-/// robin, and runs in that loop's drain with the loop as its task executor.
+/// robin, and runs in that loop's drain with this executor (not the loop) as its task executor, so that Swift
+/// sees a task with no preference running where it should and switches between such tasks without
+/// queueing them again. It takes delayed jobs (`Task.sleep` of such a task) on the next loop's timers.
 ///
 /// Safe from any thread.
-final class LoopGroupExecutor: TaskExecutor {
+final class LoopGroupExecutor: TaskExecutor, SchedulingExecutor {
     let group: LoopGroup
 
     init(_ group: LoopGroup) { self.group = group }
 
     func enqueue(_ job: consuming ExecutorJob) {
-        group.next().enqueue(job)
+        group.next().enqueue(UnownedJob(job), runningOn: asUnownedTaskExecutor())
+    }
+
+    func enqueue<C: Clock>(_ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C) {
+        let job = UnownedJob(job)
+        let loop = group.next()
+        let executor = asUnownedTaskExecutor()
+        do {
+            // The delayed job runs in the timer's callback: what it resumes runs in that iteration's drain.
+            try loop.schedule(after: EventLoop.loopDuration(delay, of: C.self),
+                              whenDropped: { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }) {
+                job.runSynchronously(on: executor)
+            }
+        } catch {
+            globalConcurrentExecutor.enqueue(ExecutorJob(job))  // the loop has shut down
+        }
     }
 }

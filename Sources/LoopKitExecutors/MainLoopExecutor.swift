@@ -24,7 +24,9 @@ final class MainLoopExecutor: MainExecutor, SchedulingExecutor {
             try loop.schedule(after: EventLoop.loopDuration(delay, of: C.self), whenDropped: {
                 fatalError("LoopKit: the main loop shut down while a @MainActor task slept on it")
             }) { [loop] in
-                loop.enqueue(job, isolatedTo: isolation)
+                // Run now, in the timer's callback: the job is Swift's small sleep task, which resumes the
+                // sleeping one; queued from here, that one goes on in this iteration's drain (R2).
+                job.runSynchronously(isolatedTo: isolation, taskExecutor: loop.asUnownedTaskExecutor())
             }
         } catch {
             fatalError("LoopKit: a @MainActor task slept after the main loop shut down")

@@ -14,7 +14,8 @@ import Glibc
 struct ExecutorsProbe {
     static func main() async throws {
         let scenario = CommandLine.arguments.dropFirst().first ?? ""
-        let group = scenario == "group" ? try LoopGroup(threads: 2, name: "probe") : nil
+        let group = scenario == "group" ? try LoopGroup(threads: 2, name: "probe")
+            : scenario == "fan-out" ? try LoopGroup(threads: 1, name: "probe") : nil
         LoopKitExecutors.install(defaultExecutor: group)   // the one line, before any await
         let main = EventLoop.main
         check(LoopKitExecutors.isInstalled, "installed")
@@ -33,7 +34,7 @@ struct ExecutorsProbe {
         try await Task.sleep(for: .milliseconds(2))
         check(EventLoop.current === main && main.iteration > before, "Task.sleep on the main actor resumes in a later iteration of the main loop")
 
-        if let group {
+        if scenario == "group", let group {
             let onGroup = await Task.detached { group.loops.contains { $0 === EventLoop.current } }.value
             check(onGroup, "a task with no other executor (Task.detached) runs on a loop of the installed group")
             let children = await withTaskGroup(of: Bool.self) { tasks in
@@ -51,12 +52,46 @@ struct ExecutorsProbe {
             }
             check(loopsUsed == [0, 1], "child tasks are spread over both loops (\(loopsUsed.sorted()))")
         }
+        if scenario == "fan-out", let loop = group?.loops.first {
+            // Children and their parent on one loop: each await costs a few iterations at most.
+            let before = loop.iteration
+            let children = await Task.detached {
+                await withTaskGroup(of: Int.self) { tasks in
+                    for index in 0..<100 { tasks.addTask { index } }
+                    var sum = 0
+                    for await value in tasks { sum += value }
+                    return sum
+                }
+            }.value
+            let perChild = Double(loop.iteration - before) / 100
+            check(children == 4_950 && perChild <= 0.5,
+                  "a 100-child task group on a one-loop default executor takes at most half an iteration per child")
+            // A sleep ends with one of the loop's timers, and the task goes on in that timer's iteration.
+            let timerIterations = Recorded()
+            try await loop.perform {
+                try loop.setIterationObserver { report in
+                    if report.timersFired > 0 { timerIterations.add(report.iteration) }
+                }
+            }
+            let wokeIn = await Task.detached { () -> UInt64 in
+                try? await Task.sleep(for: .milliseconds(1))
+                return loop.iteration
+            }.value
+            check(timerIterations.values.contains(wokeIn), "a task on the default executor goes on in the iteration whose timer woke it")
+        }
         let failed = failures.load(ordering: .relaxed)
         print(failed == 0 ? "==> every check passed" : "==> \(failed) check(s) failed")
         exit(failed == 0 ? 0 : 1)
     }
 
     static let failures = Atomic<Int>(0)
+
+    /// Iterations an observer saw, from the loop's thread.
+    final class Recorded: Sendable {
+        private let list = Mutex<[UInt64]>([])
+        func add(_ value: UInt64) { list.withLock { $0.append(value) } }
+        var values: [UInt64] { list.withLock { $0 } }
+    }
 
     static func check(_ ok: Bool, _ what: String) {
         print((ok ? "ok " : "FAIL ") + what)

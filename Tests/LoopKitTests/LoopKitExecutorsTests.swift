@@ -26,4 +26,13 @@ struct LoopKitExecutorsTests {
             "==> every check passed",
         ])
     }
+
+    @Test("On a one-loop default executor, a task group's children cost no extra iterations, and a sleep goes on in its timer's iteration")
+    func defaultExecutorSwitchesWithoutRequeueing() throws {
+        #expect(try probe("ExecutorsProbe", "fan-out") == Self.mainChecks + [
+            "ok a 100-child task group on a one-loop default executor takes at most half an iteration per child",
+            "ok a task on the default executor goes on in the iteration whose timer woke it",
+            "==> every check passed",
+        ])
+    }
 }

@@ -21,6 +21,19 @@ extension EventLoop: TaskExecutor {
         }
     }
 
+    /// Queues a Swift concurrency job that runs with `taskExecutor` as its task executor (the executor a
+    /// group of loops presents to Swift as its default one), in the next drain. Never refused: after the
+    /// loop has finished shutting down the job goes on on Swift's global executor.
+    ///
+    /// Safe from any thread.
+    package func enqueue(_ job: UnownedJob, runningOn taskExecutor: UnownedTaskExecutor) {
+        do {
+            try append(Job { job.runSynchronously(on: taskExecutor) }, isExecutorJob: true)
+        } catch {
+            globalConcurrentExecutor.enqueue(ExecutorJob(job))
+        }
+    }
+
     /// Queues a Swift concurrency job isolated to `executor`, a serial executor whose jobs run on this
     /// loop's thread (the main actor's, when `LoopKitExecutors` puts it on the main loop), in the next drain.
     ///

@@ -6,9 +6,10 @@
 // LoopKitExecutors. A toolchain that changes this SPI needs this file changed; without it, tasks on a loop
 // sleep on Dispatch's timers, and `loop.clock` sleeps on the loop's.
 
-/// A loop takes delayed jobs: `Task.sleep` in a task that runs on a loop (its executor preference, or any
-/// task when a ``LoopKit/LoopGroup`` is the default executor) is woken by one of the loop's own timers in
-/// phase 2, and the task goes on in that iteration's drain: never by a Dispatch timer on another thread.
+/// A loop takes delayed jobs: `Task.sleep` in a task that runs on a loop (its executor preference) is woken
+/// by one of the loop's own timers in phase 2, and the task goes on in that iteration's drain or the next:
+/// never by a Dispatch timer on another thread. (A group installed as Swift's default executor by LoopKitExecutors
+/// does the same for the tasks it runs.)
 ///
 /// Swift checks the sleep's deadline on the sleep's own clock when the job runs and sleeps again for what
 /// is left, so a plain `Task.sleep(for:)` (`ContinuousClock`) always measures real time, also on a loop
@@ -21,7 +22,10 @@ extension EventLoop: SchedulingExecutor {
         do {
             try schedule(after: Self.loopDuration(delay, of: C.self),
                          whenDropped: { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }) { [self] in
-                enqueue(ExecutorJob(job))  // on the loop's thread: this iteration's drain (R2)
+                // Run now, in the timer's callback: the job is Swift's small sleep task, which resumes the
+                // sleeping task from here; that one goes on in this iteration's drain or the next (Swift may
+                // switch executors once more on the way), not two iterations later.
+                job.runSynchronously(on: asUnownedTaskExecutor())
             }
         } catch {
             globalConcurrentExecutor.enqueue(ExecutorJob(job))  // the loop has shut down
