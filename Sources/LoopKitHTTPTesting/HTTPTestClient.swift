@@ -199,6 +199,21 @@ public final class HTTPTestClient {
         return buffer
     }
 
+    /// Takes the bytes received and not yet read (for ``WebSocketTestClient``, after the upgrade).
+    func takeReceivedBytes() -> [UInt8] {
+        buffer += transport.takeReceived()
+        defer { buffer = [] }
+        return buffer
+    }
+
+    /// Lets the server make progress once, as ``step()`` does; throws the client's error when it cannot.
+    func waitForBytes() throws {
+        guard try transport.waitForProgress() else {
+            throw mode == .inMemory ? HTTPTestClientError.noResponse(received: receivedText)
+                                    : HTTPTestClientError.timedOut(after: LiveTransport.safetyTimeout, received: receivedText)
+        }
+    }
+
     /// Whether the server has closed the connection (every byte it sent before has arrived).
     public var isClosedByServer: Bool { transport.isClosedByServer }
 

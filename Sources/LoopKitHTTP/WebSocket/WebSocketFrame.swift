@@ -1,17 +1,17 @@
 /// One WebSocket frame, unmasked (RFC 6455 §5.2).
 ///
 /// A value type: safe from any thread.
-struct WebSocketFrame: Hashable, Sendable {
+package struct WebSocketFrame: Hashable, Sendable {
     /// The last frame of its message (always set on a control frame).
-    var fin: Bool
+    package var fin: Bool
     /// RSV1: the message is compressed (permessage-deflate, RFC 7692), on its first frame only.
-    var rsv1: Bool
+    package var rsv1: Bool
     /// What the payload is.
-    var opcode: WebSocketOpcode
+    package var opcode: WebSocketOpcode
     /// The payload, unmasked.
-    var payload: [UInt8]
+    package var payload: [UInt8]
 
-    init(fin: Bool = true, rsv1: Bool = false, opcode: WebSocketOpcode, payload: [UInt8] = []) {
+    package init(fin: Bool = true, rsv1: Bool = false, opcode: WebSocketOpcode, payload: [UInt8] = []) {
         self.fin = fin
         self.rsv1 = rsv1
         self.opcode = opcode

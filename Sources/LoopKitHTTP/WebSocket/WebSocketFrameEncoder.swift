@@ -2,7 +2,7 @@
 /// (a client's frames; a server's are not masked).
 ///
 /// Stateless: safe from any thread.
-enum WebSocketFrameEncoder {
+package enum WebSocketFrameEncoder {
     /// Appends a frame's header to `buffer`.
     ///
     /// - Parameters:
@@ -90,7 +90,7 @@ enum WebSocketFrameEncoder {
     ///   - frame: The frame.
     ///   - maskKey: The four-byte masking key, or nil.
     /// - Returns: Header and payload.
-    static func encode(_ frame: WebSocketFrame, maskKey: [UInt8]? = nil) -> [UInt8] {
+    package static func encode(_ frame: WebSocketFrame, maskKey: [UInt8]? = nil) -> [UInt8] {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(frame.payload.count + 14)
         append(frame, into: &buffer, maskKey: maskKey)

@@ -13,9 +13,9 @@
 /// significant bit clear; and a frame is at most ``maxFrameSize`` bytes (1009 past it).
 ///
 /// A value type, used on the connection's loop thread.
-struct WebSocketFrameParser {
+package struct WebSocketFrameParser {
     /// What a call to ``parse(_:)`` produced.
-    enum Event: Hashable {
+    package enum Event: Hashable {
         /// The bytes end inside a frame: feed more.
         case needMoreBytes
         /// A complete frame.
@@ -90,7 +90,7 @@ struct WebSocketFrameParser {
     ///   - maxFrameSize: The largest payload accepted (1009 past it).
     ///   - requiresMask: Whether frames must be masked (true on a server).
     ///   - allowsRSV1: Whether RSV1 may be set (permessage-deflate negotiated).
-    init(maxFrameSize: Int, requiresMask: Bool = true, allowsRSV1: Bool = false) {
+    package init(maxFrameSize: Int, requiresMask: Bool = true, allowsRSV1: Bool = false) {
         self.maxFrameSize = maxFrameSize
         self.requiresMask = requiresMask
         self.allowsRSV1 = allowsRSV1
@@ -102,7 +102,7 @@ struct WebSocketFrameParser {
     /// - Parameter bytes: The bytes that arrived (not yet consumed).
     /// - Returns: The event and how many bytes were consumed; ``Event/needMoreBytes`` consumes them all.
     /// - Throws: ``WebSocketViolation`` for a broken rule; the parser is then done.
-    mutating func parse(_ bytes: UnsafeRawBufferPointer) throws(WebSocketViolation) -> (event: Event, consumed: Int) {
+    package mutating func parse(_ bytes: UnsafeRawBufferPointer) throws(WebSocketViolation) -> (event: Event, consumed: Int) {
         var offset = 0
         if pending == nil {
             while pending == nil {

@@ -1,26 +1,26 @@
 /// The opcode of a WebSocket frame (RFC 6455 §5.2): what its payload is.
 ///
 /// A value type: safe from any thread.
-struct WebSocketOpcode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+package struct WebSocketOpcode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     /// The four-bit opcode.
-    let rawValue: UInt8
+    package let rawValue: UInt8
 
-    init(rawValue: UInt8) {
+    package init(rawValue: UInt8) {
         self.rawValue = rawValue & 0x0F
     }
 
     /// A further fragment of the message under way.
-    static let continuation = WebSocketOpcode(rawValue: 0x0)
+    package static let continuation = WebSocketOpcode(rawValue: 0x0)
     /// The first frame of a text message (UTF-8).
-    static let text = WebSocketOpcode(rawValue: 0x1)
+    package static let text = WebSocketOpcode(rawValue: 0x1)
     /// The first frame of a binary message.
-    static let binary = WebSocketOpcode(rawValue: 0x2)
+    package static let binary = WebSocketOpcode(rawValue: 0x2)
     /// The close handshake (RFC 6455 §5.5.1).
-    static let close = WebSocketOpcode(rawValue: 0x8)
+    package static let close = WebSocketOpcode(rawValue: 0x8)
     /// A ping, answered with a pong (§5.5.2).
-    static let ping = WebSocketOpcode(rawValue: 0x9)
+    package static let ping = WebSocketOpcode(rawValue: 0x9)
     /// A pong (§5.5.3).
-    static let pong = WebSocketOpcode(rawValue: 0xA)
+    package static let pong = WebSocketOpcode(rawValue: 0xA)
 
     /// Whether it is a control frame (close, ping, pong, and the reserved `0xB`–`0xF`).
     var isControl: Bool { rawValue & 0x8 != 0 }
@@ -33,7 +33,7 @@ struct WebSocketOpcode: RawRepresentable, Hashable, Sendable, CustomStringConver
         }
     }
 
-    var description: String {
+    package var description: String {
         switch rawValue {
         case 0x0: "continuation"
         case 0x1: "text"

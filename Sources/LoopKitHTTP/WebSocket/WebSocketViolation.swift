@@ -2,11 +2,11 @@
 /// frame carrying ``code`` and ``reason`` (§7.1.7 "Fail the WebSocket Connection").
 ///
 /// A value type: safe from any thread.
-struct WebSocketViolation: Error, Hashable, Sendable, CustomStringConvertible {
+package struct WebSocketViolation: Error, Hashable, Sendable, CustomStringConvertible {
     /// The code the close frame carries: 1002, 1007 or 1009.
-    var code: WebSocketCloseCode
+    package var code: WebSocketCloseCode
     /// The close frame's reason (short: a close payload holds at most 123 bytes of it).
-    var reason: String
+    package var reason: String
 
     /// A broken framing rule: 1002.
     static func protocolError(_ reason: String) -> WebSocketViolation { .init(code: .protocolError, reason: reason) }
@@ -15,5 +15,5 @@ struct WebSocketViolation: Error, Hashable, Sendable, CustomStringConvertible {
     /// A frame or message past the limits: 1009.
     static func tooBig(_ reason: String) -> WebSocketViolation { .init(code: .messageTooBig, reason: reason) }
 
-    var description: String { "\(code): \(reason)" }
+    package var description: String { "\(code): \(reason)" }
 }
