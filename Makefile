@@ -39,7 +39,7 @@ test-swift: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
-## test-c: the C ABI seen from C (every function, every error code, R1-R11) and the two C examples
+## test-c: the C ABI seen from C (every function, every error code, R1-R12) and the two C examples
 test-c: deps
 	$(SWIFT) build --product LoopKitC
 	@mkdir -p $(dir $(C_TEST))
