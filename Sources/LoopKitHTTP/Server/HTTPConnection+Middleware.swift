@@ -49,8 +49,7 @@ extension HTTPConnection {
         do {
             response = try middleware.runInline(request, trail: &trail, terminal: terminal)
         } catch {
-            context.logger.error("handler failed", metadata: ["path": "\(trail.map { $0.request.path } ?? "?")", "error": "\(error)"])
-            response = .text("Internal Server Error", status: .internalServerError)
+            response = .answering(error, path: trail.map { $0.request.path } ?? "?", logger: context.logger)
         }
         if let trail { setMiddlewareTrail(trail) }
         send(response)
@@ -79,8 +78,7 @@ extension HTTPConnection {
         } catch let error as HTTPBodyError {
             return response(for: error)
         } catch {
-            logger.error("handler failed", metadata: ["path": "\(request.path)", "error": "\(error)"])
-            return .text("Internal Server Error", status: .internalServerError)
+            return .answering(error, path: request.path, logger: logger)
         }
     }
 

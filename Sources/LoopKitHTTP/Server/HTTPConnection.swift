@@ -296,8 +296,7 @@ final class HTTPConnection: @unchecked Sendable {
                 } catch let error as HTTPBodyError {
                     response = Self.response(for: error)
                 } catch {
-                    logger.error("handler failed", metadata: ["path": "\(path)", "error": "\(error)"])
-                    response = .text("Internal Server Error", status: .internalServerError)
+                    response = .answering(error, path: path, logger: logger)
                 }
                 if let response { self.onLoop { $0.send(response) } }
             }
@@ -456,9 +455,8 @@ final class HTTPConnection: @unchecked Sendable {
                                                      parameters: route.parameters, loop: context.loop,
                                                      context: requestContext!, server: context))
             } catch {
-                context.logger.error("handler failed", metadata: ["path": "\(head.map { HTTPServerRequest.path(of: $0.request) } ?? "?")",
-                                                                  "error": "\(error)"])
-                response = .text("Internal Server Error", status: .internalServerError)
+                response = .answering(error, path: head.map { HTTPServerRequest.path(of: $0.request) } ?? "?",
+                                      logger: context.logger)
             }
             send(response)
             return
@@ -477,8 +475,7 @@ final class HTTPConnection: @unchecked Sendable {
                 do {
                     response = try await run(serverRequest)
                 } catch {
-                    logger.error("handler failed", metadata: ["path": "\(serverRequest.path)", "error": "\(error)"])
-                    response = .text("Internal Server Error", status: .internalServerError)
+                    response = .answering(error, path: serverRequest.path, logger: logger)
                 }
                 self.onLoop { $0.send(response) }
             }

@@ -39,8 +39,7 @@ extension HTTPConnection {
             do {
                 decision = try await shouldUpgrade(request)
             } catch {
-                logger.error("WebSocket upgrade check failed", metadata: ["path": "\(request.path)", "error": "\(error)"])
-                decision = .refuse(.text("Internal Server Error", status: .internalServerError))
+                decision = .refuse(.answering(error, path: request.path, logger: logger))
             }
             switch decision.kind {
             case .refuse(let response):
