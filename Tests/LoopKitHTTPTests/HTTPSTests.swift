@@ -11,8 +11,9 @@ import Glibc
 #endif
 
 /// HTTPS: everything HTTP/1.1 does works over TLS, tried with real clients: curl (`--cacert`, keep-alive,
-/// a streamed upload), Python's `ssl` (pipelining, bad HTTP inside TLS), and graceful shutdown.
-@Suite("HTTPS: keep-alive, pipelining, streamed bodies, bad input and graceful shutdown over TLS")
+/// a streamed upload, ALPN), `openssl s_client` (ALPN), Python's `ssl` (pipelining, bad HTTP inside TLS),
+/// and graceful shutdown.
+@Suite("HTTPS: ALPN, keep-alive, pipelining, streamed bodies, bad input and graceful shutdown over TLS")
 struct HTTPSTests {
     let certificates = HTTPSCertificates.shared
 
@@ -36,6 +37,43 @@ struct HTTPSTests {
                                                    url, url, "-w", " connects=%{num_connects}\n"])
             #expect(result.status == 0)
             #expect(result.output == "Hello, World! connects=1\nHello, World! connects=0\n")
+        }
+    }
+
+    @Test func curlAndOpenSSLAreAnsweredWithHTTP11ByALPN() async throws {
+        try await withHTTPSServer { _, port in
+            let curl = try await run("/bin/sh", ["-c", "/usr/bin/curl -sS -v -o /dev/null --cacert \"$0\" --resolve localhost:$1:127.0.0.1 "
+                                                 + "https://localhost:$1/hello 2>&1", certificates.caPEM, "\(port)"])
+            #expect(curl.status == 0)
+            #expect(curl.output.contains("ALPN: offers h2,http/1.1"))
+            #expect(curl.output.contains("ALPN: server accepted http/1.1"))
+            let openssl = try await run("/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-servername", "localhost",
+                                                       "-CAfile", certificates.caPEM, "-verify_return_error", "-alpn", "http/1.1"],
+                                  input: Data())
+            #expect(openssl.status == 0)
+            #expect(openssl.output.contains("ALPN protocol: http/1.1"))
+        }
+    }
+
+    @Test func aLoopKitClientOfferingH2AndHTTP11GetsHTTP11AndItsResponse() async throws {
+        try await withHTTPSServer { _, port in
+            let group = try LoopGroup(threads: 1)
+            defer { group.shutdown() }
+            let loop = group.loops[0]
+            let client = try TLSContext(.client(trustRoots: .certificates(.file(certificates.caPEM))))
+                .withApplicationProtocols(["h2", "http/1.1"])
+            let (chosen, response) = try await Task(executorPreference: loop) {
+                let connection = try await TCPConnection.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: port), on: loop,
+                                                                 tls: client, serverName: "localhost")
+                let chosen = connection.applicationProtocol
+                try await connection.send("GET /hello HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+                var response: [UInt8] = []
+                for try await chunk in connection.inbound { response += chunk }
+                return (chosen, String(decoding: response, as: UTF8.self))
+            }.value
+            #expect(chosen == "http/1.1")
+            #expect(response.hasPrefix("HTTP/1.1 200 OK\r\n"))
+            #expect(response.hasSuffix("\r\n\r\nHello, World!"))
         }
     }
 

@@ -8,7 +8,8 @@ import Glibc
 #endif
 
 /// TLS on the connection layer: verified handshakes both ways, refusals with OpenSSL's reasons, bad input
-/// that ends one connection and never the server, reload, mutual TLS, ALPN, and real peers (`openssl`).
+/// that ends one connection and never the server, reload, mutual TLS, and real peers (`openssl`). ALPN and
+/// the write path have suites of their own (`TLSALPNTests`, `TLSWriteCoalescingTests`).
 @Suite("TLS: handshakes, verification, bad input, reload, mutual TLS, real peers")
 struct TLSTests: TLSEchoSuite {
     let certificates = TestCertificates.shared
@@ -108,14 +109,6 @@ struct TLSTests: TLSEchoSuite {
             #expect(throws: NetError.self) {  // a key that does not match: refused, the old one stays
                 try context.reload(.server(certificateChain: .file(certificates.renewedPEM), privateKey: .file(certificates.serverKey)))
             }
-        }
-    }
-
-    @Test func alpnAgreesOnTheServersFirstCommonProtocol() async throws {
-        try await withServer(try certificates.serverContext { $0.applicationProtocols = ["http/1.1"] }) { loop, address, _, infos, listener in
-            let client = try certificates.clientContext { $0.applicationProtocols = ["h2", "http/1.1"] }
-            #expect(try await exchange("alpn", at: address, on: loop, client: client) == "echo: alpn\n")
-            #expect(infos.all.first?.applicationProtocol == "http/1.1")
         }
     }
 

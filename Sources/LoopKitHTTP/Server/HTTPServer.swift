@@ -62,6 +62,9 @@ public final class HTTPServer: Service, Sendable {
         public var defersAcceptUntilData = true
         /// HTTPS: a server `TLSContext` (LoopKitNet) every connection handshakes with before its first
         /// request; nil (default): plain HTTP. Reload its certificate with `TLSContext.reload(_:)`.
+        /// ALPN: a context whose configuration names no protocols answers `http/1.1` (a client that offers
+        /// only others, `h2` alone say, is refused with `no_application_protocol`); one that names its own
+        /// is used as it is.
         public var tls: TLSContext?
         /// The field a request's id is read from and echoed in (default `X-Request-ID`); a client's id
         /// of 1 to 128 visible ASCII characters is kept, any other is replaced by one the server makes.
@@ -181,7 +184,9 @@ public final class HTTPServer: Service, Sendable {
             options.defersAcceptUntilData = configuration.defersAcceptUntilData
             options.connection.writeHighWaterMark = configuration.writeHighWaterMark
             options.connection.writeLowWaterMark = configuration.writeLowWaterMark
-            options.tls = configuration.tls
+            if let tls = configuration.tls {  // the protocol this server speaks, when the context names none
+                options.tls = tls.applicationProtocols.isEmpty ? try tls.withApplicationProtocols(["http/1.1"]) : tls
+            }
             let byLoop = Dictionary(uniqueKeysWithValues: contexts.map { (ObjectIdentifier($0.loop), $0) })
             listener = try TCPListener.bind(host: configuration.host, port: configuration.port, on: group, options: options) { tcp in
                 byLoop[ObjectIdentifier(tcp.loop)]?.accept(tcp)

@@ -10,13 +10,39 @@ extension TCPConnection {
                                  peerCertificate: tls.peerCertificate, peerSubject: tls.peerSubject)
     }
 
+    /// The ALPN protocol the TLS handshake agreed on (`"http/1.1"`); nil for a plain connection, before
+    /// the handshake is done, or when the peers agreed on none (one side offered no ALPN).
+    /// See ``TLSConfiguration/applicationProtocols``.
+    ///
+    /// Call on the loop's thread. The corresponding OpenSSL call is `SSL_get0_alpn_selected`.
+    public var applicationProtocol: String? {
+        checkThread()
+        guard let tls, !isHandshaking else { return nil }
+        return tls.applicationProtocol
+    }
+
+    /// TLS records this connection has written (each `SSL_write` that succeeded writes one); 0 for a plain
+    /// connection. For tests of the write path. Call on the loop's thread.
+    package var tlsRecordsWritten: Int {
+        checkThread()
+        return tls?.recordsWritten ?? 0
+    }
+
+    /// Bytes this connection copied to let small writes share a TLS record; 0 for a plain connection. For
+    /// tests of the write path. Call on the loop's thread.
+    package var tlsBytesCoalesced: Int {
+        checkThread()
+        return tls?.bytesCoalesced ?? 0
+    }
+
     /// Starts a TLS handshake on the open socket; `completion` runs once, on the loop: with nil when the
     /// handshake is done, or with the error once the connection has ended (a failed handshake, its
     /// timeout, the peer leaving). Loop thread only.
     func startTLS(_ context: TLSContext, serverName: String?, completion: @escaping (NetError?) -> Void) {
         let handle = context.handle
         do throws(NetError) {
-            tls = try TLSSession(context: handle, fd: fd, serverName: serverName)
+            tls = try TLSSession(context: handle, fd: fd, serverName: serverName,
+                                 applicationProtocols: context.applicationProtocolsOverride, scratch: .of(loop))
         } catch {
             completion(error)
             end(.tls("\(error)"))

@@ -1,4 +1,5 @@
 import COpenSSL
+import LoopKit
 
 #if canImport(Glibc)
 import Glibc
@@ -33,13 +34,14 @@ final class SSLContextHandle: @unchecked Sendable {
     let role: TLSConfiguration.Role
     let verification: TLSConfiguration.Verification
     let handshakeTimeout: Duration
-    /// The ALPN protocols in wire format (length-prefixed), for the server's selection callback.
-    private let alpnWire: [UInt8]
+    /// The configuration's ALPN protocols, most preferred first.
+    let applicationProtocols: ALPNProtocols
 
     /// Builds and checks the context. The corresponding OpenSSL calls are `SSL_CTX_new`,
     /// `SSL_CTX_use_certificate_chain_file` (or the PEM readers), `SSL_CTX_use_PrivateKey`,
     /// `SSL_CTX_check_private_key`, `SSL_CTX_set_verify` and `SSL_CTX_set_min_proto_version`.
     init(_ configuration: TLSConfiguration) throws(NetError) {
+        let protocols = try ALPNProtocols(configuration.applicationProtocols)
         ERR_clear_error()
         let method = configuration.role == .server ? TLS_server_method() : TLS_client_method()
         guard let context = SSL_CTX_new(method) else { throw .tls("SSL_CTX_new: \(OpenSSLErrors.drain(or: "out of memory"))") }
@@ -47,7 +49,7 @@ final class SSLContextHandle: @unchecked Sendable {
         role = configuration.role
         verification = configuration.verification
         handshakeTimeout = configuration.handshakeTimeout
-        alpnWire = configuration.applicationProtocols.flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) }
+        applicationProtocols = protocols
         try configure(configuration)  // a failure frees the context in deinit (every property is set)
     }
 
@@ -84,35 +86,42 @@ final class SSLContextHandle: @unchecked Sendable {
         case (.server, .optional): SSL_CTX_set_verify(raw, SSL_VERIFY_PEER, nil)
         default: SSL_CTX_set_verify(raw, SSL_VERIFY_NONE, nil)
         }
-        if !alpnWire.isEmpty {
-            if configuration.role == .client {
-                guard alpnWire.withUnsafeBufferPointer({ SSL_CTX_set_alpn_protos(raw, $0.baseAddress, UInt32($0.count)) }) == 0 else {
-                    throw .tls("cannot set ALPN protocols")
+        if configuration.role == .client {
+            if !applicationProtocols.isEmpty {
+                let wire = applicationProtocols.wire
+                guard SSL_CTX_set_alpn_protos(raw, wire.baseAddress, UInt32(wire.count)) == 0 else {
+                    throw .tls("cannot offer the ALPN protocols \(applicationProtocols.names): \(OpenSSLErrors.drain(or: "refused"))")
                 }
-            } else {
-                SSL_CTX_set_alpn_select_cb(raw, { _, out, outLength, offered, offeredLength, context in
-                    let handle = Unmanaged<SSLContextHandle>.fromOpaque(context!).takeUnretainedValue()
-                    return handle.selectProtocol(out, outLength, offered, offeredLength)
-                }, Unmanaged.passUnretained(self).toOpaque())
             }
+        } else {
+            // Always: a session may bring protocols of its own (TLSContext.withApplicationProtocols).
+            SSL_CTX_set_alpn_select_cb(raw, { ssl, out, outLength, offered, offeredLength, context in
+                let handle = Unmanaged<SSLContextHandle>.fromOpaque(context!).takeUnretainedValue()
+                return handle.selectProtocol(ssl, out, outLength, offered, offeredLength)
+            }, Unmanaged.passUnretained(self).toOpaque())
         }
     }
 
-    /// The server's ALPN choice: its first protocol the client offers; none in common goes on without ALPN.
+    /// The server's ALPN choice (the corresponding OpenSSL call is `SSL_select_next_proto`): its first
+    /// protocol the client offers. The session's protocols when it has its own, else the configuration's;
+    /// with none, the handshake goes on without ALPN. A client that offers only protocols the server does
+    /// not speak is refused with a `no_application_protocol` alert (RFC 7301 §3.2, as nginx does).
     private func selectProtocol(
-        _ out: UnsafeMutablePointer<UnsafePointer<UInt8>?>?, _ outLength: UnsafeMutablePointer<UInt8>?,
+        _ ssl: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafePointer<UInt8>?>?, _ outLength: UnsafeMutablePointer<UInt8>?,
         _ offered: UnsafePointer<UInt8>?, _ offeredLength: UInt32
     ) -> Int32 {
-        alpnWire.withUnsafeBufferPointer { ours in
-            var selected: UnsafeMutablePointer<UInt8>?
-            var length: UInt8 = 0
-            let result = SSL_select_next_proto(&selected, &length, ours.baseAddress, UInt32(ours.count), offered, offeredLength)
-            guard result == OPENSSL_NPN_NEGOTIATED, let selected else { return SSL_TLSEXT_ERR_NOACK }
-            // `selected` points into `offered` or into `alpnWire`, both alive for the handshake.
-            out?.pointee = UnsafePointer(selected)
-            outLength?.pointee = length
-            return SSL_TLSEXT_ERR_OK
-        }
+        let session = SSL_get_ex_data(ssl, 0).map { Unmanaged<TLSSession>.fromOpaque($0).takeUnretainedValue() }
+        let ours = session?.applicationProtocols ?? applicationProtocols
+        guard !ours.isEmpty else { return SSL_TLSEXT_ERR_NOACK }
+        var selected: UnsafeMutablePointer<UInt8>?
+        var length: UInt8 = 0
+        let result = SSL_select_next_proto(&selected, &length, ours.wire.baseAddress, UInt32(ours.wire.count), offered, offeredLength)
+        guard result == OPENSSL_NPN_NEGOTIATED, let selected else { return SSL_TLSEXT_ERR_ALERT_FATAL }
+        // `selected` points into `offered` (OpenSSL's) or into `ours` (the session's or this context's,
+        // both alive as long as the session): OpenSSL copies it before the handshake goes on.
+        out?.pointee = UnsafePointer(selected)
+        outLength?.pointee = length
+        return SSL_TLSEXT_ERR_OK
     }
 
     private func useCertificateChain(_ source: TLSConfiguration.Source) throws(NetError) {
@@ -190,11 +199,78 @@ final class SSLContextHandle: @unchecked Sendable {
     }
 }
 
+/// One record's payload of memory that a loop's TLS sessions gather small writes into, one `write` at a
+/// time (OpenSSL encrypts from it during the call and never reads it again: its sessions accept a moved
+/// write buffer). Loop-confined: one per loop, made by the loop's first TLS connection.
+final class TLSWriteScratch {
+    /// The most plaintext one TLS record carries (TLS 1.2 and 1.3), and so what one `SSL_write` sends.
+    static let capacity = 16 * 1024
+    let base: UnsafeMutableRawPointer
+
+    private init() { base = UnsafeMutableRawPointer.allocate(byteCount: Self.capacity, alignment: 16) }
+
+    deinit { base.deallocate() }
+
+    /// The scratch of `loop`, made the first time. Call on the loop's thread.
+    static func of(_ loop: EventLoop) -> TLSWriteScratch {
+        loop.localValue(for: ObjectIdentifier(TLSWriteScratch.self)) { TLSWriteScratch() }
+    }
+}
+
+/// ALPN protocol names, most preferred first, with their wire form (each name's length, then its bytes)
+/// at an address that stays put for OpenSSL. Immutable, so unchecked `Sendable` for its buffer.
+final class ALPNProtocols: @unchecked Sendable {
+    /// The names.
+    let names: [String]
+    /// The wire form; empty for no names.
+    let wire: UnsafeBufferPointer<UInt8>
+
+    /// - Throws: ``NetError/tls(_:)`` for a name outside 1 to 255 bytes (RFC 7301 §3.1) or a list longer
+    ///   than the extension holds.
+    convenience init(_ names: [String]) throws(NetError) {
+        for name in names where !(1...255).contains(name.utf8.count) {
+            throw .tls("the ALPN protocol name '\(name)' is \(name.utf8.count) bytes; a name is 1 to 255 bytes")
+        }
+        let length = names.reduce(0) { $0 + 1 + $1.utf8.count }
+        guard length <= 65_533 else { throw .tls("the ALPN protocols take \(length) bytes; at most 65,533 fit a ClientHello") }
+        self.init(checked: names)
+    }
+
+    private init(checked names: [String]) {
+        self.names = names
+        let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: names.reduce(0) { $0 + 1 + $1.utf8.count })
+        var index = 0
+        for name in names {
+            buffer[index] = UInt8(name.utf8.count)
+            index += 1
+            for byte in name.utf8 {
+                buffer[index] = byte
+                index += 1
+            }
+        }
+        wire = UnsafeBufferPointer(buffer)
+    }
+
+    deinit { wire.deallocate() }
+
+    /// Whether there are none.
+    var isEmpty: Bool { names.isEmpty }
+}
+
 /// One connection's `SSL`, over its non-blocking socket. Loop-confined, like its connection.
 final class TLSSession {
     private let ssl: OpaquePointer
     /// Kept alive while the session is (its ALPN callback and settings live there).
     let context: SSLContextHandle
+    /// This connection's ALPN protocols in place of its context's, if it has its own: a server's
+    /// selection callback reads them, a client offered them.
+    let applicationProtocols: ALPNProtocols?
+    /// Where small writes are gathered into one record's payload: the loop's, lent for one `write`.
+    private let scratch: TLSWriteScratch
+    /// TLS records written (`SSL_write` calls that succeeded: each writes one record).
+    private(set) var recordsWritten = 0
+    /// Bytes copied into ``scratch`` to share a record with the bytes before or after them.
+    private(set) var bytesCoalesced = 0
 
     /// What one step of the handshake did.
     enum HandshakeStep {
@@ -205,19 +281,31 @@ final class TLSSession {
     }
 
     /// A session on `fd`; a client's names `serverName` (SNI, and the name its certificate must match).
-    /// The corresponding OpenSSL calls are `SSL_new`, `SSL_set_fd`, `SSL_set_tlsext_host_name` and
-    /// `SSL_set1_host`.
-    init(context: SSLContextHandle, fd: Int32, serverName: String?) throws(NetError) {
+    /// The corresponding OpenSSL calls are `SSL_new`, `SSL_set_fd`, `SSL_set_tlsext_host_name`,
+    /// `SSL_set1_host` and, for a client with protocols of its own, `SSL_set_alpn_protos`.
+    init(context: SSLContextHandle, fd: Int32, serverName: String?, applicationProtocols: ALPNProtocols?,
+         scratch: TLSWriteScratch) throws(NetError) {
         ERR_clear_error()
         guard let ssl = SSL_new(context.raw) else { throw .tls("SSL_new: \(OpenSSLErrors.drain(or: "out of memory"))") }
         self.ssl = ssl
         self.context = context
+        self.applicationProtocols = applicationProtocols
+        self.scratch = scratch
         guard SSL_set_fd(ssl, fd) == 1 else { throw .tls("SSL_set_fd: \(OpenSSLErrors.drain(or: "refused"))") }
         if context.role == .server {
+            if applicationProtocols != nil {  // for the context's selection callback (slot 0: app data)
+                SSL_set_ex_data(ssl, 0, Unmanaged.passUnretained(self).toOpaque())
+            }
             SSL_set_accept_state(ssl)
             return
         }
         SSL_set_connect_state(ssl)
+        if let applicationProtocols {
+            let wire = applicationProtocols.wire
+            guard SSL_set_alpn_protos(ssl, wire.baseAddress, UInt32(wire.count)) == 0 else {
+                throw .tls("cannot offer the ALPN protocols \(applicationProtocols.names): \(OpenSSLErrors.drain(or: "refused"))")
+            }
+        }
         if let serverName {
             let isAddress: Bool
             do {
@@ -268,24 +356,116 @@ final class TLSSession {
         return transferFailure(result, during: "read")
     }
 
-    /// Encrypts and sends the `count` buffers of `vectors` in order, stopping at the first the socket does
-    /// not take whole. The corresponding OpenSSL call is `SSL_write`.
+    /// Encrypts and sends the `count` buffers of `vectors` in order, as many records as the socket takes;
+    /// returns the bytes sent (the bytes of every record written), or `wouldBlock` when it took none.
+    ///
+    /// Small buffers share records: runs of them are copied into the loop's scratch, up to one record's
+    /// payload (16 KiB), and go out with one `SSL_write`, so a response head and its body make one record
+    /// rather than two. A buffer of a record's payload or more is encrypted from its own storage; the
+    /// record before it is topped up with its first bytes only when that saves a record. What is copied
+    /// depends only on the sizes of the buffers from the first unsent byte on, so a write OpenSSL could not
+    /// finish (`SSL_ERROR_WANT_WRITE`) is retried with the same bytes, as it requires, and at least as many.
+    /// The corresponding OpenSSL call is `SSL_write` (in partial-write mode: one record per call).
     func write(_ vectors: UnsafePointer<iovec>, count: Int) -> Socket.Transfer {
+        if count == 1 { return write(vectors[0].iov_base, count: vectors[0].iov_len) }  // nothing to gather
         var sent = 0
-        for index in 0..<count {
-            let vector = vectors[index]
-            guard vector.iov_len > 0 else { continue }
-            clearErrorQueue()
-            let result = SSL_write(ssl, vector.iov_base, Int32(min(vector.iov_len, Int(Int32.max))))
-            if result > 0 {
-                sent += Int(result)
-                if Int(result) < vector.iov_len { break }
-                continue
+        var index = 0  // the buffer of the first unsent byte
+        var offset = 0  // and that byte's offset in it
+        while true {
+            while index < count, vectors[index].iov_len <= offset {  // skips empty and finished buffers
+                index += 1
+                offset = 0
             }
-            if sent > 0 { break }
-            return transferFailure(result, during: "write")
+            guard index < count else { break }
+            let length = vectors[index].iov_len - offset
+            let result: Int32
+            let alone = index + 1 == count || length >= TLSWriteScratch.capacity
+            let planned = alone ? length : Self.recordPayload(vectors, count, from: index, offset)
+            if planned <= length {  // this buffer alone: encrypted where it is
+                result = sslWrite(vectors[index].iov_base! + offset, length)
+            } else {
+                gather(planned, vectors, from: index, offset)
+                result = sslWrite(scratch.base, planned)
+            }
+            guard result > 0 else {
+                if sent > 0 { break }
+                return transferFailure(result, during: "write")
+            }
+            recordsWritten &+= 1
+            sent += Int(result)
+            var moved = Int(result)
+            while moved > 0 {  // past the bytes the record took
+                let left = vectors[index].iov_len - offset
+                if moved < left {
+                    offset += moved
+                    moved = 0
+                } else {
+                    moved -= left
+                    index += 1
+                    offset = 0
+                }
+            }
         }
         return sent > 0 ? .moved(sent) : .wouldBlock
+    }
+
+    /// Encrypts and sends `count` bytes from `base`, as many records as the socket takes.
+    private func write(_ base: UnsafeMutableRawPointer?, count: Int) -> Socket.Transfer {
+        guard let base, count > 0 else { return .wouldBlock }
+        var sent = 0
+        repeat {
+            let result = sslWrite(base + sent, count - sent)
+            guard result > 0 else { return sent > 0 ? .moved(sent) : transferFailure(result, during: "write") }
+            recordsWritten &+= 1
+            sent += Int(result)
+        } while sent < count
+        return .moved(sent)
+    }
+
+    @inline(__always)
+    private func sslWrite(_ base: UnsafeRawPointer, _ count: Int) -> Int32 {
+        clearErrorQueue()
+        return SSL_write(ssl, base, Int32(min(count, Int(Int32.max))))
+    }
+
+    /// The bytes the next record carries when it starts at buffer `index`, offset `offset`, and that
+    /// buffer is smaller than a record's payload: whole buffers while they fit, then the first bytes of the
+    /// next buffer when that saves a record (its last record alone would not be full: topping this one up
+    /// takes that record away). Depends only on the buffers' sizes.
+    private static func recordPayload(_ vectors: UnsafePointer<iovec>, _ count: Int, from index: Int, _ offset: Int) -> Int {
+        let capacity = TLSWriteScratch.capacity
+        var filled = 0
+        var index = index
+        var offset = offset
+        while index < count, filled < capacity {
+            let available = vectors[index].iov_len - offset
+            let room = capacity - filled
+            if available > room {
+                let alone = (available + capacity - 1) / capacity  // records it needs by itself
+                let toppingUp = (available - room + capacity - 1) / capacity  // after giving `room` to this one
+                if toppingUp < alone { filled = capacity }
+                break
+            }
+            filled += available
+            index += 1
+            offset = 0
+        }
+        return filled
+    }
+
+    /// Copies `total` bytes from buffer `index`, offset `offset` on into the scratch.
+    private func gather(_ total: Int, _ vectors: UnsafePointer<iovec>, from index: Int, _ offset: Int) {
+        var filled = 0
+        var index = index
+        var offset = offset
+        while filled < total {
+            let take = Swift.min(vectors[index].iov_len - offset, total - filled)
+            if take > 0 { (scratch.base + filled).copyMemory(from: vectors[index].iov_base! + offset, byteCount: take) }
+            filled += take
+            index += 1
+            offset = 0
+        }
+        bytesCoalesced &+= total
     }
 
     /// Decrypted bytes OpenSSL holds that the socket will not announce again.

@@ -66,7 +66,15 @@ public struct TLSConfiguration: Sendable, Hashable {
     /// TLS 1.2 cipher suites in OpenSSL's list syntax; nil keeps OpenSSL's defaults (forward-secret AEAD
     /// suites first). TLS 1.3 suites are OpenSSL's, all safe.
     public var cipherList: String?
-    /// ALPN protocol names, most preferred first (`["h2", "http/1.1"]`); empty: no ALPN.
+    /// ALPN protocol names (RFC 7301), most preferred first (`["h2", "http/1.1"]`); empty (default): no
+    /// ALPN. Each name is 1 to 255 bytes.
+    ///
+    /// A client offers them in this order. A server speaks them: it chooses its first that the client
+    /// offers; a client that offers none of them is refused during the handshake with a fatal
+    /// `no_application_protocol` alert (RFC 7301 §3.2, what nginx does), which the client reports as
+    /// ``NetError/tls(_:)`` and the listener counts as a failed handshake. A client that offers no ALPN,
+    /// or a server with none, goes on without: ``TCPConnection/applicationProtocol`` is then nil.
+    /// ``TLSContext/withApplicationProtocols(_:)`` gives one connection, or one server, other protocols.
     public var applicationProtocols: [String] = []
     /// How long a handshake may take before the connection ends (default 10 s).
     public var handshakeTimeout: Duration = .seconds(10)
