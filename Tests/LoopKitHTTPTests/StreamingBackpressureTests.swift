@@ -5,7 +5,8 @@ import Testing
 struct StreamingBackpressureTests {
     @Test func clientThatNeverReadsKeepsServerOutputBounded() async throws {
         let highWater = 64 * 1024
-        try await withServer(configure: { $0.writeHighWaterMark = highWater }) { server, port in
+        // A reader that never reads, on purpose: the write deadline stays out of this test (see DeadlineTests).
+        try await withServer(configure: { $0.writeHighWaterMark = highWater; $0.writeTimeout = .seconds(3_600) }) { server, port in
             StreamCounter.written.store(0, ordering: .relaxed)
             let total = 256 * 1024 * 1024
             var client: RawClient? = try RawClient(port: port)

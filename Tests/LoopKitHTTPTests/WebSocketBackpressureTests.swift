@@ -29,7 +29,9 @@ struct WebSocketBackpressureTests {
             }
             finished.set()
         }
-        try await withServer(router: router) { server, port in
+        // The reader stalls on purpose: no write deadline may cut it, however slow the machine (a thread
+        // sanitizer run takes minutes here).
+        try await withServer(router: router, configure: { $0.writeTimeout = .seconds(3_600) }) { server, port in
             let client = try WebSocketClient(port: port, path: "/ws/flood")
             // The client reads nothing: the kernel's buffers fill, then the server's own output.
             #expect(try await eventually { try await server.pendingOutputBytes() > 0 })
