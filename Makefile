@@ -14,7 +14,7 @@ INSTALL_CONFIG ?= release
 SWIFT_USR      := $(shell dirname $$(dirname $$(readlink -f $$(command -v $(SWIFT)))))
 DISPATCH_FLAGS := -L$(SWIFT_USR)/lib/swift/linux -ldispatch -Wl,-rpath,$(SWIFT_USR)/lib/swift/linux
 
-.PHONY: all deps demo test test-swift test-c test-release-client leak-check leak-check-tls install-check test-sanitize bench bench-core bench-callgrind bench-http bench-https bench-ws bench-main wrk docs install clean
+.PHONY: all deps demo test test-swift test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build bench bench-core bench-callgrind bench-http bench-https bench-ws bench-main wrk docs install clean
 
 all: test
 
@@ -32,8 +32,8 @@ demo: deps
 	$(SWIFT) run -c release LoopDemo
 
 ## test: the whole suite: Swift Testing, the C ABI tests and examples, the release-mode client, the leak
-## check, the install check
-test: test-swift test-c test-release-client leak-check leak-check-tls install-check
+## check, the install check, the fuzz targets over their checked-in corpora
+test: test-swift test-c test-release-client leak-check leak-check-tls install-check test-fuzz-corpus
 
 test-swift: deps
 	$(SWIFT) build --build-tests
@@ -77,6 +77,45 @@ leak-check-tls: deps
 ## test-sanitize: the whole suite under the thread sanitizer
 test-sanitize: deps
 	$(SWIFT) test --sanitize=thread -Xswiftc -DLOOPKIT_TSAN --scratch-path .build-tsan
+
+## fuzz-build: the fuzz targets (Fuzz/, a package of their own), debug (Swift's overflow and bounds traps on),
+## with libFuzzer and AddressSanitizer. One -sanitize=fuzzer,address for swiftc: SwiftPM passes its sanitizers
+## in no fixed order, and with `-sanitize=address` last swiftc drops libFuzzer's coverage. UBSan: swiftc
+## refuses -sanitize=undefined on Linux. One product at a time (a whole-package build also builds plugins).
+FUZZ_TARGETS   ?= RequestParserFuzzer ChunkedBodyFuzzer WebSocketFrameFuzzer ServerSentEventFuzzer
+FUZZ_SECONDS   ?= 60
+FUZZ_SANITIZE  := --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address
+FUZZ_BIN       := Fuzz/.build/debug
+FUZZ_WORK      := Fuzz/.build/fuzz-work
+# Swift's own backtracer would race libFuzzer's crash report (and can hang symbolicating): libFuzzer reports.
+FUZZ_ENV       := SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=1
+fuzz-build: deps
+	cd Fuzz && for target in $(FUZZ_TARGETS); do $(SWIFT) build $(FUZZ_SANITIZE) --product $$target || exit 1; done
+
+## test-fuzz-corpus: each fuzz target over its checked-in corpus (Fuzz/Corpus/<target>/), once: the
+## regression inputs and seeds, in seconds, no mutation
+test-fuzz-corpus: fuzz-build
+	@mkdir -p $(FUZZ_WORK)
+	@for target in $(FUZZ_TARGETS); do \
+		echo "==> $$target: $$(ls Fuzz/Corpus/$$target | wc -l) corpus inputs"; \
+		$(FUZZ_ENV) $(FUZZ_BIN)/$$target -runs=0 Fuzz/Corpus/$$target > $(FUZZ_WORK)/$$target-corpus.log 2>&1; \
+		status=$$?; grep -E "INITED|DONE" $(FUZZ_WORK)/$$target-corpus.log; \
+		[ $$status -eq 0 ] || { tail -60 $(FUZZ_WORK)/$$target-corpus.log; echo "==> $$target failed on its corpus"; exit 1; }; \
+	done
+	@echo "==> fuzz corpora: clean"
+
+## fuzz: each fuzz target for FUZZ_SECONDS (default 60) from its checked-in corpus, new inputs kept in
+## Fuzz/.build/fuzz-work/<target>/ (not checked in), crashes in Fuzz/.build/fuzz-work/<target>-crash-*;
+## the last lines give exec/s and coverage (cov: edges, ft: features)
+fuzz: fuzz-build
+	@for target in $(FUZZ_TARGETS); do \
+		mkdir -p $(FUZZ_WORK)/$$target; \
+		echo "==> $$target: $(FUZZ_SECONDS) s"; \
+		$(FUZZ_ENV) $(FUZZ_BIN)/$$target -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 -print_final_stats=1 \
+			-artifact_prefix=$(FUZZ_WORK)/$$target- $(FUZZ_WORK)/$$target Fuzz/Corpus/$$target > $(FUZZ_WORK)/$$target.log 2>&1; \
+		status=$$?; grep -E "INITED|DONE|stat::(number_of_executed_units|average_exec_per_sec|peak_rss)" $(FUZZ_WORK)/$$target.log; \
+		[ $$status -eq 0 ] || { tail -60 $(FUZZ_WORK)/$$target.log; echo "==> $$target crashed: $(FUZZ_WORK)/$$target-crash-*"; exit 1; }; \
+	done
 
 ## bench: the core rows (bench-core), then HTTP, HTTPS, WebSocket and the main-thread and executor figures
 bench: bench-core
@@ -177,6 +216,6 @@ install-check: deps
 	$(MAKE) -C Examples/c-echo clean
 
 clean:
-	rm -rf .build .build-tsan .build-docs Benchmarks/.build Examples/release-client/.build
+	rm -rf .build .build-tsan .build-docs Benchmarks/.build Fuzz/.build Examples/release-client/.build
 	$(MAKE) -C Examples/c-host clean
 	$(MAKE) -C Examples/c-echo clean

@@ -21,6 +21,19 @@ struct ServerSentEventsTests {
         #expect(String(decoding: try ServerSentEvent(data: "").encoded(), as: UTF8.self) == "data: \n\n")
     }
 
+    /// Found by Fuzz/ServerSentEventFuzzer (Corpus/ServerSentEventFuzzer/regression-retry-past-int-milliseconds):
+    /// a retry over Int.max milliseconds trapped on overflow, one over Int64.max seconds in
+    /// `Duration.components`. It is written in full; a negative one as 0.
+    @Test func aRetryOfAnyLengthIsWrittenInWholeMilliseconds() throws {
+        let long = ServerSentEvent(data: "x", retry: .seconds(Int64.max))
+        #expect(String(decoding: try long.encoded(), as: UTF8.self) == "retry: 9223372036854775807000\ndata: x\n\n")
+        // Past what Duration.components can return (it traps): seconds over Int64.max once attoseconds carry.
+        let longest = ServerSentEvent(data: "x", retry: Duration(secondsComponent: .max, attosecondsComponent: .max))
+        #expect(String(decoding: try longest.encoded(), as: UTF8.self) == "retry: 9223372036854775816223\ndata: x\n\n")
+        let negative = ServerSentEvent(data: "x", retry: .milliseconds(-1500))
+        #expect(String(decoding: try negative.encoded(), as: UTF8.self) == "retry: 0\ndata: x\n\n")
+    }
+
     @Test func aFieldThatWouldInjectAnotherIsATypedError() {
         #expect(throws: ServerSentEventError.lineBreak(field: "event", value: "a\ndata: forged")) {
             try ServerSentEvent(event: "a\ndata: forged", data: "x").encoded()

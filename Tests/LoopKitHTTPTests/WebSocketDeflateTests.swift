@@ -56,6 +56,14 @@ struct WebSocketDeflateTests {
         #expect(try roundTrip(messages, noContextTakeover: true) == messages)
     }
 
+    /// Found by Fuzz/WebSocketFrameFuzzer (Corpus/WebSocketFrameFuzzer/regression-empty-messages-in-a-row): the
+    /// second empty message compressed to no bytes, and the tail the peer appends to it broke the next message.
+    @Test func emptyMessagesInARowKeepTheStreamInflatable() throws {
+        let messages: [[UInt8]] = [[], [], [0, 0, 0, 0, 0x5B], [], Array("hello".utf8)]
+        #expect(try roundTrip(messages, noContextTakeover: false) == messages)
+        #expect(try roundTrip(messages, noContextTakeover: true) == messages)
+    }
+
     /// A compressed, masked client frame.
     func compressedFrame(_ opcode: WebSocketOpcode, _ payload: [UInt8], deflater: WebSocketDeflater) -> WebSocketFrame {
         WebSocketFrame(rsv1: true, opcode: opcode, payload: payload.withUnsafeBytes { deflater.compress($0) })

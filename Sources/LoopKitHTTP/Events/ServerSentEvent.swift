@@ -46,7 +46,10 @@ public struct ServerSentEvent: Sendable, Hashable {
             Self.append(field: "id", value: id.utf8, to: &bytes)
         }
         if let retry {
-            let milliseconds = max(0, retry.components.seconds * 1000 + retry.components.attoseconds / 1_000_000_000_000_000)
+            // From the 128-bit attosecond count: a Duration holds more milliseconds than Int does, and more
+            // seconds than `components` can return without trapping. Whole milliseconds toward zero, a
+            // negative time as 0.
+            let milliseconds = max(0, retry.attoseconds / 1_000_000_000_000_000)
             Self.append(field: "retry", value: String(milliseconds).utf8, to: &bytes)
         }
         // Every line of the payload, CR, LF and CRLF alike, as its own data: line (an empty payload is one

@@ -134,6 +134,12 @@ public struct HTTPRequestParser: Sendable {
         var sawLineEnd = scanned > 0  // the request line ended within the bytes already scanned
         while index < count {
             let byte = bytes[index]
+            // A limit is broken at the first byte past it, whatever follows: the error is the same whether
+            // the bytes after it have arrived or not (a later bare LF does not turn it into another error).
+            if byte != ASCII.lf {
+                if !sawLineEnd && index >= limits.maxRequestLineLength { throw .requestLineTooLong }
+                if sawLineEnd && index >= limits.maxHeadSize { throw .headTooLarge }
+            }
             if byte == ASCII.lf {
                 guard index > 0 && bytes[index - 1] == ASCII.cr else { throw .invalidLineEnding }
                 if !sawLineEnd {
@@ -146,11 +152,6 @@ public struct HTTPRequestParser: Sendable {
                 }
             }
             index += 1
-        }
-        if !sawLineEnd {
-            if count > limits.maxRequestLineLength { throw .requestLineTooLong }
-        } else if count > limits.maxHeadSize {
-            throw .headTooLarge
         }
         // Keep the request line's state simple: rescan from the start while it is incomplete.
         state = .head(scanned: sawLineEnd ? max(count - 1, 0) : 0)
@@ -530,9 +531,12 @@ public struct HTTPRequestParser: Sendable {
         var size = size
         while true {
             var lf = position
-            while lf < bytes.count && bytes[lf] != ASCII.lf { lf += 1 }
+            while lf < bytes.count && bytes[lf] != ASCII.lf {
+                // Over the limit at the first byte past it, as in the head, whatever follows.
+                if size + (lf + 1 - position) > limits.maxHeadSize { throw .headTooLarge }
+                lf += 1
+            }
             guard lf < bytes.count else {
-                if size + (bytes.count - position) > limits.maxHeadSize { throw .headTooLarge }
                 state = .trailers(size: size)
                 return (.needMoreBytes, position)
             }

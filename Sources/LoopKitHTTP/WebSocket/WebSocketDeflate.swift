@@ -45,6 +45,11 @@ final class WebSocketDeflater {
             output.append(contentsOf: scratch[..<produced])
         } while stream.pointee.avail_in > 0 || stream.pointee.avail_out == 0
         if output.count >= 4, output.suffix(4).elementsEqual([0x00, 0x00, 0xFF, 0xFF]) { output.removeLast(4) }
+        // Nothing to flush (an empty message after a flush): zlib writes nothing, but the peer appends
+        // `00 00 FF FF` to whatever arrives, and those four bytes alone start a stored block its next message
+        // breaks. Send the single 0x00 byte RFC 7692 §7.2.3.6 gives for an empty message: with the tail, an
+        // empty stored block.
+        if output.isEmpty { output = [0x00] }
         if noContextTakeover { deflateReset(stream) }
         return output
     }
