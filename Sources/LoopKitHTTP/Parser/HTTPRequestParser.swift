@@ -362,14 +362,7 @@ public struct HTTPRequestParser: Sendable {
     }
 
     static func scanConnectionOptions(_ value: UnsafeRawBufferPointer, into framing: inout FramingFields) {
-        var index = 0
-        while index < value.count {
-            while index < value.count && (value[index] == ASCII.space || value[index] == ASCII.tab || value[index] == UInt8(ascii: ",")) { index += 1 }
-            let start = index
-            while index < value.count && value[index] != UInt8(ascii: ",") { index += 1 }
-            var end = index
-            while end > start && (value[end - 1] == ASCII.space || value[end - 1] == ASCII.tab) { end -= 1 }
-            let option = UnsafeRawBufferPointer(rebasing: value[start..<end])
+        forEachListMember(of: value) { option in
             if ASCII.equalsIgnoringCase(option, "close") { framing.connectionClose = true }
             else if ASCII.equalsIgnoringCase(option, "keep-alive") { framing.connectionKeepAlive = true }
         }
@@ -379,6 +372,19 @@ public struct HTTPRequestParser: Sendable {
     /// known; any other member, or `100-continue` with anything attached, is unsupported. Empty members
     /// and the whitespace around members are skipped.
     static func scanExpectations(_ value: UnsafeRawBufferPointer, into framing: inout FramingFields) {
+        forEachListMember(of: value) { member in
+            if ASCII.equalsIgnoringCase(member, "100-continue") {
+                framing.expectsContinue = true
+            } else {
+                framing.unsupportedExpectation = true
+            }
+        }
+    }
+
+    /// Calls `body` with each non-empty member of a comma-separated field value (RFC 9110 §5.6.1), the
+    /// spaces and tabs around it trimmed.
+    @inline(__always)
+    static func forEachListMember(of value: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
         var index = 0
         while index < value.count {
             while index < value.count && (value[index] == ASCII.space || value[index] == ASCII.tab || value[index] == UInt8(ascii: ",")) { index += 1 }
@@ -386,12 +392,7 @@ public struct HTTPRequestParser: Sendable {
             while index < value.count && value[index] != UInt8(ascii: ",") { index += 1 }
             var end = index
             while end > start && (value[end - 1] == ASCII.space || value[end - 1] == ASCII.tab) { end -= 1 }
-            guard end > start else { continue }
-            if ASCII.equalsIgnoringCase(UnsafeRawBufferPointer(rebasing: value[start..<end]), "100-continue") {
-                framing.expectsContinue = true
-            } else {
-                framing.unsupportedExpectation = true
-            }
+            if end > start { body(UnsafeRawBufferPointer(rebasing: value[start..<end])) }
         }
     }
 
