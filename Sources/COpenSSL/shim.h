@@ -32,4 +32,9 @@ static inline long loopkit_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mod
     return SSL_CTX_set_session_cache_mode(ctx, mode);
 }
 
+/* The retry flags of a BIO of LoopKit's own (TLS over an in-memory transport). */
+static inline void loopkit_BIO_clear_retry_flags(BIO *bio) { BIO_clear_retry_flags(bio); }
+static inline void loopkit_BIO_set_retry_read(BIO *bio) { BIO_set_retry_read(bio); }
+static inline void loopkit_BIO_set_retry_write(BIO *bio) { BIO_set_retry_write(bio); }
+
 #endif

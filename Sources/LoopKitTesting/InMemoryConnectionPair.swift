@@ -20,6 +20,10 @@ import LoopKitNet
 /// high-water mark. Each write moves what the partner has room for into its input at once; the
 /// partner's callbacks run in the driver's next step. Read and write timeouts do not apply (no socket).
 ///
+/// **TLS in memory**: ``init(driver:options:serverTLS:clientTLS:serverName:)`` runs TLS over the pair —
+/// the same OpenSSL handshake, records, alerts and `close_notify` as on a socket, on the stepped loop —
+/// so HTTPS handlers and TLS failures are tested deterministically.
+///
 /// A pair belongs to the driver's thread; call everything there. Async handlers run in a `Task` whose
 /// executor preference is `driver.loop`, and advance as the driver steps.
 public struct InMemoryConnectionPair: Sendable {
@@ -39,4 +43,42 @@ public struct InMemoryConnectionPair: Sendable {
     public init(driver: LoopDriver, options: ConnectionOptions = .init()) throws(NetError) {
         (client, server) = try TCPConnection.makeInMemoryPair(on: driver.loop, options: options)
     }
+
+    /// Creates the pair speaking TLS: the server end with `serverTLS`, the client end with `clientTLS`,
+    /// asking for `serverName`. Runs the driver until both handshakes are done, so the connections are
+    /// ready to use when it returns (their ``TCPConnection/tlsInfo`` says what was agreed).
+    ///
+    /// - Parameters:
+    ///   - driver: The driver whose loop the connections live on.
+    ///   - options: Both ends' settings.
+    ///   - serverTLS: A server ``TLSContext``.
+    ///   - clientTLS: A client ``TLSContext``; when it verifies, the server's certificate must name
+    ///     `serverName` and chain to its trust roots.
+    ///   - serverName: The name the client asks for (SNI) and checks.
+    /// - Throws: ``NetError/tls(_:)`` with OpenSSL's reason when a handshake fails (both ends have ended
+    ///   then); ``NetError/loopShutDown`` when the driver's loop has shut down.
+    ///
+    /// Call on the driver's thread.
+    public init(driver: LoopDriver, options: ConnectionOptions = .init(), serverTLS: TLSContext, clientTLS: TLSContext,
+                serverName: String = "localhost") throws(NetError) {
+        let outcome = HandshakeOutcome()
+        (client, server) = try TCPConnection.makeInMemoryPair(
+            on: driver.loop, options: options, tls: InMemoryTLS(server: serverTLS, client: clientTLS, serverName: serverName),
+            handshaken: { outcome.result = $0.map { .failure($0) } ?? .success(()) })
+        do {
+            while outcome.result == nil, driver.hasPendingWork { try driver.step() }
+        } catch {
+            throw .loopShutDown
+        }
+        switch outcome.result {
+        case .success?: return
+        case .failure(let error)?: throw error
+        case nil: throw .tls("the in-memory handshake stopped before it finished")
+        }
+    }
+}
+
+/// Where the pair's handshake outcome lands: written and read on the driver's thread only.
+private final class HandshakeOutcome {
+    var result: Result<Void, NetError>?
 }

@@ -18,14 +18,23 @@ struct DeadlineTests {
         let cuts = Recorder<HTTPServer.Configuration.Deadline>()
         var closeReason: CloseReason?
 
-        init(router: HTTPRouter, _ configure: (inout HTTPServer.Configuration) -> Void) throws {
+        /// - Parameter overTLS: The pair speaks TLS (the server presents the test certificate).
+        init(router: HTTPRouter, overTLS: Bool = false, _ configure: (inout HTTPServer.Configuration) -> Void) throws {
             driver = try LoopDriver()
             var configuration = HTTPServer.Configuration()
             configure(&configuration)
             let cuts = cuts
             configuration.connectionCut = { deadline in cuts.record(deadline) }
             host = try HTTPConnectionHost(loop: driver.loop, configuration: configuration, router: router, logger: quietLogger)
-            pair = try InMemoryConnectionPair(driver: driver, options: ConnectionOptions())
+            if overTLS {
+                let certificates = HTTPSCertificates.shared
+                pair = try InMemoryConnectionPair(
+                    driver: driver,
+                    serverTLS: try TLSContext(.server(certificateChain: .file(certificates.serverPEM), privateKey: .file(certificates.serverKey))),
+                    clientTLS: try TLSContext(.client(trustRoots: .certificates(.file(certificates.caPEM)))))
+            } else {
+                pair = try InMemoryConnectionPair(driver: driver, options: ConnectionOptions())
+            }
             pair.client.onRead { bytes in bytes.count }  // when it reads, it takes everything
             pair.client.pauseReading()
             pair.client.onClose { [unowned self] reason in closeReason = reason }
@@ -57,8 +66,9 @@ struct DeadlineTests {
         #expect(configuration.closeTimeout == .seconds(10))
     }
 
-    @Test func aStreamedResponseTheClientNeverReadsIsCutAtTheWriteDeadline() throws {
-        let client = try SilentClient(router: Self.bigRoutes()) { _ in }
+    @Test(arguments: [false, true])
+    func aStreamedResponseTheClientNeverReadsIsCutAtTheWriteDeadline(overTLS: Bool) throws {
+        let client = try SilentClient(router: Self.bigRoutes(), overTLS: overTLS) { _ in }
         try client.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n")
         #expect(client.pair.server.bufferedOutputCount > 0)  // the writer waits for the client
         try client.driver.advance(by: .seconds(29))
@@ -88,8 +98,9 @@ struct DeadlineTests {
         #expect(client.cuts.all.isEmpty)
     }
 
-    @Test func aCloseThatCannotDrainIsCutAtTheCloseDeadline() throws {
-        let client = try SilentClient(router: Self.bigRoutes()) { $0.writeTimeout = .seconds(3_600) }
+    @Test(arguments: [false, true])
+    func aCloseThatCannotDrainIsCutAtTheCloseDeadline(overTLS: Bool) throws {
+        let client = try SilentClient(router: Self.bigRoutes(), overTLS: overTLS) { $0.writeTimeout = .seconds(3_600) }
         // Connection: close, and 4 MiB the client never reads: the server closes after the response and
         // waits for its output to drain.
         try client.send("GET /big HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")

@@ -16,9 +16,9 @@ struct InMemoryPairTests {
             return bytes.count
         }
         try pair.client.write("ping")
-        #expect(pair.server.bufferedInputCount == 4)  // moved at once, not yet handled
+        #expect(pair.server.bufferedInputCount == 0)  // moved at once into its transport, not yet read
         #expect(received.all.isEmpty)
-        try driver.step()  // the server's read callback echoes
+        try driver.step()  // the server reads and its read callback echoes
         #expect(pair.server.bufferedInputCount == 0)
         try driver.step()  // the client's read callback
         #expect(received.all == [Array("ping".utf8)])

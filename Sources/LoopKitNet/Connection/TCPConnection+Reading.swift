@@ -55,8 +55,11 @@ extension TCPConnection {
     /// Starts or stops the read watch to match ``wantsToRead``.
     func updateReadInterest() {
         let wanted = wantsToRead && !machine.isClosed
-        if isInMemory {
-            if wanted { partner?.partnerHasRoom() }
+        if isInMemory {  // the transport announces what it holds
+            if wanted {
+                transport.readInterestChanged(wanted: true)
+                if let tls, tls.hasPendingBytes { queueTLSRead() }
+            }
             return
         }
         guard wanted != isReadWatchActive, let readWatch else { return }
@@ -74,13 +77,14 @@ extension TCPConnection {
         }
     }
 
-    /// The read watch fired (and the first read tried at accept).
-    func socketIsReadable() {
+    /// The transport has bytes to read: the read watch fired, the first read at accept, or an in-memory
+    /// transport announced them.
+    func transportIsReadable() {
         if isHandshaking {
             continueHandshake()
             return
         }
-        guard fd >= 0, wantsToRead else {
+        guard !machine.isClosed, wantsToRead else {
             updateReadInterest()
             return
         }
@@ -120,11 +124,17 @@ extension TCPConnection {
         }
     }
 
-    /// One read: from the socket, or decrypted by the TLS session.
+    /// An in-memory transport's partner ended its output while this side is not reading: the end is
+    /// acted on now, the bytes this side declined staying unread.
+    func transportEnded() {
+        guard !machine.isClosed, !machine.inputEnded else { return }
+        peerEndedOutput()
+    }
+
+    /// One read from the transport.
     @inline(__always)
     private func readSome(into buffer: UnsafeMutableRawPointer, count: Int) -> Socket.Transfer {
-        if let tls { return tls.read(into: buffer, count: count) }
-        return Socket.read(fd, into: buffer, count: count)
+        transport.read(into: buffer, count: count)
     }
 
     /// After a TLS read: bytes OpenSSL decrypted and holds are not announced by the socket again, so
@@ -138,7 +148,7 @@ extension TCPConnection {
     /// Reads what the TLS session holds, in the loop's next iteration.
     func queueTLSRead() {
         do {
-            try loop.enqueue { [self] in if !machine.isClosed, wantsToRead { socketIsReadable() } }
+            try loop.enqueue { [self] in if !machine.isClosed, wantsToRead { transportIsReadable() } }
         } catch {
             // Refused: the loop is shutting down and its shutdown ends this connection.
         }
@@ -167,7 +177,6 @@ extension TCPConnection {
 
     /// Hands the bytes held in the connection's own buffer to whoever reads.
     func deliverInput() {
-        defer { checkMemoryEndOfFile() }
         guard !input.isEmpty else { return }
         if let waiter = readWaiter {
             readWaiter = nil
@@ -241,8 +250,8 @@ extension TCPConnection {
         if !machine.isClosed { updateReadInterest() }
     }
 
-    /// Runs the read handler on buffered bytes in the loop's next iteration (a handler set late, bytes
-    /// pushed by an in-memory partner).
+    /// Runs the read handler on buffered bytes in the loop's next iteration (a handler set when bytes
+    /// were already buffered).
     func queueDelivery() {
         guard !deliveryQueued else { return }
         deliveryQueued = true

@@ -5,9 +5,9 @@ extension TCPConnection {
     /// connection. Call on the loop's thread.
     public var tlsInfo: TLSConnectionInfo? {
         checkThread()
-        guard let tls, !isHandshaking else { return nil }
-        return TLSConnectionInfo(version: tls.version, applicationProtocol: tls.applicationProtocol,
-                                 peerCertificate: tls.peerCertificate, peerSubject: tls.peerSubject)
+        guard let session = tls?.session, !isHandshaking else { return nil }
+        return TLSConnectionInfo(version: session.version, applicationProtocol: session.applicationProtocol,
+                                 peerCertificate: session.peerCertificate, peerSubject: session.peerSubject)
     }
 
     /// The ALPN protocol the TLS handshake agreed on (`"http/1.1"`); nil for a plain connection, before
@@ -18,31 +18,33 @@ extension TCPConnection {
     public var applicationProtocol: String? {
         checkThread()
         guard let tls, !isHandshaking else { return nil }
-        return tls.applicationProtocol
+        return tls.session.applicationProtocol
     }
 
     /// TLS records this connection has written (each `SSL_write` that succeeded writes one); 0 for a plain
     /// connection. For tests of the write path. Call on the loop's thread.
     package var tlsRecordsWritten: Int {
         checkThread()
-        return tls?.recordsWritten ?? 0
+        return tls?.session.recordsWritten ?? 0
     }
 
     /// Bytes this connection copied to let small writes share a TLS record; 0 for a plain connection. For
     /// tests of the write path. Call on the loop's thread.
     package var tlsBytesCoalesced: Int {
         checkThread()
-        return tls?.bytesCoalesced ?? 0
+        return tls?.session.bytesCoalesced ?? 0
     }
 
-    /// Starts a TLS handshake on the open socket; `completion` runs once, on the loop: with nil when the
+    /// Starts a TLS handshake over the open transport; `completion` runs once, on the loop: with nil when the
     /// handshake is done, or with the error once the connection has ended (a failed handshake, its
     /// timeout, the peer leaving). Loop thread only.
     func startTLS(_ context: TLSContext, serverName: String?, completion: @escaping (NetError?) -> Void) {
         let handle = context.handle
         do throws(NetError) {
-            tls = try TLSSession(context: handle, fd: fd, serverName: serverName,
-                                 applicationProtocols: context.applicationProtocolsOverride, scratch: .of(loop))
+            let layer = try TLSTransport(over: transport, context: handle, serverName: serverName,
+                                         applicationProtocols: context.applicationProtocolsOverride, scratch: .of(loop))
+            transport = layer
+            tls = layer
         } catch {
             completion(error)
             end(.tls("\(error)"))

@@ -199,22 +199,16 @@ extension TCPConnection {
         if profile.pausesReadingWhileOutputIsFull { updateReadInterest() }
     }
 
-    /// Sends what the socket (or the in-memory partner) takes now, with one system call; returns the
-    /// count sent. A failure ends the connection (and sends nothing).
+    /// Sends what the transport takes now, with one system call on a socket; returns the count sent. A
+    /// failure ends the connection (and sends nothing).
     private func sendNow(_ base: UnsafeMutableRawPointer, _ count: Int) -> Int {
         var vector = iovec(iov_base: base, iov_len: count)
         return transmit(&vector, 1)
     }
 
-    /// One `writev` of `count` vectors (or a push into the in-memory partner); returns the bytes moved.
+    /// One write of `count` vectors to the transport (a `writev` on a socket); returns the bytes moved.
     func transmit(_ vectors: UnsafePointer<iovec>, _ count: Int) -> Int {
-        if isInMemory {
-            let sent = pushToPartner(vectors, count)
-            sentByteCount &+= UInt64(sent)
-            return sent
-        }
-        guard fd >= 0 else { return 0 }
-        switch tls?.write(vectors, count: count) ?? Socket.write(fd, vectors, count: count) {
+        switch transport.write(vectors, count: count) {
         case .moved(let sent):
             sentByteCount &+= UInt64(sent)
             timeouts?.wrote(at: loop.clockNanoseconds)
@@ -249,7 +243,7 @@ extension TCPConnection {
         afterOutputMoved()
     }
 
-    /// Watches for the socket to take more (or, in memory, waits for the partner to make room).
+    /// Watches for the socket to take more (in memory, the transport says when the partner made room).
     func watchForWritable() {
         guard !isInMemory, !isWriteWatchActive, fd >= 0 else { return }
         timeouts?.outputStarted(at: loop.clockNanoseconds)
@@ -285,6 +279,12 @@ extension TCPConnection {
             writeWatch?.pause()
         }
         afterOutputMoved()
+    }
+
+    /// An in-memory transport's partner made room: send what waits (or take the handshake further).
+    func transportHasRoom() {
+        guard !machine.isClosed, isHandshaking || !output.isEmpty else { return }
+        writeOut()
     }
 
     /// Output moved (or was found empty): wake writers at the low-water mark, finish a close or a

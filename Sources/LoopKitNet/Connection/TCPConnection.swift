@@ -11,7 +11,9 @@ import LoopKit
 ///   while the output is above the write high-water mark. Run the handler in a `Task` whose executor
 ///   preference is the connection's loop (the listener's `handler:` variants do this), so no call hops.
 ///
-/// **The engine**: a non-blocking socket watched by the loop. A connection with nothing left over reads
+/// **The engine**: a ``Transport`` moves the bytes (a non-blocking socket watched by the loop; an
+/// in-memory partner in tests; a TLS session over either), and everything above it is the same.
+/// On a socket: A connection with nothing left over reads
 /// into a buffer its loop's connections share and is lent the bytes there; only what it leaves
 /// unconsumed is kept in a buffer of its own, freed once consumed. Writes go straight to the socket
 /// (`writev`); only what the kernel does not take is queued, with a writable watch until it drains.
@@ -40,9 +42,12 @@ public final class TCPConnection: @unchecked Sendable {
     /// The watermarks, timeouts and socket options. Safe from any thread.
     public var options: ConnectionOptions { profile.options }
 
-    /// The socket; -1 for an in-memory end, and once the connection has ended.
+    /// The socket the loop watches; -1 for an in-memory end, and once the connection has ended.
     var fd: Int32
+    /// The transport announces readiness itself (in memory): nothing to watch.
     let isInMemory: Bool
+    /// What moves the bytes: the socket, the in-memory partner, or TLS over either.
+    var transport: Transport
     /// The loop's shared read buffer and write batch.
     let shared: LoopIOBuffers
     @exclusivity(unchecked) var machine: ConnectionStateMachine
@@ -59,15 +64,15 @@ public final class TCPConnection: @unchecked Sendable {
     var closeHandlers: [(CloseReason) -> Void] = []
     var readWaiter: UnsafeContinuation<Result<Bytes?, NetError>, Never>?
     var writeWaiters: [UnsafeContinuation<Result<Void, NetError>, Never>] = []
-    /// The connection's TLS session, if it speaks TLS.
-    var tls: TLSSession?
+    /// The TLS layer of ``transport``, if the connection speaks TLS.
+    var tls: TLSTransport?
     /// The TLS handshake is under way: readiness drives it, not reads and writes.
     var isHandshaking = false
     /// The listener endpoint that accepted the connection: kept alive by it, and told when it ends.
     var endpoint: ListenerEndpoint?
     /// The connection registered a shutdown observer of its own (it was not accepted by a listener).
     let observesShutdown: Bool
-    /// What few connections use (addresses asked for, timeouts, a connect, an in-memory partner), kept
+    /// What few connections use (addresses asked for, timeouts, a connect, a handshake), kept
     /// apart so an idle connection does not carry it: created when first needed.
     @exclusivity(unchecked) var extras: ConnectionExtras?
 
@@ -90,16 +95,22 @@ public final class TCPConnection: @unchecked Sendable {
     /// The connection's own reference, held while it is open.
     var keepAlive: Unmanaged<TCPConnection>?
 
-    /// Wraps a socket (or -1 for an in-memory end). Loop thread only.
+    /// Wraps a socket. Loop thread only.
     ///
     /// `observesShutdown`: the connection ends itself when its loop shuts down; false for one a listener
     /// accepted, whose endpoint ends its connections then (one observer per listener, not per connection).
-    init(loop: EventLoop, fd: Int32, profile: ConnectionProfile, inMemory: Bool = false, connected: Bool,
-         observesShutdown: Bool = true) {
+    convenience init(loop: EventLoop, fd: Int32, profile: ConnectionProfile, connected: Bool, observesShutdown: Bool = true) {
+        self.init(loop: loop, transport: SocketTransport(fd: fd), profile: profile, connected: connected,
+                  observesShutdown: observesShutdown)
+    }
+
+    /// Wraps a transport. Loop thread only.
+    init(loop: EventLoop, transport: Transport, profile: ConnectionProfile, connected: Bool, observesShutdown: Bool = true) {
         self.loop = loop
         self.profile = profile
-        self.fd = fd
-        isInMemory = inMemory
+        self.transport = transport
+        fd = transport.descriptor
+        isInMemory = transport.descriptor < 0
         shared = LoopIOBuffers.of(loop)
         machine = ConnectionStateMachine(connected: connected)
         self.observesShutdown = observesShutdown
@@ -119,7 +130,7 @@ public final class TCPConnection: @unchecked Sendable {
         if profile.isTCP { Socket.configure(fd, noDelay: profile.options.noDelay, keepAlive: profile.options.keepAlive) }
         if !isInMemory {
             do {
-                readWatch = try loop.watch(fd, for: .readable) { [unowned self] _ in self.socketIsReadable() }
+                readWatch = try loop.watch(fd, for: .readable) { [unowned self] _ in self.transportIsReadable() }
                 isReadWatchActive = true
             } catch {
                 end(.failed(0))
@@ -267,7 +278,7 @@ public final class TCPConnection: @unchecked Sendable {
             }
             if !inReadDispatch { writeOut() }  // a read handler's batch is sent when it returns
         case .shutOutput:
-            if isInMemory { partner?.partnerEndedOutput() } else { Socket.shutdownWrite(fd) }
+            transport.shutdownOutput()
         case .endInput:
             updateReadInterest()
             if let waiter = readWaiter {
@@ -295,13 +306,8 @@ public final class TCPConnection: @unchecked Sendable {
         writeWatch = nil
         isReadWatchActive = false
         isWriteWatchActive = false
-        if fd >= 0 {
-            if let tls, !reset, !isHandshaking, reason.isClean { tls.sendCloseNotify() }
-            if reset { Socket.resetOnClose(fd) }
-            Socket.close(fd)
-            fd = -1
-        }
-        if isInMemory { partner?.partnerEndedOutput() }
+        transport.close(reset: reset, notifyingPeer: tls != nil && !isHandshaking && reason.isClean)
+        fd = -1
         output.removeAll()
         if !inReadDispatch { input.release() }  // a handler may be reading it: released when it returns
         if let completion = extras?.handshakeCompletion {
@@ -337,11 +343,6 @@ public final class TCPConnection: @unchecked Sendable {
         retained?.release()
     }
 
-    deinit {
-        // Reached after finish() released the keep-alive reference, or for a connection whose set-up
-        // failed before it was handed out.
-        if fd >= 0 { Socket.close(fd) }
-    }
 }
 
 /// What the connections of one listener (or one connect) share, immutable: their options and role.
@@ -378,12 +379,6 @@ final class ConnectionExtras {
     var handshakeTimer: ScheduledTimer?
     /// A client's TLS handshake to run once its connect is done.
     var secureConnect: SecureConnect?
-    /// In-memory pair: the other end.
-    weak var partner: TCPConnection?
-    /// In-memory pair: a send of the output into the partner's room is queued for the next iteration.
-    var memoryWriteQueued = false
-    /// In-memory pair: the partner has ended its output.
-    var memoryPeerEnded = false
 }
 
 extension TCPConnection {
@@ -426,18 +421,6 @@ extension TCPConnection {
     var writeFailure: CloseReason? {
         get { extras?.writeFailure }
         set { if newValue != nil || extras != nil { ensuredExtras.writeFailure = newValue } }
-    }
-    var partner: TCPConnection? {
-        get { extras?.partner }
-        set { if newValue != nil || extras != nil { ensuredExtras.partner = newValue } }
-    }
-    var memoryWriteQueued: Bool {
-        get { extras?.memoryWriteQueued ?? false }
-        set { ensuredExtras.memoryWriteQueued = newValue }
-    }
-    var memoryPeerEnded: Bool {
-        get { extras?.memoryPeerEnded ?? false }
-        set { ensuredExtras.memoryPeerEnded = newValue }
     }
 }
 

@@ -267,6 +267,8 @@ final class TLSSession {
     let applicationProtocols: ALPNProtocols?
     /// Where small writes are gathered into one record's payload: the loop's, lent for one `write`.
     private let scratch: TLSWriteScratch
+    /// The transport a BIO of ours reads and writes (nil over a socket): kept alive with the session.
+    private let bioTarget: TransportBIO.Target?
     /// TLS records written (`SSL_write` calls that succeeded: each writes one record).
     private(set) var recordsWritten = 0
     /// Bytes copied into ``scratch`` to share a record with the bytes before or after them.
@@ -280,10 +282,19 @@ final class TLSSession {
         case failed(String)
     }
 
-    /// A session on `fd`; a client's names `serverName` (SNI, and the name its certificate must match).
-    /// The corresponding OpenSSL calls are `SSL_new`, `SSL_set_fd`, `SSL_set_tlsext_host_name`,
-    /// `SSL_set1_host` and, for a client with protocols of its own, `SSL_set_alpn_protos`.
-    init(context: SSLContextHandle, fd: Int32, serverName: String?, applicationProtocols: ALPNProtocols?,
+    /// What the records travel on.
+    enum Carrier {
+        /// A socket's descriptor, which OpenSSL reads and writes itself.
+        case descriptor(Int32)
+        /// Any other transport, through a BIO whose reads and writes are the transport's.
+        case transport(Transport)
+    }
+
+    /// A session over `carrier`; a client's names `serverName` (SNI, and the name its certificate must
+    /// match). The corresponding OpenSSL calls are `SSL_new`, `SSL_set_fd` (or `BIO_new` and
+    /// `SSL_set_bio`), `SSL_set_tlsext_host_name`, `SSL_set1_host` and, for a client with protocols of its
+    /// own, `SSL_set_alpn_protos`.
+    init(context: SSLContextHandle, carrier: Carrier, serverName: String?, applicationProtocols: ALPNProtocols?,
          scratch: TLSWriteScratch) throws(NetError) {
         ERR_clear_error()
         guard let ssl = SSL_new(context.raw) else { throw .tls("SSL_new: \(OpenSSLErrors.drain(or: "out of memory"))") }
@@ -291,7 +302,17 @@ final class TLSSession {
         self.context = context
         self.applicationProtocols = applicationProtocols
         self.scratch = scratch
-        guard SSL_set_fd(ssl, fd) == 1 else { throw .tls("SSL_set_fd: \(OpenSSLErrors.drain(or: "refused"))") }
+        switch carrier {
+        case .descriptor(let fd):
+            bioTarget = nil
+            guard SSL_set_fd(ssl, fd) == 1 else { throw .tls("SSL_set_fd: \(OpenSSLErrors.drain(or: "refused"))") }
+        case .transport(let transport):
+            let target = TransportBIO.Target(transport)
+            bioTarget = target
+            guard let bio = BIO_new(TransportBIO.method.raw) else { throw .tls("BIO_new: \(OpenSSLErrors.drain(or: "out of memory"))") }
+            BIO_set_data(bio, Unmanaged.passUnretained(target).toOpaque())
+            SSL_set_bio(ssl, bio, bio)  // the session owns the BIO now
+        }
         if context.role == .server {
             if applicationProtocols != nil {  // for the context's selection callback (slot 0: app data)
                 SSL_set_ex_data(ssl, 0, Unmanaged.passUnretained(self).toOpaque())
@@ -536,5 +557,83 @@ final class TLSSession {
         let queued = OpenSSLErrors.drain(or: "TLS \(operation) failed (SSL_get_error \(SSL_get_error(ssl, result)), errno \(errno))")
         guard verdict != X509_V_OK else { return queued }
         return "certificate verify failed: \(String(cString: X509_verify_cert_error_string(Int(verdict))))"
+    }
+}
+
+/// The BIO under a TLS session whose records travel on a transport other than a socket (in memory): its
+/// reads and writes are the transport's, with OpenSSL's retry flags for a transport that would block.
+enum TransportBIO {
+    /// What a BIO's data pointer names: the transport (unretained; the session keeps it alive).
+    final class Target {
+        let transport: Transport
+        init(_ transport: Transport) { self.transport = transport }
+    }
+
+    /// The method table, made once and never changed after: read-only to every thread from then on, which
+    /// is what its unchecked `Sendable` stands for.
+    final class Method: @unchecked Sendable {
+        let raw: OpaquePointer
+        init() {
+            raw = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "LoopKit transport")!
+            _ = BIO_meth_set_write(raw) { bio, data, length in
+                guard let bio, let data, length > 0 else { return 0 }
+                loopkit_BIO_clear_retry_flags(bio)
+                var vector = iovec(iov_base: UnsafeMutableRawPointer(mutating: data), iov_len: Int(length))
+                switch TransportBIO.transport(of: bio).write(&vector, count: 1) {
+                case .moved(let count):
+                    return Int32(count)
+                case .wouldBlock:
+                    loopkit_BIO_set_retry_write(bio)
+                    return -1
+                case .endOfFile:
+                    errno = EPIPE
+                    return -1
+                case .failed(let reason):
+                    errno = reason.errnoValue  // read back by SSL_ERROR_SYSCALL's handling
+                    return -1
+                }
+            }
+            _ = BIO_meth_set_read(raw) { bio, data, length in
+                guard let bio, let data, length > 0 else { return 0 }
+                loopkit_BIO_clear_retry_flags(bio)
+                switch TransportBIO.transport(of: bio).read(into: data, count: Int(length)) {
+                case .moved(let count):
+                    return Int32(count)
+                case .wouldBlock:
+                    loopkit_BIO_set_retry_read(bio)
+                    return -1
+                case .endOfFile:
+                    errno = 0
+                    return 0
+                case .failed(let reason):
+                    errno = reason.errnoValue
+                    return -1
+                }
+            }
+            _ = BIO_meth_set_ctrl(raw) { _, command, _, _ in command == BIO_CTRL_FLUSH ? 1 : 0 }
+            _ = BIO_meth_set_create(raw) { bio in
+                BIO_set_init(bio, 1)
+                return 1
+            }
+        }
+    }
+
+    static let method = Method()
+
+    /// The transport of a BIO of ours.
+    static func transport(of bio: OpaquePointer) -> Transport {
+        Unmanaged<Target>.fromOpaque(BIO_get_data(bio)).takeUnretainedValue().transport
+    }
+}
+
+extension CloseReason {
+    /// The `errno` a transport's failure stands for, as OpenSSL's caller reads it back.
+    fileprivate var errnoValue: Int32 {
+        switch self {
+        case .reset: ECONNRESET
+        case .brokenPipe: EPIPE
+        case .failed(let code): code
+        default: EIO
+        }
     }
 }
