@@ -2,14 +2,18 @@ import LoopKitNet
 
 // Every deadline of an HTTP connection, checked by its loop's sweep (``HTTPLoopContext``): one per state
 // for what the client must send (head, body, idle), and two for what it must take (write progress, close
-// drain), which hold in every state, an upgraded WebSocket's included.
+// drain, ``OutputDeadlines``), which hold in every state and, after an upgrade, for the protocol upgraded to
+// (``UpgradedConnection``).
 
 extension HTTPConnection {
     /// Called by the loop's sweep timer: ends the connection when the client has stopped taking its output,
     /// when a close cannot drain, or when its state has lasted too long.
     func checkTimeout(now tick: UInt64) {
         guard !isClosed else { return }
-        if outputIsStuck(now: tick) || closeIsStuck(now: tick) { return }
+        var deadlines = outputDeadlines
+        let cut = deadlines.cutIfStuck(tcp, now: tick, context: context)
+        outputDeadlines = deadlines
+        if cut { return }
         let limit: UInt64
         switch machine.state {
         case .idle: limit = context.idleTimeoutTicks
@@ -31,43 +35,5 @@ extension HTTPConnection {
         default:
             break
         }
-    }
-
-    /// Output waits for the client and none of it has been taken for ``HTTPServer/Configuration/writeTimeout``:
-    /// resets the connection (its writers learn it closed) and returns true.
-    private func outputIsStuck(now tick: UInt64) -> Bool {
-        guard tcp.bufferedOutputCount > 0 else {
-            if outputWatch != nil { outputWatch = nil }
-            return false
-        }
-        let sent = tcp.bytesSent
-        guard let watch = outputWatch, watch.bytesSent == sent else {
-            outputWatch = OutputWatch(bytesSent: sent, since: tick)
-            return false
-        }
-        guard tick &- watch.since >= context.writeTimeoutTicks else { return false }
-        cut(.writeProgress, pending: tcp.bufferedOutputCount)
-        return true
-    }
-
-    /// The connection is closing and has not sent what it holds within
-    /// ``HTTPServer/Configuration/closeTimeout``: resets it and returns true.
-    private func closeIsStuck(now tick: UInt64) -> Bool {
-        guard tcp.isClosing else { return false }
-        guard let since = closingSince else {
-            closingSince = tick
-            return false
-        }
-        guard tick &- since >= context.closeTimeoutTicks else { return false }
-        cut(.closeDrain, pending: tcp.bufferedOutputCount)
-        return true
-    }
-
-    /// Resets the connection for `deadline`: logged at `debug`, counted through the configuration's hook.
-    private func cut(_ deadline: HTTPServer.Configuration.Deadline, pending: Int) {
-        context.logger.debug("connection reset: the client took no output in time",
-                             metadata: ["deadline": "\(deadline.rawValue)", "pending": "\(pending)"])
-        context.configuration.connectionCut?(deadline)
-        tcp.abort()
     }
 }

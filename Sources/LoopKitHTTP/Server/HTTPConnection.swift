@@ -10,7 +10,7 @@ import Tracing
 /// Loop-confined: created, used and released on its loop's thread. It is `@unchecked Sendable` only so
 /// the tasks of async handlers and streamed bodies (which run on the same loop's executor) can hold it;
 /// every entry point checks it runs on the loop (in debug builds).
-final class HTTPConnection: @unchecked Sendable {
+final class HTTPConnection: ServedConnection, ConnectionHandler, @unchecked Sendable {
     let context: HTTPLoopContext
     let tcp: TCPConnection
     @exclusivity(unchecked) var machine = HTTPConnectionStateMachine()
@@ -78,19 +78,8 @@ final class HTTPConnection: @unchecked Sendable {
         var asyncTrail: HTTPMiddlewareChain.Trail?
         /// A callback-form streaming route's answer, awaited by the middleware chain.
         var responseSlot: HTTPResponseSlot?
-        /// The WebSocket the connection was upgraded to, if it was (it serves the connection from then on).
-        var webSocket: WebSocket?
-        /// What the deadline sweep last saw of output the client had not taken (``checkDeadlines(now:)``).
-        var outputWatch: OutputWatch?
-        /// The sweep tick at which the connection was first seen closing with output left to send.
-        var closingSince: UInt64?
-    }
-
-    /// Output waiting for the client, as a sweep saw it: the connection's sent-byte count then, and the
-    /// tick since which that count has not moved.
-    struct OutputWatch {
-        var bytesSent: UInt64
-        var since: UInt64
+        /// What the deadline sweep last saw of output the client had not taken, and of a close.
+        var outputDeadlines = OutputDeadlines()
     }
 
     @exclusivity(unchecked) private var extrasStorage: Extras?
@@ -126,14 +115,9 @@ final class HTTPConnection: @unchecked Sendable {
         set { if newValue != nil || extrasStorage != nil { extras.asyncTrail = newValue } }
     }
 
-    var outputWatch: OutputWatch? {
-        get { extrasStorage?.outputWatch }
-        set { if newValue != nil || extrasStorage != nil { extras.outputWatch = newValue } }
-    }
-
-    var closingSince: UInt64? {
-        get { extrasStorage?.closingSince }
-        set { if newValue != nil || extrasStorage != nil { extras.closingSince = newValue } }
+    var outputDeadlines: OutputDeadlines {
+        get { extrasStorage?.outputDeadlines ?? OutputDeadlines() }
+        set { if !newValue.isIdle || extrasStorage != nil { extras.outputDeadlines = newValue } }
     }
 
     var responseSlot: HTTPResponseSlot? {
@@ -141,10 +125,6 @@ final class HTTPConnection: @unchecked Sendable {
         set { if newValue != nil || extrasStorage != nil { extras.responseSlot = newValue } }
     }
 
-    var webSocket: WebSocket? {
-        get { extrasStorage?.webSocket }
-        set { if newValue != nil || extrasStorage != nil { extras.webSocket = newValue } }
-    }
 
     init(context: HTTPLoopContext, tcp: TCPConnection) {
         self.context = context
@@ -155,14 +135,20 @@ final class HTTPConnection: @unchecked Sendable {
         stateSince = context.tick
     }
 
-    /// Takes the TCP connection's events. The TCP connection holds its handlers, and so this connection,
-    /// until it closes (it drops them then): the HTTP connection lives exactly as long as the socket.
+    /// Becomes the TCP connection's handler. The TCP connection holds its handler, and so this
+    /// connection, until it closes or is handed to another protocol (an upgrade): the HTTP connection
+    /// lives exactly as long as it serves HTTP.
     func start() {
-        tcp.onRead { [self] bytes in
-            guard machine.canParse else { return 0 }
-            return receive(bytes)
-        }
-        tcp.onClose { [self] _ in closed() }
+        tcp.setHandler(self)
+    }
+
+    func connection(_ connection: TCPConnection, received bytes: UnsafeRawBufferPointer) -> Int {
+        guard machine.canParse else { return 0 }
+        return receive(bytes)
+    }
+
+    func connection(_ connection: TCPConnection, closedWith reason: CloseReason) {
+        closed()
     }
 
     /// The TCP connection has ended (either side, or an error); its streamed-body writers are resumed by it.
@@ -638,10 +624,6 @@ final class HTTPConnection: @unchecked Sendable {
     /// Graceful shutdown: close now when idle, else after the current response.
     func shutdown() {
         guard !isClosed else { return }
-        if let webSocket {  // an upgraded connection: the close handshake, with 1001
-            webSocket.close(code: .goingAway, reason: "server shutting down")
-            return
-        }
         if machine.shutdownRequested() == .closeNow { tcp.close() }
     }
 }

@@ -37,6 +37,9 @@ package final class HTTPConnectionHost {
     /// The connections being served.
     package var connectionCount: Int { context.connectionCount }
 
+    /// What serves each connection now: an HTTP connection, or what an upgrade handed it to. For tests.
+    var servedConnections: [any ServedConnection] { context.servedConnections }
+
     /// Graceful shutdown, as ``HTTPServer/shutdown()`` does on one loop: idle connections close, the
     /// others finish their response; `onFinished` runs once none is left.
     package func shutdown(deadline: Duration, onFinished: @escaping @Sendable () -> Void) {

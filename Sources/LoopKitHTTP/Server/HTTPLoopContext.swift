@@ -22,7 +22,7 @@ final class HTTPLoopContext: @unchecked Sendable {
     @exclusivity(unchecked) var encoder = HTTPResponseEncoder()
     /// The connection whose bytes the encoder holds, if any.
     var encoderOwner: HTTPConnection?
-    private var connections: [ObjectIdentifier: HTTPConnection] = [:]
+    private var connections: [ObjectIdentifier: any ServedConnection] = [:]
     private var sweepTimer: ScheduledTimer?
     private var forceCloseTimer: ScheduledTimer?
     private var onFinished: (@Sendable () -> Void)?
@@ -56,6 +56,9 @@ final class HTTPLoopContext: @unchecked Sendable {
         writeTimeoutTicks = ticks(configuration.writeTimeout)
         closeTimeoutTicks = ticks(configuration.closeTimeout)
     }
+
+    /// What serves each open connection now (for tests).
+    var servedConnections: [any ServedConnection] { Array(connections.values) }
 
     /// The number of open connections.
     var connectionCount: Int { connections.count }
@@ -96,7 +99,14 @@ final class HTTPLoopContext: @unchecked Sendable {
         connection.start()
     }
 
-    func remove(_ connection: HTTPConnection) {
+    /// An upgrade: `upgraded` takes `connection`'s place (the same TCP connection; the count is unchanged),
+    /// and the context lets go of the HTTP connection. Call on the loop's thread.
+    func replace(_ connection: HTTPConnection, with upgraded: UpgradedConnection) {
+        guard connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
+        connections[ObjectIdentifier(upgraded)] = upgraded
+    }
+
+    func remove(_ connection: any ServedConnection) {
         if connections.removeValue(forKey: ObjectIdentifier(connection)) != nil { configuration.connectionCountChanged?(-1) }
         if isDraining && connections.isEmpty { finish() }
     }

@@ -12,7 +12,7 @@ import LoopKitNet
 /// queue, the ending) is `@exclusivity(unchecked)`: one thread, and no access to it overlaps another
 /// (each mutation ends before the action it decides on runs), so the runtime's dynamic exclusivity
 /// checks would only cost time.
-final class WebSocketCore {
+final class WebSocketCore: ConnectionHandler {
     let tcp: TCPConnection
     let configuration: WebSocketConfiguration
     /// The public handle, for timers (their closures are `@Sendable`: they reach the core through it).
@@ -52,16 +52,24 @@ final class WebSocketCore {
         deflater = deflate.map { WebSocketDeflater(windowBits: $0.serverMaxWindowBits, noContextTakeover: $0.serverNoContextTakeover) }
     }
 
-    /// Takes the TCP connection's events (after the 101 was written) and starts the keep-alive pings.
+    /// Becomes the TCP connection's handler in the HTTP connection's place (after the 101 was written),
+    /// taking the bytes the client sent after its request, and starts the keep-alive pings.
     func start() {
-        tcp.onRead { [self] bytes in receive(bytes) }
-        tcp.onClose { [self] _ in transportClosed() }
+        tcp.replaceHandler(self)
         tcp.resumeReading()
         if let interval = configuration.pingInterval {
             keepAliveTimer = schedule(after: interval, repeating: interval) { [weak handle] in
                 handle?.core.value.sendKeepAlivePing()
             }
         }
+    }
+
+    func connection(_ connection: TCPConnection, received bytes: UnsafeRawBufferPointer) -> Int {
+        receive(bytes)
+    }
+
+    func connection(_ connection: TCPConnection, closedWith reason: CloseReason) {
+        transportClosed()
     }
 
     /// A timer on the socket's loop; nil, and the connection dropped, when the loop is shutting down

@@ -89,7 +89,7 @@ extension TCPConnection {
             return
         }
         let transfer: Socket.Transfer
-        if input.isEmpty && (readHandler != nil || readWaiter != nil) {
+        if input.isEmpty && (handlerReads || readWaiter != nil) {
             // Nothing left over: read into the loop's shared buffer and lend the bytes there.
             let limit = min(shared.readCapacity, profile.options.readHighWaterMark)
             transfer = readSome(into: shared.read, count: limit)
@@ -162,7 +162,7 @@ extension TCPConnection {
             waiter.resume(returning: .success(Bytes(copying: bytes)))
             return
         }
-        guard readHandler != nil else {
+        guard handlerReads else {
             input.append(bytes)
             updateReadInterest()
             return
@@ -170,7 +170,7 @@ extension TCPConnection {
         let consumed = dispatchRead(bytes)
         if consumed < bytes.count, !machine.isClosed {
             input.append(UnsafeRawBufferPointer(rebasing: bytes[consumed...]))
-            if consumed == 0 { declinedCount = input.count }
+            if consumed == 0, !handlerWasReplaced { declinedCount = input.count }
         }
         afterDispatch(consumed: consumed)
     }
@@ -183,7 +183,7 @@ extension TCPConnection {
             waiter.resume(returning: .success(takeInputChunk()))
             return
         }
-        guard readHandler != nil, input.count != declinedCount else {
+        guard handlerReads, input.count != declinedCount else {
             updateReadInterest()
             return
         }
@@ -193,17 +193,18 @@ extension TCPConnection {
             input.release()  // released late: the handler was reading it
         } else {
             input.removeFirst(consumed)
-            declinedCount = consumed == 0 ? count : 0
+            declinedCount = consumed == 0 && !handlerWasReplaced ? count : 0
         }
         afterDispatch(consumed: consumed)
     }
 
     /// Runs the read handler on `bytes` with the write batch open; returns the count consumed.
     private func dispatchRead(_ bytes: UnsafeRawBufferPointer) -> Int {
-        guard let handler = readHandler else { return 0 }
+        guard handlerReads, let handler else { return 0 }
         inReadDispatch = true
+        handlerWasReplaced = false
         ownsBatch = shared.openBatch(for: ObjectIdentifier(self))
-        let consumed = handler(bytes)
+        let consumed = handler.connection(self, received: bytes)
         inReadDispatch = false
         precondition(consumed >= 0 && consumed <= bytes.count, "LoopKitNet: a read handler consumed \(consumed) of \(bytes.count) bytes")
         return consumed
@@ -217,6 +218,10 @@ extension TCPConnection {
         }
         if consumed > 0 { declinedCount = 0 }
         if machine.isClosed { return }
+        if handlerWasReplaced {  // the new handler is offered what the old one left
+            handlerWasReplaced = false
+            if !input.isEmpty { queueDelivery() }
+        }
         inputWasConsumed()
     }
 
@@ -243,8 +248,8 @@ extension TCPConnection {
     /// The peer ended its side (end of file).
     func peerEndedOutput() {
         timeouts?.read(at: loop.clockNanoseconds)
-        let inputPending = readHandler == nil && !input.isEmpty
-        if readHandler != nil { input.release() }  // the handler declined those bytes: they stay unread
+        let inputPending = !handlerReads && !input.isEmpty
+        if handlerReads { input.release() }  // the handler declined those bytes: they stay unread
         perform(machine.peerEnded(allowsHalfClosure: profile.options.allowsHalfClosure, inputPending: inputPending,
                                   outputPending: hasPendingOutput))
         if !machine.isClosed { updateReadInterest() }

@@ -296,7 +296,7 @@ extension TCPConnection {
             let writers = writeWaiters
             writeWaiters = []
             for writer in writers { writer.resume(returning: .success(())) }
-            writableHandler?()
+            handler?.connectionBecameWritable(self)
             if profile.pausesReadingWhileOutputIsFull, !machine.isClosed { updateReadInterest() }
         }
         if pending == 0, !machine.isClosed { perform(machine.outputDrained()) }

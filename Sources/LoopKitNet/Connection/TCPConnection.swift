@@ -4,8 +4,10 @@ import LoopKit
 /// one `EventLoop`.
 ///
 /// Two ways to handle it, both on the loop's thread:
-/// - **Callbacks** (the lean path): ``onRead(_:)`` lends the handler the contiguous unread bytes and
-///   takes how many it consumed; `write(_:)` and friends queue output, and what a read handler writes is
+/// - **A handler** (the lean path): one ``ConnectionHandler`` at a time (``setHandler(_:)``) is lent the
+///   contiguous unread bytes and returns how many it consumed, and hears of input ending, output
+///   draining and the close; ``replaceHandler(_:)`` hands the connection to another (a protocol upgrade),
+///   with the bytes already read. ``onRead(_:)`` and its siblings set closures as that one handler; `write(_:)` and friends queue output, and what a read handler writes is
 ///   sent with one `writev` when it returns; ``onWritable(_:)`` and ``onClose(_:)`` report the rest.
 /// - **Async**: ``inbound`` is an `AsyncSequence` of ``Bytes`` chunks and `try await send(_:)` suspends
 ///   while the output is above the write high-water mark. Run the handler in a `Task` whose executor
@@ -60,7 +62,12 @@ public final class TCPConnection: @unchecked Sendable {
     var isReadWatchActive = false
     var isWriteWatchActive = false
 
-    var readHandler: ((UnsafeRawBufferPointer) -> Int)?
+    /// The one handler: lent the bytes, told of input ending, output draining and the close.
+    var handler: ConnectionHandler?
+    /// The handler takes bytes (false for a closure handler with no read closure, and for none).
+    var handlerReads = false
+    /// The handler was replaced while it was lent bytes: what it left is offered to the new one.
+    var handlerWasReplaced = false
     var closeHandlers: [(CloseReason) -> Void] = []
     var readWaiter: UnsafeContinuation<Result<Bytes?, NetError>, Never>?
     var writeWaiters: [UnsafeContinuation<Result<Void, NetError>, Never>] = []
@@ -161,7 +168,48 @@ public final class TCPConnection: @unchecked Sendable {
         return cachedLocalAddress
     }
 
-    // MARK: Callbacks
+    // MARK: Handler
+
+    /// Makes `handler` the connection's one handler (replacing any earlier one, closures set with
+    /// ``onRead(_:)`` included). If bytes are already buffered, it is lent them in the loop's next
+    /// iteration. The connection holds the handler until it ends, then lets go of it.
+    ///
+    /// Call on the loop's thread.
+    public func setHandler(_ handler: ConnectionHandler) {
+        checkThread()
+        install(handler)
+    }
+
+    /// Hands the connection over to `handler` (a protocol upgrade): the current handler is released and
+    /// called no more, and the new one is lent the bytes already read that the old one did not consume —
+    /// in the loop's next iteration, or, when called from the old handler's
+    /// ``ConnectionHandler/connection(_:received:)``, in the iteration after it returns (the bytes it
+    /// leaves unconsumed included). Output already written stays queued, in order.
+    ///
+    /// Call on the loop's thread.
+    public func replaceHandler(_ handler: ConnectionHandler) {
+        checkThread()
+        install(handler)
+    }
+
+    /// The one handler's installation: a new handler is offered every buffered byte.
+    private func install(_ newHandler: ConnectionHandler) {
+        guard !machine.isClosed else { return }
+        handler = newHandler
+        handlerReads = true
+        handlerWasReplaced = inReadDispatch
+        declinedCount = 0
+        if !input.isEmpty { queueDelivery() }
+    }
+
+    /// The closure handler, made (in place of any other handler) when a closure is first set.
+    private var callbacks: CallbackHandler {
+        if let callbacks = handler as? CallbackHandler { return callbacks }
+        let made = CallbackHandler()
+        handler = made
+        handlerReads = false
+        return made
+    }
 
     /// Sets the handler for inbound bytes: the lean, zero-copy path.
     ///
@@ -179,7 +227,9 @@ public final class TCPConnection: @unchecked Sendable {
     /// Call on the loop's thread.
     public func onRead(_ handler: @escaping (UnsafeRawBufferPointer) -> Int) {
         checkThread()
-        readHandler = handler
+        guard !machine.isClosed else { return }
+        callbacks.read = handler
+        handlerReads = true
         if !input.isEmpty { queueDelivery() }
     }
 
@@ -189,7 +239,8 @@ public final class TCPConnection: @unchecked Sendable {
     /// Call on the loop's thread.
     public func onWritable(_ handler: @escaping () -> Void) {
         checkThread()
-        writableHandler = handler
+        guard !machine.isClosed else { return }
+        callbacks.writable = handler
     }
 
     /// Sets the handler called when the peer has ended its side and every byte before the end has been
@@ -198,7 +249,8 @@ public final class TCPConnection: @unchecked Sendable {
     /// Call on the loop's thread.
     public func onInputEnded(_ handler: @escaping () -> Void) {
         checkThread()
-        inputEndedHandler = handler
+        guard !machine.isClosed else { return }
+        callbacks.inputEnded = handler
     }
 
     /// Adds a handler called once, when the connection ends, with the reason. Handlers run in the order
@@ -285,7 +337,7 @@ public final class TCPConnection: @unchecked Sendable {
                 readWaiter = nil
                 waiter.resume(returning: .success(nil))
             }
-            inputEndedHandler?()
+            handler?.connectionInputEnded(self)
         case .finish(let reason):
             finish(reason, reset: false)
         case .finishWithReset(let reason):
@@ -334,9 +386,10 @@ public final class TCPConnection: @unchecked Sendable {
         }
         let handlers = closeHandlers
         closeHandlers = []
-        readHandler = nil
-        extras?.writableHandler = nil
-        extras?.inputEndedHandler = nil
+        let current = handler
+        handler = nil
+        handlerReads = false
+        current?.connection(self, closedWith: reason)
         for handler in handlers { handler(reason) }
         let retained = keepAlive
         keepAlive = nil
@@ -366,8 +419,6 @@ final class ConnectionProfile: Sendable {
 final class ConnectionExtras {
     var remoteAddress: SocketAddress?
     var localAddress: SocketAddress?
-    var writableHandler: (() -> Void)?
-    var inputEndedHandler: (() -> Void)?
     var connectWaiter: UnsafeContinuation<Result<TCPConnection, NetError>, Never>?
     var connectTimer: ScheduledTimer?
     /// Timeouts: when bytes were last read, output last moved, anything last happened (loop clock).
@@ -397,14 +448,6 @@ extension TCPConnection {
     var cachedLocalAddress: SocketAddress? {
         get { extras?.localAddress }
         set { if newValue != nil || extras != nil { ensuredExtras.localAddress = newValue } }
-    }
-    var writableHandler: (() -> Void)? {
-        get { extras?.writableHandler }
-        set { if newValue != nil || extras != nil { ensuredExtras.writableHandler = newValue } }
-    }
-    var inputEndedHandler: (() -> Void)? {
-        get { extras?.inputEndedHandler }
-        set { if newValue != nil || extras != nil { ensuredExtras.inputEndedHandler = newValue } }
     }
     var connectWaiter: UnsafeContinuation<Result<TCPConnection, NetError>, Never>? {
         get { extras?.connectWaiter }

@@ -245,7 +245,7 @@ final class ListenerEndpoint: @unchecked Sendable {
             // The first read, now: a client usually sends right behind its handshake, so its bytes are
             // often here already, and reading them now saves a poll (one per request on
             // `Connection: close` traffic). Nothing there: the read returns EAGAIN and the watch goes on.
-            if connection.readHandler != nil, !connection.machine.isClosed { connection.transportIsReadable() }
+            if connection.handlerReads, !connection.machine.isClosed { connection.transportIsReadable() }
         case .task(let handler):
             runningHandlers += 1
             Task(executorPreference: loop) { [self] in

@@ -1,0 +1,50 @@
+/// What a ``TCPConnection``'s bytes and events go to. A connection has one handler at a time
+/// (``TCPConnection/setHandler(_:)``), and hands itself over with ``TCPConnection/replaceHandler(_:)``:
+/// a protocol upgrade (HTTP to WebSocket) replaces the HTTP handler with the new protocol's, which is
+/// given the bytes already read, and the old handler is released.
+///
+/// Every method is called on the connection's loop's thread. Only ``connection(_:received:)`` is
+/// required; the others do nothing unless implemented.
+public protocol ConnectionHandler: AnyObject {
+    /// Bytes arrived: the handler is lent every unread byte, contiguous, and returns how many it consumed,
+    /// from 0 to `bytes.count`. The rest stays buffered and is lent again, after the bytes that arrive
+    /// next. The pointer is valid only during the call. Writes made here are sent together, with one
+    /// `writev`, when it returns. Consuming nothing is backpressure (see ``TCPConnection/onRead(_:)``).
+    ///
+    /// Called on the loop's thread.
+    func connection(_ connection: TCPConnection, received bytes: UnsafeRawBufferPointer) -> Int
+
+    /// The peer ended its side and every byte before the end was read, while the connection stays open
+    /// for writing (``ConnectionOptions/allowsHalfClosure``). Called on the loop's thread.
+    func connectionInputEnded(_ connection: TCPConnection)
+
+    /// Output that went above ``ConnectionOptions/writeHighWaterMark`` drained to
+    /// ``ConnectionOptions/writeLowWaterMark``: the time to write more. Called on the loop's thread.
+    func connectionBecameWritable(_ connection: TCPConnection)
+
+    /// The connection ended, with `reason`; called once, before the ``TCPConnection/onClose(_:)``
+    /// observers. The connection lets go of the handler afterwards. Called on the loop's thread.
+    func connection(_ connection: TCPConnection, closedWith reason: CloseReason)
+}
+
+extension ConnectionHandler {
+    public func connectionInputEnded(_ connection: TCPConnection) {}
+    public func connectionBecameWritable(_ connection: TCPConnection) {}
+    public func connection(_ connection: TCPConnection, closedWith reason: CloseReason) {}
+}
+
+/// The handler behind the closure API (``TCPConnection/onRead(_:)``, ``TCPConnection/onWritable(_:)``,
+/// ``TCPConnection/onInputEnded(_:)``): each closure set on its own. Loop-confined, like its connection.
+final class CallbackHandler: ConnectionHandler {
+    var read: ((UnsafeRawBufferPointer) -> Int)?
+    var writable: (() -> Void)?
+    var inputEnded: (() -> Void)?
+
+    func connection(_ connection: TCPConnection, received bytes: UnsafeRawBufferPointer) -> Int {
+        read?(bytes) ?? 0
+    }
+
+    func connectionInputEnded(_ connection: TCPConnection) { inputEnded?() }
+
+    func connectionBecameWritable(_ connection: TCPConnection) { writable?() }
+}
