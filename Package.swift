@@ -5,7 +5,10 @@ let package = Package(
     name: "LoopKit",
     products: [
         .library(name: "LoopKit", targets: ["LoopKit"]),
+        // Loop-ordering tests: a stepped loop on virtual time. Depends on LoopKit only.
         .library(name: "LoopKitTesting", targets: ["LoopKitTesting"]),
+        // Connection tests: two connections joined in memory (plain or TLS) on a stepped loop.
+        .library(name: "LoopKitNetTesting", targets: ["LoopKitNetTesting"]),
         // TCP and Unix-domain listeners and connections on the loop (non-blocking sockets the loop watches).
         .library(name: "LoopKitNet", targets: ["LoopKitNet"]),
         // The C ABI (loopkit.h) as a shared library: libLoopKitC.so.
@@ -75,8 +78,8 @@ let package = Package(
         .target(name: "LoopKitExecutors", dependencies: ["LoopKit"]),
         // An async main on LoopKit's executors; LoopKitTests runs it.
         .executableTarget(name: "ExecutorsProbe", dependencies: ["LoopKit", "LoopKitExecutors"], path: "Tests/ExecutorsProbe"),
-        // Depends on LoopKitNet for the in-memory connection pair.
-        .target(name: "LoopKitTesting", dependencies: ["LoopKit", "LoopKitNet"]),
+        .target(name: "LoopKitTesting", dependencies: ["LoopKit"]),
+        .target(name: "LoopKitNetTesting", dependencies: ["LoopKit", "LoopKitNet", "LoopKitTesting"]),
         .target(name: "CLoopKit"),
         .target(name: "LoopKitC", dependencies: ["LoopKit", "CLoopKit"]),
         // The tour's parts and output, as a library so tests can run them; LoopDemo is its command line.
@@ -116,7 +119,7 @@ let package = Package(
         .target(
             name: "LoopKitHTTPTesting",
             dependencies: [
-                "LoopKitHTTP", "LoopKit", "LoopKitNet", "LoopKitTesting",
+                "LoopKitHTTP", "LoopKit", "LoopKitNet", "LoopKitTesting", "LoopKitNetTesting",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -126,7 +129,7 @@ let package = Package(
         .testTarget(
             name: "LoopKitHTTPTests",
             dependencies: [
-                "LoopKitHTTP", "LoopKit", "LoopKitNet", "LoopKitHTTPTesting", "LoopDemoKit", "TestSupport",
+                "LoopKitHTTP", "LoopKit", "LoopKitNet", "LoopKitHTTPTesting", "LoopKitNetTesting", "LoopDemoKit", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
@@ -158,7 +161,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LoopKitNetTests",
-            dependencies: ["LoopKit", "LoopKitNet", "LoopKitTesting", "TestSupport"]
+            dependencies: ["LoopKit", "LoopKitNet", "LoopKitTesting", "LoopKitNetTesting", "TestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

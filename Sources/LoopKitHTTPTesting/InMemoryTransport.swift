@@ -2,6 +2,7 @@ import Logging
 import LoopKit
 import LoopKitHTTP
 import LoopKitNet
+import LoopKitNetTesting
 import LoopKitTesting
 
 /// The routes on a ``LoopDriver``'s loop, reached through an ``InMemoryConnectionPair``: deterministic,

@@ -1,6 +1,7 @@
 import HTTPTypes
 import LoopKit
 import LoopKitNet
+import LoopKitNetTesting
 import LoopKitTesting
 import Testing
 @testable import LoopKitHTTP

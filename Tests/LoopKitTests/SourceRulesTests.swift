@@ -8,7 +8,7 @@ struct SourceRulesTests {
     /// The library targets whose sources the rules cover, with the fewest Swift files each has (so a
     /// moved folder fails the rules rather than passing them on no files).
     static let libraryTargets = [("LoopKit", 30), ("LoopKitNet", 10), ("LoopKitHTTP", 15), ("LoopKitTesting", 3), ("LoopKitC", 5),
-                                  ("LoopKitExecutors", 3)]
+                                  ("LoopKitExecutors", 3), ("LoopKitNetTesting", 2)]
 
     /// The Swift files of `Sources/<target>`, as (path relative to it, contents).
     static func librarySources(_ target: String = "LoopKit") throws -> [(path: String, text: String)] {
@@ -27,6 +27,16 @@ struct SourceRulesTests {
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if trimmed.hasPrefix("//") { return "" }
             return String(line)
+        }
+    }
+
+    @Test("LoopKitTesting (loop-ordering tests) imports LoopKit only: the network stack stays out of it")
+    func loopKitTestingDependsOnLoopKitOnly() throws {
+        for (path, text) in try Self.librarySources("LoopKitTesting") {
+            for (number, line) in Self.code(text).enumerated()
+            where line.hasPrefix("import ") && line != "import LoopKit" && !line.hasPrefix("import Synchronization") {
+                Issue.record("LoopKitTesting/\(path):\(number + 1): \(line)")
+            }
         }
     }
 

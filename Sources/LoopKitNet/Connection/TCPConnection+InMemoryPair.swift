@@ -6,7 +6,7 @@ extension TCPConnection {
     /// (up to its read high-water mark; the rest waits in the writer's output), and the reader reads
     /// them in the loop's next iteration, so a test drives them iteration by iteration. The same
     /// watermarks, backpressure and close reasons as sockets; no socket options; of the timeouts, only
-    /// the idle timeout. `LoopKitTesting`'s `InMemoryConnectionPair` is the public face.
+    /// the idle timeout. `LoopKitNetTesting`'s `InMemoryConnectionPair` is the public face.
     ///
     /// With `tls`, both ends speak TLS over the memory transports (the server end with `tls.server`, the
     /// client end with `tls.client`, naming `tls.serverName`): the same OpenSSL handshake, records and
