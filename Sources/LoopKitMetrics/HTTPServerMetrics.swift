@@ -210,7 +210,7 @@ public enum HTTPServerMetrics {
     ///
     /// Loop-confined: a loop-local value, used on its loop's thread only (by the middleware, and by the
     /// flush it queues on that loop); `@unchecked Sendable` only so that the flush job can hold it.
-    private final class LoopShare: @unchecked Sendable {
+    private final class LoopShare: @unchecked Sendable {  // one loop's counters: written on that loop, handed on there
         /// The middleware (held, so that its identity, the loop-local key, is not reused while this lives).
         let metrics: RequestMetrics
         /// Requests started minus requests ended since the last flush.

@@ -40,6 +40,22 @@ struct SourceRulesTests {
         }
     }
 
+    @Test("Each @unchecked Sendable says on its line why the compiler cannot check it")
+    func everyUncheckedSendableSaysWhy() throws {
+        let targets = Self.libraryTargets.map(\.0) + ["LoopKitMetrics", "LoopKitHTTPTesting"]
+        for target in targets {
+            for (path, text) in try Self.librarySources(target) {
+                for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+                where line.contains("@unchecked Sendable") && !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
+                    guard let comment = line.range(of: "// "), line[comment.upperBound...].count >= 10 else {
+                        Issue.record("\(target)/\(path):\(number + 1): no reason given: \(line)")
+                        continue
+                    }
+                }
+            }
+        }
+    }
+
     @Test("Library code drops no error with try?: every failure reaches an outcome, a throw or onDiagnostic")
     func libraryCodeHasNoTryQuestionMark() throws {
         for (target, fewest) in Self.libraryTargets {

@@ -19,7 +19,7 @@ struct Job: Sendable {
 /// The unchecked conformance stands for unique ownership: the buffer is noncopyable, so exactly one
 /// owner can reach its storage, and every element is a `@Sendable` closure. Moving a buffer between
 /// threads (through the loop's lock) is therefore as safe as moving an array of those closures.
-struct JobBuffer: ~Copyable, @unchecked Sendable {
+struct JobBuffer: ~Copyable, @unchecked Sendable {  // its jobs are handed from producer to loop under the queue's lock
     private var base: UnsafeMutablePointer<Job>
     private var capacity: Int
     /// The number of jobs held.

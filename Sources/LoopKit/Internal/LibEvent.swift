@@ -41,7 +41,7 @@ typealias LibEventCallback = @convention(c) (Int32, Int16, UnsafeMutableRawPoint
 /// libevent locks each base itself once ``LibEvent/threadingEnabled`` has run, so the calls made
 /// here from other threads (`event_active`, `event_add`) are safe; the unchecked conformance
 /// records that libevent, not Swift, provides the synchronisation.
-final class LibEventBase: @unchecked Sendable {
+final class LibEventBase: @unchecked Sendable {  // libevent's base: touched on the loop's thread only (made before it is shared)
     /// The raw `struct event_base *`.
     let raw: OpaquePointer
     /// Whether LoopKit created the base and frees it.
@@ -93,7 +93,7 @@ final class LibEventBase: @unchecked Sendable {
 /// libevent serialises every operation on an event under its base's lock, so an `event_active` from
 /// another thread is safe; the unchecked conformance records that libevent provides the
 /// synchronisation.
-final class LibEventHandle: @unchecked Sendable {
+final class LibEventHandle: @unchecked Sendable {  // one libevent event: added, removed and freed on the loop's thread only
     private let raw: OpaquePointer
 
     /// Creates an event; `fd` is -1 for pure timers and wake-ups, a signal number with `.signal`.
@@ -150,7 +150,7 @@ final class LibEventHandle: @unchecked Sendable {
 /// The events are created in `EventLoop.init`, before the loop is visible to any other thread, and never
 /// reassigned after; afterwards only the loop thread touches them, and other threads only `write` to the
 /// eventfd. That write-once rule is what the unchecked conformance stands for.
-final class LoopEvents: @unchecked Sendable {
+final class LoopEvents: @unchecked Sendable {  // written once in init; other threads only write(2) the eventfd
     let base: LibEventBase
     private(set) var tick: LibEventHandle!
     private var timer: LibEventHandle?

@@ -5,7 +5,7 @@
 /// the invariant the unchecked conformance stands for. The loop's hot path (its queue drain, its
 /// timers) runs without a lock because of it.
 @usableFromInline
-final class LoopConfined<Value: ~Copyable>: @unchecked Sendable {
+final class LoopConfined<Value: ~Copyable>: @unchecked Sendable {  // the confinement check itself: each access checks
     @usableFromInline @exclusivity(unchecked) var storage: Value
     @usableFromInline let owner: ThreadID
 

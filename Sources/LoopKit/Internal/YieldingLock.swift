@@ -20,7 +20,7 @@ import Musl
 /// The unchecked conformance stands for the lock itself: `value` is reached only between a successful
 /// acquiring exchange of `held` and the releasing store that ends ``withLock(_:)``. (The sanitizer sees
 /// those atomics, so no annotation is needed.)
-final class YieldingLock<Value: ~Copyable>: @unchecked Sendable {
+final class YieldingLock<Value: ~Copyable>: @unchecked Sendable {  // a lock: its value is reached only while it is held
     private let held = Atomic<Bool>(false)
     @exclusivity(unchecked) private var value: Value
 

@@ -24,7 +24,7 @@ import LoopKitNet
 /// **Thread rule**: loop-confined. Read it on the connection's loop: from the handler's task (which
 /// runs on the loop) or its callbacks. It is `Sendable` so that task can hold it; the unchecked
 /// conformance stands for that rule.
-public final class HTTPRequestBody: AsyncSequence, @unchecked Sendable {
+public final class HTTPRequestBody: AsyncSequence, @unchecked Sendable {  // loop-confined: every entry point checks the thread
     public typealias Element = Bytes
     public typealias Failure = HTTPBodyError
 

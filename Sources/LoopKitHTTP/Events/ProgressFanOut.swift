@@ -19,7 +19,7 @@ import LoopKit
 /// created and used on the loop's thread. It is `@unchecked Sendable` only so that the loop's callbacks
 /// (the observation, the retry timer, a cancellation's hop) can capture it; all of them run on that loop,
 /// as ``HTTPLoopContext``'s do.
-final class ProgressFanOut: @unchecked Sendable {
+final class ProgressFanOut: @unchecked Sendable {  // loop-confined: subscribers and observation live on the progress's loop
     /// The time a pass may spend writing to subscribers in one iteration.
     static let fanOutBudget = ProcessingBudget.time(.microseconds(300))
     /// When a pass left slow subscribers behind, the next pass starts this much later.

@@ -6,7 +6,7 @@ import LoopKitNet
 /// Handed to the closure of ``HTTPResponseBody/stream(_:)``, which runs as a task on the connection's
 /// loop. Call its methods from that task (on the loop's thread). It is `@unchecked Sendable` because it
 /// is handed to that task; it is used only on the connection's loop.
-public final class HTTPBodyWriter: @unchecked Sendable {
+public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: every method checks the thread
     private let connection: HTTPConnection
     private let chunked: Bool
 

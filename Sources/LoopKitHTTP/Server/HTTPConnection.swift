@@ -10,7 +10,7 @@ import Tracing
 /// Loop-confined: created, used and released on its loop's thread. It is `@unchecked Sendable` only so
 /// the tasks of async handlers and streamed bodies (which run on the same loop's executor) can hold it;
 /// every entry point checks it runs on the loop (in debug builds).
-final class HTTPConnection: ServedConnection, ConnectionHandler, @unchecked Sendable {
+final class HTTPConnection: ServedConnection, ConnectionHandler, @unchecked Sendable {  // loop-confined: its tasks run on its loop
     let context: HTTPLoopContext
     let tcp: TCPConnection
     @exclusivity(unchecked) var machine = HTTPConnectionStateMachine()

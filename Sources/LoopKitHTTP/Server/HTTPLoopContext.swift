@@ -6,7 +6,7 @@ import LoopKitNet
 ///
 /// Loop-confined: created and used on its loop's thread. It is `@unchecked Sendable` only so the server
 /// can hand it to `loop.invoke` and the sweep timer can capture it; both run on the same loop.
-final class HTTPLoopContext: @unchecked Sendable {
+final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one per loop, used on its thread only (reached by jobs for that loop)
     let loop: EventLoop
     let configuration: HTTPServer.Configuration
     let router: HTTPRouter

@@ -20,7 +20,7 @@ public struct Bytes: Sendable {
     /// The unchecked conformance stands for that rule: the memory is initialised inside the initialiser
     /// and only ever read afterwards, so sharing it between threads needs no synchronisation.
     @usableFromInline
-    final class Storage: @unchecked Sendable {
+    final class Storage: @unchecked Sendable {  // immutable once made: its bytes are written before it is shared
         @usableFromInline let base: UnsafeMutableRawPointer
         let capacity: Int
 

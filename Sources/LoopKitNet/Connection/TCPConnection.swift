@@ -35,7 +35,7 @@ import LoopKit
 /// It is `Sendable` so that a `Task` running on that loop may hold it; the unchecked conformance stands
 /// for the loop-confinement check every entry point makes. For the same reason the hot mutable state
 /// skips the runtime's exclusivity checks (`@exclusivity(unchecked)`): one thread ever touches it.
-public final class TCPConnection: @unchecked Sendable {
+public final class TCPConnection: @unchecked Sendable {  // loop-confined: each entry point checks the thread
     /// The loop the connection lives on. Safe from any thread.
     public let loop: EventLoop
     /// What this connection shares with the others of its listener: options and role.
@@ -470,7 +470,7 @@ extension TCPConnection {
 /// Carries a loop-confined value into a `@Sendable` job for the same loop.
 ///
 /// Unchecked because the value never leaves the loop's thread: it is created there and the job runs there.
-struct UncheckedSendableBox<Value>: @unchecked Sendable {
+struct UncheckedSendableBox<Value>: @unchecked Sendable {  // made on the loop's thread, opened only by a job on the same loop
     let value: Value
     init(_ value: Value) { self.value = value }
 }

@@ -29,7 +29,7 @@ enum OpenSSLErrors {
 ///
 /// Unchecked `Sendable`: OpenSSL's contexts are safe to share between threads once configured, and
 /// nothing here changes after `init`.
-final class SSLContextHandle: @unchecked Sendable {
+final class SSLContextHandle: @unchecked Sendable {  // an SSL_CTX: shareable once configured, never changed after
     let raw: OpaquePointer
     let role: TLSConfiguration.Role
     let verification: TLSConfiguration.Verification
@@ -219,7 +219,7 @@ final class TLSWriteScratch {
 
 /// ALPN protocol names, most preferred first, with their wire form (each name's length, then its bytes)
 /// at an address that stays put for OpenSSL. Immutable, so unchecked `Sendable` for its buffer.
-final class ALPNProtocols: @unchecked Sendable {
+final class ALPNProtocols: @unchecked Sendable {  // immutable: a buffer written once in init
     /// The names.
     let names: [String]
     /// The wire form; empty for no names.
@@ -571,7 +571,7 @@ enum TransportBIO {
 
     /// The method table, made once and never changed after: read-only to every thread from then on, which
     /// is what its unchecked `Sendable` stands for.
-    final class Method: @unchecked Sendable {
+    final class Method: @unchecked Sendable {  // an OpenSSL BIO_METHOD: written once in init, read only after
         let raw: OpaquePointer
         init() {
             raw = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "LoopKit transport")!

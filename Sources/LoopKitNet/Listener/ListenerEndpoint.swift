@@ -12,7 +12,7 @@ import Musl
 /// Loop-confined: every mutable property is touched only on `loop`'s thread (methods called from other
 /// threads hop there first); the unchecked conformance stands for that rule. `openConnections` is atomic
 /// so that other threads can read the count.
-final class ListenerEndpoint: @unchecked Sendable {
+final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on its loop's thread only; other threads read its atomics
     let loop: EventLoop
     /// What every connection this endpoint accepts shares.
     let profile: ConnectionProfile
