@@ -60,6 +60,77 @@ public final class HTTPTestClient {
         }
     }
 
+    /// A client whose routes run on the test's loops, the loops their state is bound to, as in production.
+    ///
+    /// ```swift
+    /// let group = try LoopGroup(threads: 2)            // as production's
+    /// let app = TodoApp(group: group)                   // its state bound to the group's loops
+    /// let first = try HTTPTestClient(router: app.router, mode: mode, group: group)    // served on loop 0
+    /// let second = try HTTPTestClient(router: app.router, mode: mode, group: group)   // on loop 1
+    /// ```
+    ///
+    /// In memory (``HTTPTestMode/inMemory``), the routes are served on `group.next()` through an in-memory
+    /// connection pair (successive clients of one group take its loops in turn, so two clients see both
+    /// loops of a two-loop group): no socket, but the group's real threads and real time, so the client
+    /// waits for what arrives as a live one does and ``advance(by:)`` lets real time pass. Live
+    /// (``HTTPTestMode/live``), an ``HTTPServer`` serves the routes on every loop of `group`, on 127.0.0.1,
+    /// port 0. The group stays the test's: the client does not shut it down (shut it down after the
+    /// clients).
+    ///
+    /// - Parameters:
+    ///   - router: The routes under test.
+    ///   - configuration: Limits, timeouts and watermarks (the address is ignored).
+    ///   - mode: In memory (the default) or live.
+    ///   - group: The loops to serve on.
+    ///   - logger: The server's logger (silent by default).
+    /// - Throws: ``HTTPTestClientError/cannotStart(_:)``.
+    public init(router: HTTPRouter, configuration: HTTPServer.Configuration = HTTPServer.Configuration(),
+                mode: HTTPTestMode = .inMemory, group: LoopGroup,
+                logger: Logger = Logger(label: "loopkit.http.test", factory: { _ in SwiftLogNoOpLogHandler() })) throws {
+        self.mode = mode
+        do {
+            switch mode {
+            case .inMemory:
+                transport = try GroupInMemoryTransport(router: router, configuration: configuration, group: group, logger: logger)
+            case .live:
+                transport = try LiveTransport(router: router, configuration: configuration, group: group, logger: logger)
+            }
+        } catch let error as HTTPTestClientError {
+            throw error
+        } catch {
+            throw HTTPTestClientError.cannotStart("\(error)")
+        }
+    }
+
+    /// An in-memory client whose routes run on `driver`'s loop: the loop the test bound the routes' state
+    /// to, and that other clients may share (two WebSocket clients of one chat room, say). Deterministic,
+    /// on the driver's virtual time, as ``init(router:configuration:mode:logger:)`` in memory.
+    ///
+    /// ```swift
+    /// let driver = try LoopDriver()
+    /// let room = LoopBound(ChatRoom(), on: driver.loop)
+    /// let alice = try HTTPTestClient(router: chatRouter(room), driver: driver)
+    /// let bob = try HTTPTestClient(router: chatRouter(room), driver: driver)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - router: The routes under test.
+    ///   - configuration: Limits, timeouts and watermarks.
+    ///   - driver: The driver whose loop serves the routes; the client steps it. Create the client on the
+    ///     driver's thread.
+    ///   - logger: The server's logger (silent by default).
+    /// - Throws: ``HTTPTestClientError/cannotStart(_:)``.
+    public init(router: HTTPRouter, configuration: HTTPServer.Configuration = HTTPServer.Configuration(),
+                driver: LoopDriver,
+                logger: Logger = Logger(label: "loopkit.http.test", factory: { _ in SwiftLogNoOpLogHandler() })) throws {
+        mode = .inMemory
+        do {
+            transport = try InMemoryTransport(router: router, configuration: configuration, driver: driver, logger: logger)
+        } catch {
+            throw HTTPTestClientError.cannotStart("\(error)")
+        }
+    }
+
     /// A client for an ``HTTPServer``'s routes and configuration. The server itself is not started: in
     /// memory its router runs on the driver's loop; live, a second server like it listens on port 0.
     ///
@@ -73,7 +144,7 @@ public final class HTTPTestClient {
 
     deinit { transport.shutDown() }
 
-    /// The driver of the in-memory loop, to step it or read its clock; nil when live.
+    /// The driver of the in-memory loop, to step it or read its clock; nil when live or on a group.
     public var driver: LoopDriver? { (transport as? InMemoryTransport)?.driver }
 
     // MARK: Sending

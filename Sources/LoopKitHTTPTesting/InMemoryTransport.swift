@@ -20,13 +20,15 @@ final class InMemoryTransport: HTTPTestTransport {
         var closed = false
     }
 
-    init(router: HTTPRouter, configuration: HTTPServer.Configuration, logger: Logger) throws {
-        driver = try LoopDriver()
-        host = try HTTPConnectionHost(loop: driver.loop, configuration: configuration, router: router, logger: logger)
+    /// Serves on `driver`'s loop when given (the test's, which other clients and the routes' state may
+    /// share), else on a driver of its own.
+    init(router: HTTPRouter, configuration: HTTPServer.Configuration, driver: LoopDriver? = nil, logger: Logger) throws {
+        self.driver = try driver ?? LoopDriver()
+        host = try HTTPConnectionHost(loop: self.driver.loop, configuration: configuration, router: router, logger: logger)
         var options = ConnectionOptions()
         options.writeHighWaterMark = configuration.writeHighWaterMark
         options.writeLowWaterMark = configuration.writeLowWaterMark
-        pair = try InMemoryConnectionPair(driver: driver, options: options)
+        pair = try InMemoryConnectionPair(driver: self.driver, options: options)
         let inbox = inbox
         pair.client.onRead { bytes in
             inbox.bytes.append(contentsOf: bytes)
@@ -47,9 +49,28 @@ final class InMemoryTransport: HTTPTestTransport {
 
     var isClosedByServer: Bool { inbox.closed }
 
+    /// How long an idle loop waits for a handler's answer from another thread (an actor, another running
+    /// loop's `perform`) before the client calls it idle.
+    static let crossThreadGrace: Duration = .seconds(2)
+
     func waitForProgress() throws -> Bool {
-        guard driver.hasPendingWork else { return false }
+        guard driver.hasPendingWork || waitForWorkFromOtherThreads() else { return false }
         try driver.step()
+        return true
+    }
+
+    /// While a handler task has not answered, its answer may be on its way from another thread: waits
+    /// (real time, at most ``crossThreadGrace``) for work to be queued on the loop. Nothing happens on the
+    /// driver's loop meanwhile: the steps stay the test's.
+    private func waitForWorkFromOtherThreads() -> Bool {
+        guard host.handlerTasksInFlight > 0 else { return false }
+        let deadline = ContinuousClock.now + Self.crossThreadGrace
+        var pause = Duration.microseconds(20)
+        while !driver.hasPendingWork {
+            guard ContinuousClock.now < deadline else { return false }
+            TransportInbox.sleep(for: pause)
+            pause = min(pause * 2, .milliseconds(1))
+        }
         return true
     }
 

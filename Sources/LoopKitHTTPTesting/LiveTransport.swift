@@ -5,44 +5,41 @@ import LoopKitHTTP
 import LoopKitNet
 import Synchronization
 
-/// The routes served by a real ``HTTPServer`` on 127.0.0.1 (port 0, one loop thread), reached by a
-/// LoopKitNet client connection on a loop of its own; the test's thread waits for what arrives.
+/// The routes served by a real ``HTTPServer`` on 127.0.0.1 (port 0; one loop thread, or the test's group),
+/// reached by a LoopKitNet client connection on a loop of its own; the test's thread waits for what arrives.
 final class LiveTransport: HTTPTestTransport {
     /// How long the test's thread waits for anything to arrive before giving up (a hung test's safety net).
     static let safetyTimeout: Duration = .seconds(10)
 
     private let serverGroup: LoopGroup
+    /// Whether the server's group is the transport's own (shut down with it) rather than the test's.
+    private let ownsServerGroup: Bool
     private let clientGroup: LoopGroup
     private let server: HTTPServer
     private let connection: TCPConnection
-    private let inbox: Inbox
+    private let inbox: TransportInbox
     private var isShutDown = false
-
-    /// What the client connection has received, filled on the client's loop thread.
-    private final class Inbox: Sendable {
-        /// LoopKit's `Lock` (a `Mutex` the thread sanitizer can see).
-        let state = Lock<(bytes: [UInt8], closed: Bool)>(([], false))
-        /// Signalled on every arrival and on close.
-        let arrived = DispatchSemaphore(value: 0)
-    }
 
     let port: Int
 
-    init(router: HTTPRouter, configuration: HTTPServer.Configuration, logger: Logger) throws {
+    /// Serves on `group` when given (the test's: left running at the end), else on a one-loop group of
+    /// its own.
+    init(router: HTTPRouter, configuration: HTTPServer.Configuration, group: LoopGroup? = nil, logger: Logger) throws {
         var configuration = configuration
         configuration.host = "127.0.0.1"
         configuration.port = 0
-        serverGroup = try LoopGroup(threads: 1, name: "http-test-server")
+        serverGroup = try group ?? LoopGroup(threads: 1, name: "http-test-server")
+        ownsServerGroup = group == nil
         clientGroup = try LoopGroup(threads: 1, name: "http-test-client")
         server = HTTPServer(group: serverGroup, configuration: configuration, router: router, logger: logger)
         do {
             port = try server.start()
-            let inbox = Inbox()
+            let inbox = TransportInbox()
             self.inbox = inbox
             connection = try Self.connect(port: port, on: clientGroup.loops[0], inbox: inbox)
         } catch {
             server.beginShutdown()
-            serverGroup.shutdown()
+            if ownsServerGroup { serverGroup.shutdown() }
             clientGroup.shutdown()
             throw HTTPTestClientError.cannotStart("\(error)")
         }
@@ -51,7 +48,7 @@ final class LiveTransport: HTTPTestTransport {
     deinit { shutDown() }
 
     /// Connects to the server and installs the inbox's callbacks on the client's loop; waits for both.
-    private static func connect(port: Int, on loop: EventLoop, inbox: Inbox) throws -> TCPConnection {
+    private static func connect(port: Int, on loop: EventLoop, inbox: TransportInbox) throws -> TCPConnection {
         let outcome = Lock<Result<TCPConnection, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         // A task on the client's loop thread, not on Swift's cooperative pool: the test's thread, waiting
@@ -59,17 +56,7 @@ final class LiveTransport: HTTPTestTransport {
         Task(executorPreference: loop) {
             do {
                 let connection = try await TCPConnection.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: port), on: loop)
-                try await loop.perform {
-                    connection.onRead { bytes in
-                        inbox.state.withLock { $0.bytes.append(contentsOf: bytes) }
-                        inbox.arrived.signal()
-                        return bytes.count
-                    }
-                    connection.onClose { _ in
-                        inbox.state.withLock { $0.closed = true }
-                        inbox.arrived.signal()
-                    }
-                }
+                try await loop.perform { inbox.fill(from: connection) }
                 outcome.withLock { $0 = .success(connection) }
             } catch {
                 outcome.withLock { $0 = .failure(error) }
@@ -89,33 +76,23 @@ final class LiveTransport: HTTPTestTransport {
         }
     }
 
-    func takeReceived() -> [UInt8] {
-        inbox.state.withLock { state in
-            defer { state.bytes.removeAll(keepingCapacity: true) }
-            return state.bytes
-        }
-    }
+    func takeReceived() -> [UInt8] { inbox.take() }
 
-    var isClosedByServer: Bool { inbox.state.withLock { $0.closed } }
+    var isClosedByServer: Bool { inbox.isClosed }
 
-    func waitForProgress() throws -> Bool {
-        if inbox.state.withLock({ !$0.bytes.isEmpty || $0.closed }) { return true }
-        return inbox.arrived.wait(timeout: .now() + .seconds(Int(Self.safetyTimeout.components.seconds))) == .success
-    }
+    func waitForProgress() throws -> Bool { inbox.wait(upTo: Self.safetyTimeout) }
 
     func runUntilIdle() throws {
         // Work queued in the iteration that wrote the last response runs in that iteration's drain, or in
         // the next one when it was queued from a drain. The first job below runs in that drain at the
         // earliest (perhaps before that work, in the same drain); the second, queued once the first has
         // run, in a later drain: by then that work has run.
-        for _ in 0..<2 { try serverGroup.loops[0].invokeAndWait {} }
+        for _ in 0..<2 { for loop in serverGroup.loops { try loop.invokeAndWait {} } }
     }
 
     func advance(by duration: Duration) throws {
-        let nanoseconds = max(0, duration / .nanoseconds(1))
-        let until = DispatchTime.now() + .nanoseconds(Int(min(nanoseconds, Double(Int.max))))
         // Real time must pass for the server's timers; arrivals meanwhile are kept by the inbox.
-        _ = DispatchSemaphore(value: 0).wait(timeout: until)
+        TransportInbox.sleep(for: duration)
     }
 
     func closeClient() throws {
@@ -139,7 +116,7 @@ final class LiveTransport: HTTPTestTransport {
             stopped.signal()
         }
         stopped.wait()
-        serverGroup.shutdown()
+        if ownsServerGroup { serverGroup.shutdown() }
         clientGroup.shutdown()
     }
 }

@@ -36,7 +36,7 @@ extension HTTPConnection {
             return  // started at the head
         }
         tcp.pauseReading()
-        runAsync(request, middleware: middleware, terminal: terminal)
+        runAsync(request, middleware: middleware, terminal: terminal, bodyCollected: true)
     }
 
     /// An inline chain and a synchronous terminal, run now; the response is sent at once. The request is
@@ -57,14 +57,25 @@ extension HTTPConnection {
 
     /// The chain as a task on the loop; its response is sent when it returns (none for a body error
     /// already answered, or a client gone).
+    /// `bodyCollected`: counted in ``HTTPLoopContext/handlerTasksInFlight`` until it answers (a streaming
+    /// route's chain waits for the client's body, not for another thread).
     func runAsync(_ request: HTTPServerRequest, middleware: HTTPMiddlewareChain,
-                  terminal: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse) {
+                  terminal: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse,
+                  bodyCollected: Bool = false) {
         let trail = HTTPMiddlewareChain.Trail()
         asyncTrail = trail
         let logger = context.logger
+        if bodyCollected { context.handlerTasksInFlight += 1 }
         Task(executorPreference: context.loop) {
             let response = await Self.respond(to: request, through: middleware, trail: trail, logger: logger, terminal: terminal)
-            if let response { self.onLoop { $0.send(response) } }
+            if bodyCollected {
+                self.onLoop { connection in
+                    connection.context.handlerTasksInFlight -= 1
+                    if let response { connection.send(response) }
+                }
+            } else if let response {
+                self.onLoop { $0.send(response) }
+            }
         }
     }
 

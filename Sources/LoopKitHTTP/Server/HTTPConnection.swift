@@ -456,6 +456,7 @@ final class HTTPConnection: ServedConnection, ConnectionHandler, @unchecked Send
         case .async(let run):
             tcp.pauseReading()
             let logger = context.logger
+            context.handlerTasksInFlight += 1
             Task(executorPreference: context.loop) {
                 let response: HTTPServerResponse
                 do {
@@ -463,7 +464,10 @@ final class HTTPConnection: ServedConnection, ConnectionHandler, @unchecked Send
                 } catch {
                     response = .answering(error, path: serverRequest.path, logger: logger)
                 }
-                self.onLoop { $0.send(response) }
+                self.onLoop { connection in
+                    connection.context.handlerTasksInFlight -= 1
+                    connection.send(response)
+                }
             }
         case .webSocket(let webSocketRoute):
             webSocketRequested(serverRequest, head: head, route: webSocketRoute)

@@ -34,6 +34,10 @@ package final class HTTPConnectionHost {
         context.accept(connection)
     }
 
+    /// Handler tasks (async routes, chains with async middleware, whose body was collected) that have not
+    /// answered yet; while one has not, an idle loop may still get its answer from another thread.
+    package var handlerTasksInFlight: Int { context.handlerTasksInFlight }
+
     /// The connections being served.
     package var connectionCount: Int { context.connectionCount }
 

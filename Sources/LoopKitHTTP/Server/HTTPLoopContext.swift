@@ -27,6 +27,10 @@ final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one per lo
     private var forceCloseTimer: ScheduledTimer?
     private var onFinished: (@Sendable () -> Void)?
     private(set) var isDraining = false
+    /// Tasks of handlers whose request body was collected (async routes, chains with async middleware)
+    /// that have not answered yet: what the in-memory test client waits for when its loop goes idle (their
+    /// answer may come back from another thread: an actor, another loop's `perform`).
+    var handlerTasksInFlight = 0
 
     /// Sweep ticks so far; a connection's timeouts are counted in ticks.
     private(set) var tick: UInt64 = 0
