@@ -132,6 +132,18 @@ struct LoopBoundTests {
         }
     }
 
+    @Test("the trap's message names perform and an actor, not only invokeAndWait")
+    func offTheLoopTrapMessageNamesPerformAndAnActor() async throws {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let loop = try! EventLoop()
+            let bound = LoopBound(Table(), on: loop)
+            onAnotherThread { _ = bound.value.rows }
+        }
+        let message = String(decoding: try #require(result).standardErrorContent, as: UTF8.self)
+        #expect(message.contains("try await bound.perform { }"))
+        #expect(message.contains("an actor"))
+    }
+
     @Test("withValue off the loop's thread stops the process")
     func withValueOffTheLoopThreadTraps() async {
         await #expect(processExitsWith: .failure) {

@@ -41,7 +41,8 @@ public final class LoopBound<Value>: Sendable {
     /// The value, read and written directly.
     ///
     /// Stops the process (a precondition failure) when used off the loop's thread: reach the value from
-    /// another thread with ``invoke(_:)``, ``enqueue(_:)`` or ``invokeAndWait(_:)``.
+    /// a task on another thread or loop with ``perform(_:)``, from a callback with ``invoke(_:)`` or
+    /// ``enqueue(_:)``; ``invokeAndWait(_:)`` blocks the caller, another loop's thread included.
     ///
     /// Call on the loop thread.
     ///
@@ -144,6 +145,6 @@ public final class LoopBound<Value>: Sendable {
     @inlinable @inline(__always)
     func checkThread(_ member: StaticString) {
         precondition(loop.isCurrent,
-                     "LoopKit: LoopBound.\(member) used off its loop's thread; reach the value with invoke, enqueue or invokeAndWait")
+                     "LoopKit: LoopBound.\(member) used off its loop's thread (a handler on another loop of a group?); from a task, reach the value with `try await bound.perform { }`; from a callback, with invoke or enqueue; state every loop shares belongs in an actor or one LoopBound reached with perform (invokeAndWait blocks the calling loop)")
     }
 }
