@@ -253,11 +253,11 @@ final class HTTPConnection: ServedConnection, ConnectionHandler, @unchecked Send
         case .streaming(let routeLimit, _)?, .streamingCallback(let routeLimit, _)?: limit = routeLimit
         default: limit = context.configuration.maxBodySize
         }
+        requestContext = makeRequestContext(request, path: path, route: pattern)
         if case .length(let length) = head.framing, let limit, length > limit {
             refuse(.bodyTooLarge)  // 413 before any body byte, and before `100 Continue`
             return
         }
-        requestContext = makeRequestContext(request, path: path, route: pattern)
         guard let route, route.handler.streamsBody else {
             if machine.headParsed(head) == .sendContinue { encoder.appendContinue() }
             return
@@ -389,8 +389,10 @@ final class HTTPConnection: ServedConnection, ConnectionHandler, @unchecked Send
     }
 
     private func refuse(_ error: HTTPRequestError) {
-        if context.logger.logLevel <= .error {
-            context.logger.error("refused request", metadata: ["status": "\(error.status.code)", "reason": "\(error)"])
+        // A client's mistake, not the server's: at `debug` (its access line is at `info`), so that a client
+        // cannot fill a production log with errors.
+        if context.logger.logLevel <= .debug {
+            context.logger.debug("refused request", metadata: ["status": "\(error.status.code)", "reason": "\(error)"])
         }
         if let streamedBody {  // a malformed body under a running handler
             self.streamedBody = nil
@@ -401,14 +403,46 @@ final class HTTPConnection: ServedConnection, ConnectionHandler, @unchecked Send
             }
         }
         guard case .refuse(let status) = machine.parseFailed(error) else { return }
-        writeRefusal(status)
+        writeRefusal(status, error: error)
     }
 
-    func writeRefusal(_ status: HTTPResponse.Status) {
-        if requestContext != nil { responseStatus = status }
+    /// Answers a request the server refuses itself (a parser error, a body over the limit, a slow head or
+    /// body) and closes: as any response, with a body (``HTTPServer/Configuration/refusalResponse``, the
+    /// reason phrase by default), the request id and an access line, and through the middleware's
+    /// `responseEnded` when the head had arrived.
+    func writeRefusal(_ status: HTTPResponse.Status, error: HTTPRequestError? = nil) {
         context.dateCache.refresh()
-        encoder.appendHead(HTTPResponse(status: status), status: status, framing: .length(0), keepAlive: false, http10: false,
-                           date: context.dateCache.fieldLine)
+        var response = context.configuration.refusalResponse?(status, error) ?? .text(status.reasonPhrase, status: status)
+        response.head.status = status
+        let body: [UInt8]
+        if case .bytes(let bytes) = response.body.storage { body = bytes } else { body = [] }
+        var echoedID: (name: HTTPField.Name, value: String)?
+        if let field = context.configuration.requestIDField, response.head.headerFields[field] == nil {
+            echoedID = (field, requestContext?.id ?? context.requestIDs.next())
+        }
+        encoder.appendHead(response.head, status: status, framing: .length(body.count), keepAlive: false, http10: false,
+                           date: context.dateCache.fieldLine, extraField: echoedID)
+        body.withUnsafeBytes { encoder.appendBody($0) }
+        if let head {
+            logAccess(head, status: status.code)
+        } else if context.logger.logLevel <= .info, context.configuration.logsAccess {
+            context.logger.log(level: .info, Logger.Message(stringLiteral: "- - " + String(status.code)), source: "LoopKitHTTP")
+        }
+        responseStarted = true  // a handler still running answers no more
+        if let requestContext {
+            responseStatus = status
+            responseBodyBytes = body.count
+            if let head, extrasStorage?.middlewareTrail == nil, extrasStorage?.asyncTrail == nil {
+                // Refused before the chain ran: its `responseEnded` hooks (an access log, metrics) see it.
+                let request = HTTPServerRequest(head: head.request, version: head.version, body: [],
+                                                parameters: route?.parameters ?? HTTPPathParameters(), loop: context.loop,
+                                                context: requestContext, server: context)
+                let summary = HTTPResponseSummary(status: status, bodyBytes: body.count, startTime: requestContext.startTime,
+                                                  endTime: .now, isComplete: true)
+                context.router.middleware.responseEnded(summary, for: request, reached: .max)
+            }
+            requestEnded(isComplete: true)
+        }
         flush()
         tcp.close()
     }

@@ -46,6 +46,12 @@ public final class HTTPServer: Service, Sendable {
         /// Called on a connection's loop thread when ``writeTimeout`` or ``closeTimeout`` cuts a connection:
         /// the hook for a counter (the cut is also logged at `debug`). nil (the default) costs nothing.
         public var connectionCut: (@Sendable (_ deadline: Deadline) -> Void)?
+        /// The response to a request the server refuses itself, before or without its handler: the parser's
+        /// 400, 413, 431, 417, 501 and 505 (`error` says why) and 408 for a head or body that arrives too
+        /// slowly (`error` nil). nil (the default): `text/plain`, the status's reason phrase. Whatever the
+        /// closure returns goes out with the refusal's status, `Content-Length` (a streamed body is not
+        /// sent), the request id and `Connection: close`. Called on the connection's loop thread.
+        public var refusalResponse: (@Sendable (_ status: HTTPResponse.Status, _ error: HTTPRequestError?) -> HTTPServerResponse)?
         /// How long graceful shutdown waits for in-flight requests (default 10 s); then it closes them.
         public var shutdownDeadline: Duration = .seconds(10)
         /// Unsent output above which a streamed body's writer suspends (default 64 KiB).
