@@ -108,6 +108,41 @@ extension HTTPServerResponse {
     }
 }
 
+extension HTTPServerResponse {
+    /// `progress` as server-sent events, as ``progressEvents(_:keepAlive:)``, from streams that own the
+    /// work: when the last such stream of the progress ends because its client left, before the final
+    /// state, the progress is cancelled, and with it the work it reports (a `ProcessingJob`'s progress
+    /// cancels the job).
+    ///
+    /// ```swift
+    /// router.get("/reports/:id/events") { request in
+    ///     let job = request.loop.process(rows, each: { render($0) })   // the work lives as long as its viewers
+    ///     return .progressEvents(job.progress, cancelsWhenAbandoned: true)
+    /// }
+    /// ```
+    ///
+    /// Streams of the same progress on any loop count together; a stream without the option neither counts
+    /// nor cancels. A stream that ends because the server shuts down cancels too.
+    ///
+    /// - Parameters:
+    ///   - progress: The progress to serve and, when abandoned, cancel.
+    ///   - cancelsWhenAbandoned: Whether the stream owns the work (false: as ``progressEvents(_:keepAlive:)``).
+    ///   - keepAlive: As in ``events(keepAlive:_:)``.
+    /// - Returns: A `text/event-stream` response.
+    ///
+    /// Safe from any thread (a route handler calls it on the connection's loop).
+    public static func progressEvents(_ progress: TaskProgress, cancelsWhenAbandoned: Bool,
+                                      keepAlive: Duration? = .seconds(15)) -> HTTPServerResponse {
+        guard cancelsWhenAbandoned else { return progressEvents(progress, keepAlive: keepAlive) }
+        let ids = ProgressEventIDs.of(progress)
+        return .events(keepAlive: keepAlive) { events in
+            ids.addOwner()  // when the stream starts: a response never sent (to HEAD) owns nothing
+            await ProgressFanOut.of(progress, on: events.loop).follow(with: events, after: 0)
+            if ids.removeOwner() == 0, !progress.isFinished, !progress.isCancelled { progress.cancel() }
+        }
+    }
+}
+
 extension HTTPField.Name {
     /// `Last-Event-ID`: the id of the last server-sent event a reconnecting client has seen.
     ///

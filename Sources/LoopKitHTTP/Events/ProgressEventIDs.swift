@@ -21,6 +21,8 @@ final class ProgressEventIDs: Sendable {
         var lastState: ProgressSnapshot?
         /// The final state's id, once given.
         var final: Int?
+        /// Streams open now that own the progress (``HTTPServerResponse/progressEvents(_:cancelsWhenAbandoned:keepAlive:)``).
+        var owners = 0
     }
 
     /// Where a stream starts for a client that has seen the events up to some id.
@@ -94,6 +96,19 @@ final class ProgressEventIDs: Sendable {
             guard seen <= numbers.last else { return .after(0) }  // never given: start afresh
             if let final = numbers.final, seen >= final { return .finalStateSeen }
             return .after(seen)
+        }
+    }
+
+    /// A stream that owns the progress has started.
+    func addOwner() {
+        numbers.withLock { $0.owners += 1 }
+    }
+
+    /// A stream that owns the progress has ended; returns how many are left.
+    func removeOwner() -> Int {
+        numbers.withLock { numbers in
+            numbers.owners -= 1
+            return numbers.owners
         }
     }
 }
