@@ -159,6 +159,23 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Examples/TodoService: a JSON todo API, a chat room and jobs on two loops (issue 31's service),
+        // built and tested with the package.
+        .target(name: "TodoServiceApp", dependencies: ["LoopKit", "LoopKitHTTP"], path: "Examples/TodoService/Sources/TodoServiceApp"),
+        .executableTarget(
+            name: "TodoService",
+            dependencies: [
+                "TodoServiceApp", "LoopKit", "LoopKitHTTP",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Examples/TodoService/Sources/TodoService"
+        ),
+        .testTarget(
+            name: "TodoServiceTests",
+            dependencies: ["TodoServiceApp", "LoopKit", "LoopKitHTTP", "LoopKitHTTPTesting", "LoopKitTesting"],
+            path: "Examples/TodoService/Tests/TodoServiceTests"
+        ),
         .testTarget(
             name: "LoopKitNetTests",
             dependencies: ["LoopKit", "LoopKitNet", "LoopKitTesting", "LoopKitNetTesting", "TestSupport"]

@@ -1,0 +1,121 @@
+import LoopKit
+import LoopKitHTTP
+import Synchronization
+
+/// A todo, as the API sends it.
+public struct Todo: Codable, Sendable, Equatable {
+    public var id: Int
+    public var title: String
+    public var done: Bool
+    public init(id: Int, title: String, done: Bool) { self.id = id; self.title = title; self.done = done }
+}
+
+/// A todo as a client sends it (`done` optional).
+public struct TodoDraft: Codable, Sendable {
+    public var title: String
+    public var done: Bool?
+    public init(title: String, done: Bool? = nil) { self.title = title; self.done = done }
+}
+
+/// The todos, shared by every loop's handlers: an actor, reached with `await`.
+public actor TodoStore {
+    private var todos: [Int: Todo] = [:]
+    private var lastID = 0
+    public init() {}
+
+    func all() -> [Todo] { todos.values.sorted { $0.id < $1.id } }
+    func todo(_ id: Int) -> Todo? { todos[id] }
+    func add(_ draft: TodoDraft) -> Todo {
+        lastID += 1
+        todos[lastID] = Todo(id: lastID, title: draft.title, done: draft.done ?? false)
+        return todos[lastID]!
+    }
+    func update(_ id: Int, with draft: TodoDraft) -> Todo? {
+        guard todos[id] != nil else { return nil }
+        todos[id]!.title = draft.title
+        if let done = draft.done { todos[id]!.done = done }
+        return todos[id]
+    }
+    func remove(_ id: Int) -> Todo? { todos.removeValue(forKey: id) }
+}
+
+/// A chat room whose members are on any loop: each has an outbox any thread may yield to.
+public final class ChatRoom: Sendable {
+    private let members = Mutex<[Int: AsyncStream<String>.Continuation]>([:])
+    private let lastID = Atomic<Int>(0)
+    public init() {}
+
+    func join() -> (id: Int, outbox: AsyncStream<String>) {
+        let (outbox, member) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1_000))
+        let id = lastID.add(1, ordering: .relaxed).newValue
+        members.withLock { $0[id] = member }
+        return (id, outbox)
+    }
+    func leave(_ id: Int) { members.withLock { $0.removeValue(forKey: id) }?.finish() }
+    func broadcast(_ text: String) { members.withLock { for member in $0.values { member.yield(text) } } }
+}
+
+/// Running jobs by id.
+public final class Jobs: Sendable {
+    private let jobs = Mutex<[Int: ProcessingJob]>([:])
+    private let lastID = Atomic<Int>(0)
+    public init() {}
+
+    func add(_ job: ProcessingJob) -> Int {
+        let id = lastID.add(1, ordering: .relaxed).newValue
+        jobs.withLock { $0[id] = job }
+        return id
+    }
+    subscript(id: Int) -> ProcessingJob? { jobs.withLock { $0[id] } }
+}
+
+/// The service's routes. `work` is what a job does per item (a test gives it a virtual cost).
+public func makeRouter(store: TodoStore, room: ChatRoom, jobs: Jobs,
+                       work: @escaping @Sendable (Int) -> Void = { _ in }) -> HTTPRouter {
+    var router = HTTPRouter()
+    router.get("/todos") { _ in try .json(await store.all()) }
+    router.post("/todos") { request in
+        try .json(await store.add(request.decode(as: TodoDraft.self)), status: .created)
+    }
+    router.get("/todos/:id") { request in
+        let id = try request.parameters.require("id", as: Int.self)
+        guard let todo = await store.todo(id) else { throw HTTPError(.notFound, "no todo \(id)") }
+        return try .json(todo)
+    }
+    router.put("/todos/:id") { request in
+        let id = try request.parameters.require("id", as: Int.self)
+        guard let todo = await store.update(id, with: try request.decode(as: TodoDraft.self)) else {
+            throw HTTPError(.notFound, "no todo \(id)")
+        }
+        return try .json(todo)
+    }
+    router.delete("/todos/:id") { request in
+        let id = try request.parameters.require("id", as: Int.self)
+        guard await store.remove(id) != nil else { throw HTTPError(.notFound, "no todo \(id)") }
+        return HTTPServerResponse(status: .noContent)
+    }
+
+    router.webSocket("/chat") { request, socket in
+        let name = try request.require(query: "name")
+        let (id, outbox) = room.join()
+        defer { room.leave(id); room.broadcast("\(name) left") }
+        let sender = Task(executorPreference: socket.loop) {           // to this client, on its own loop
+            for await text in outbox { try await socket.send(.text(text)) }
+        }
+        defer { sender.cancel() }
+        room.broadcast("\(name) joined")
+        for try await case .text(let text) in socket.messages { room.broadcast("\(name): \(text)") }
+    }
+
+    router.post("/jobs") { request in
+        let items = try request.query("items", as: Int.self) ?? 2_000_000
+        let job = try request.loop.process(0..<items, each: work, completion: { _ in })
+        return try .json(["id": jobs.add(job)], status: .accepted)
+    }
+    router.get("/jobs/:id/events") { request in
+        let id = try request.parameters.require("id", as: Int.self)
+        guard let job = jobs[id] else { throw HTTPError(.notFound, "no job \(id)") }
+        return .progressEvents(job.progress)
+    }
+    return router
+}
