@@ -1,5 +1,6 @@
 import CLoopKit
 import LoopKit
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -81,5 +82,24 @@ enum LastErrno {
 
     static func get() -> Int32 {
         Int32(truncatingIfNeeded: Int(bitPattern: pthread_getspecific(key)))
+    }
+}
+
+/// The handle `lk_work_queue` gives C: retained when it is handed out, released after the work's `after`
+/// callback returned. The completion runs on the loop in a later drain (R13), after `lk_work_queue` has
+/// stored the handle, so the two never race; the atomic states that across threads.
+final class WorkHandleSlot: Sendable {
+    private let handle = Atomic<UInt>(0)
+
+    func hold(_ work: OffloadedWork) -> OpaquePointer {
+        let pointer = Handles.retain(work)
+        handle.store(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(pointer))), ordering: .releasing)
+        return pointer
+    }
+
+    func release() {
+        let address = handle.exchange(0, ordering: .acquiringAndReleasing)
+        guard address != 0, let raw = UnsafeRawPointer(bitPattern: address) else { return }
+        Handles.release(OpaquePointer(raw), as: OffloadedWork.self)
     }
 }

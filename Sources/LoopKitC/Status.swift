@@ -17,6 +17,7 @@ enum Status {
     static let cancelled = Int32(LK_ECANCELED)
     static let wrongThread = Int32(LK_ETHREAD)
     static let system = Int32(LK_ESYS)
+    static let again = Int32(LK_EAGAIN)
 
     /// The status code for a loop error. No Swift error crosses into C.
     static func of(_ error: EventLoopError) -> Int32 {
@@ -37,9 +38,22 @@ enum Status {
         return system
     }
 
+    /// The status code for a work pool's refusal or cancellation.
+    static func of(_ error: WorkPoolError) -> Int32 {
+        switch error {
+        case .queueFull: again
+        case .shutDown: closed
+        case .cancelled: cancelled
+        case .threadStartFailed(let code): failedSystemCall(errno: code)
+        }
+    }
+
     /// The status code for any error a wrapped call can throw.
     static func of(_ error: any Error) -> Int32 {
-        (error as? EventLoopError).map(of) ?? invalid
+        if let error = error as? EventLoopError { return of(error) }
+        if let error = error as? WorkPoolError { return of(error) }
+        if error is CancellationError { return cancelled }
+        return invalid
     }
 
     /// Runs a throwing call and maps its outcome to `LK_OK` or an `LK_E*` code.
@@ -64,6 +78,7 @@ public func lk_strerror(_ status: Int32) -> UnsafePointer<CChar>! {
     case Status.cancelled: staticCString("the work was cancelled before it ran")
     case Status.wrongThread: staticCString("called from a thread other than the loop's")
     case Status.system: staticCString("a system or libevent call failed (lk_last_errno() tells its errno)")
+    case Status.again: staticCString("the work pool's queue is full: nothing was queued; try again later")
     default: staticCString("unknown LoopKit status code")
     }
 }

@@ -1,6 +1,6 @@
 /*
  * The C ABI as a C host sees it: every function of loopkit.h, every error code, and the ordering
- * contract R1-R12, compiled only against loopkit.h and libLoopKitC.so (plus libevent for attach mode and
+ * contract R1-R13, compiled only against loopkit.h and libLoopKitC.so (plus libevent for attach mode and
  * libdispatch, whose main queue the main loop runs).
  *
  *   c_api_test              run every test; ends with "N passed, N failed"
@@ -134,7 +134,7 @@ static void test_library(void) {
     snprintf(expected, sizeof expected, "%d.%d.%d", LK_VERSION_MAJOR, LK_VERSION_MINOR, LK_VERSION_PATCH);
     CHECK(strcmp(lk_version(), expected) == 0);
     CHECK(lk_version() == lk_version()); /* static storage */
-    int codes[] = {LK_OK, LK_EINVAL, LK_ECLOSED, LK_EBUSY, LK_ENOMEM, LK_ECANCELED, LK_ETHREAD, LK_ESYS};
+    int codes[] = {LK_OK, LK_EINVAL, LK_ECLOSED, LK_EBUSY, LK_ENOMEM, LK_ECANCELED, LK_ETHREAD, LK_ESYS, LK_EAGAIN};
     for (size_t i = 0; i < sizeof codes / sizeof *codes; i++) {
         CHECK(lk_strerror(codes[i]) != NULL && strlen(lk_strerror(codes[i])) > 5);
     }
@@ -1040,6 +1040,174 @@ static void test_process(void) {
     lk_loop_destroy(other);
 }
 
+/* ---- The work pool (R13) ---------------------------------------------------------------------------- */
+
+typedef struct {
+    trace_t *trace;
+    const char *label;
+    int after_calls;
+    int status;
+    int ran;
+    lk_loop *loop;
+    int on_loop_thread;   /* after ran on the loop's thread */
+    int work_on_loop;     /* work ran on the loop's thread (it must not) */
+} work_t;
+
+static void work_run(void *ctx) {
+    work_t *w = ctx;
+    w->work_on_loop = lk_loop_is_current(w->loop);
+    w->ran++;
+}
+
+static void work_after(void *ctx, int status) {
+    work_t *w = ctx;
+    w->after_calls++;
+    w->status = status;
+    w->on_loop_thread = lk_loop_is_current(w->loop);
+    if (w->trace) trace_add(w->trace, w->label);
+}
+
+/* A gate that pool work waits at until the test opens it. */
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
+static int gate_open;
+static atomic_int gate_waiting;
+
+static void gate_wait(void *ctx) {
+    (void)ctx;
+    atomic_fetch_add(&gate_waiting, 1);
+    pthread_mutex_lock(&gate_lock);
+    while (!gate_open) pthread_cond_wait(&gate_cond, &gate_lock);
+    pthread_mutex_unlock(&gate_lock);
+}
+
+static void gate_set(int open) {
+    pthread_mutex_lock(&gate_lock);
+    gate_open = open;
+    if (open) atomic_store(&gate_waiting, 0);
+    pthread_cond_broadcast(&gate_cond);
+    pthread_mutex_unlock(&gate_lock);
+}
+
+static void wait_until_idle(lk_work_pool *pool) {
+    lk_work_pool_info info;
+    do {
+        sched_yield();
+        lk_work_pool_get_info(pool, &info);
+    } while (info.queued + info.active > 0);
+}
+
+typedef struct {
+    lk_loop *loop;
+    int status;
+} work_queue_call_t;
+
+static void *work_queue_on_thread(void *arg) {
+    work_queue_call_t *call = arg;
+    call->status = lk_work_queue(call->loop, NULL, noop, NULL, NULL, NULL);
+    return NULL;
+}
+
+static void test_work_pool(void) {
+    lk_loop *loop = begin("R13 / lk_work_queue");
+    trace_t trace;
+    trace_init(&trace, loop);
+    lk_work_pool *pool = NULL;
+    CHECK_EQ(lk_work_pool_create(1, 2, &pool), LK_OK);
+    lk_work_pool_info info;
+    CHECK_EQ(lk_work_pool_get_info(pool, &info), LK_OK);
+    CHECK_EQ(info.threads, 1);
+    CHECK_EQ(info.queue_limit, 2);
+    CHECK_EQ(lk_work_pool_get_info(NULL, &info), LK_OK); /* the shared pool */
+    CHECK(info.threads >= 2);
+    CHECK_EQ(info.queue_limit, 1 << 20);
+
+    /* R13: after runs on the loop's thread in the first drain after the work ended, never inside
+     * lk_work_queue, in the order the work ended; FIFO with work queued after that. */
+    work_t a = {&trace, "A", 0, 99, 0, loop, 0, 0}, b = {&trace, "B", 0, 99, 0, loop, 0, 0};
+    mark_t after = {&trace, "queued-after"};
+    CHECK_EQ(lk_work_queue(loop, pool, work_run, work_after, &a, NULL), LK_OK);
+    CHECK_EQ(lk_work_queue(loop, pool, work_run, work_after, &b, NULL), LK_OK);
+    CHECK(trace.text[0] == 0);
+    wait_until_idle(pool);
+    lk_loop_enqueue(loop, mark, &after);
+    lk_loop_run_once(loop, 0);
+    CHECK(strcmp(trace.text, "1:A 1:B 1:queued-after") == 0);
+    CHECK(a.ran == 1 && a.after_calls == 1 && a.status == LK_OK && a.on_loop_thread == 1 && a.work_on_loop == 0);
+    CHECK(b.ran == 1 && b.after_calls == 1 && b.status == LK_OK);
+
+    /* The shared pool (NULL), no handle, no after. */
+    work_t shared = {NULL, NULL, 0, 99, 0, loop, 0, 0};
+    CHECK_EQ(lk_work_queue(loop, NULL, work_run, work_after, &shared, NULL), LK_OK);
+    CHECK_EQ(lk_work_queue(loop, NULL, noop, NULL, NULL, NULL), LK_OK);
+    while (shared.after_calls == 0) lk_loop_run_once(loop, 1);
+    CHECK(shared.ran == 1 && shared.status == LK_OK);
+
+    /* A full queue: LK_EAGAIN, nothing kept. Cancel: LK_ECANCELED, work never runs; LK_EBUSY once started. */
+    gate_set(0);
+    lk_work *blocker = NULL, *second = NULL, *third = NULL;
+    work_t blocked = {NULL, NULL, 0, 99, 0, loop, 0, 0};
+    CHECK_EQ(lk_work_queue(loop, pool, gate_wait, work_after, &blocked, &blocker), LK_OK);
+    while (atomic_load(&gate_waiting) == 0) sched_yield();
+    work_t w2 = {NULL, NULL, 0, 99, 0, loop, 0, 0}, w3 = {NULL, NULL, 0, 99, 0, loop, 0, 0}, w4 = {NULL, NULL, 0, 99, 0, loop, 0, 0};
+    CHECK_EQ(lk_work_queue(loop, pool, work_run, work_after, &w2, &second), LK_OK);
+    CHECK_EQ(lk_work_queue(loop, pool, work_run, work_after, &w3, &third), LK_OK);
+    CHECK_EQ(lk_work_queue(loop, pool, work_run, work_after, &w4, NULL), LK_EAGAIN);
+    lk_work_pool_get_info(pool, &info);
+    CHECK(info.queued == 2 && info.active == 1);
+    CHECK_EQ(lk_work_cancel(second), LK_OK);
+    CHECK_EQ(lk_work_cancel(second), LK_EBUSY);
+    CHECK_EQ(lk_work_cancel(blocker), LK_EBUSY);
+    CHECK_EQ(w2.after_calls, 0); /* never inside the call */
+    lk_loop_run_once(loop, 0);
+    CHECK(w2.after_calls == 1 && w2.status == LK_ECANCELED && w2.ran == 0);
+
+    /* The pool's shutdown: queued work gets LK_ECANCELED on the loop and never runs; running work ends;
+     * later work is refused with LK_ECLOSED. */
+    CHECK_EQ(lk_work_pool_shutdown(pool), LK_OK);
+    CHECK_EQ(lk_work_pool_shutdown(pool), LK_OK);
+    CHECK_EQ(lk_work_queue(loop, pool, work_run, work_after, &w4, NULL), LK_ECLOSED);
+    gate_set(1);
+    wait_until_idle(pool);
+    while (w3.after_calls == 0 || blocked.after_calls == 0) lk_loop_run_once(loop, 0);
+    CHECK(w3.after_calls == 1 && w3.status == LK_ECANCELED && w3.ran == 0);
+    CHECK(blocked.after_calls == 1 && blocked.status == LK_OK);
+    CHECK(w4.after_calls == 0 && w4.ran == 0);
+    CHECK_EQ(lk_work_pool_destroy(pool), LK_OK);
+
+    /* The loop's shutdown before the work ended: after gets LK_ECANCELED once, during the shutdown. */
+    CHECK_EQ(lk_work_pool_create(1, 8, &pool), LK_OK);
+    gate_set(0);
+    work_t pending = {NULL, NULL, 0, 99, 0, loop, 0, 0};
+    CHECK_EQ(lk_work_queue(loop, pool, gate_wait, work_after, &pending, NULL), LK_OK);
+    lk_loop_shutdown(loop);
+    CHECK(pending.after_calls == 1 && pending.status == LK_ECANCELED);
+    CHECK_EQ(lk_work_queue(loop, pool, work_run, work_after, &w4, NULL), LK_ECLOSED);
+    gate_set(1);
+    CHECK_EQ(lk_work_pool_destroy(pool), LK_OK);
+    CHECK_EQ(pending.after_calls, 1);
+    lk_loop_destroy(loop);
+
+    /* Misuse: NULLs, zero sizes, the wrong thread. */
+    CHECK_EQ(lk_work_pool_create(0, 1, &pool), LK_EINVAL);
+    CHECK_EQ(lk_work_pool_create(1, 0, &pool), LK_EINVAL);
+    CHECK_EQ(lk_work_pool_create(1, 1, NULL), LK_EINVAL);
+    CHECK_EQ(lk_work_pool_shutdown(NULL), LK_EINVAL);
+    CHECK_EQ(lk_work_pool_destroy(NULL), LK_EINVAL);
+    CHECK_EQ(lk_work_pool_get_info(NULL, NULL), LK_EINVAL);
+    CHECK_EQ(lk_work_cancel(NULL), LK_EINVAL);
+    lk_loop *other;
+    lk_loop_create(&other);
+    CHECK_EQ(lk_work_queue(NULL, NULL, noop, NULL, NULL, NULL), LK_EINVAL);
+    CHECK_EQ(lk_work_queue(other, NULL, NULL, NULL, NULL, NULL), LK_EINVAL);
+    work_queue_call_t call = {other, 999};
+    pthread_t t;
+    pthread_create(&t, NULL, work_queue_on_thread, &call);
+    pthread_join(t, NULL);
+    CHECK_EQ(call.status, LK_ETHREAD);
+    lk_loop_destroy(other);
+}
+
 /* ---- Leak-check cycles ------------------------------------------------------------------------------ */
 
 static void stop_loop(void *ctx) { lk_loop_stop(ctx); }
@@ -1057,6 +1225,9 @@ static void cycles(int n) {
         lk_timer_start(loop, 1000000000, 0, noop, NULL, NULL); /* still pending at destroy */
         lk_loop_enqueue(loop, noop, NULL);
         lk_process(loop, 100, 0, noop_index, NULL, NULL, NULL, NULL);
+        lk_work *work;
+        lk_work_queue(loop, NULL, noop, NULL, NULL, &work);  /* released after its completion */
+        lk_work_queue(loop, NULL, noop, NULL, NULL, NULL);
         lk_loop_enqueue(loop, stop_loop, loop);
         if (lk_loop_run(loop) != LK_OK) abort();
         lk_watch_cancel(watch);
@@ -1155,6 +1326,7 @@ int main(int argc, char **argv) {
     test_run_and_stop();
     test_attach();
     test_process();
+    test_work_pool();
     test_iteration_observer();
     printf("c_api_test: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;

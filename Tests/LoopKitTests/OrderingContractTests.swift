@@ -4,7 +4,7 @@ import LoopKitTesting
 import Synchronization
 import Testing
 
-/// The ordering contract, R1–R12: one test per rule, each deterministic (iterations are stepped and
+/// The ordering contract, R1–R13: one test per rule, each deterministic (iterations are stepped and
 /// time is virtual; R12, the main loop's, runs in a program of its own whose main thread it needs).
 @Suite("Ordering contract")
 struct OrderingContractTests {
@@ -308,5 +308,58 @@ struct OrderingContractTests {
             "2 main queue: queued from the main queue",
             "2 main queue: queued from the drain",
         ])
+    }
+
+    @Test("R13: an offloaded work's completion runs in the first drain after the work ended, never inside a callback, in the order the work ended")
+    func offloadCompletionsRunInTheDrain() throws {
+        let driver = try LoopDriver()
+        let loop = driver.loop
+        let pool = try WorkPool(threads: 1)
+        defer { pool.shutdown() }
+        let trace = OrderTrace(loop)
+
+        // From outside an iteration: never inside the call, even for instant work; FIFO with other work.
+        try loop.offload(to: pool, { "A" }) { trace.record("done " + ((try? $0.get()) ?? "?")) }
+        try loop.offload(to: pool, { "B" }) { trace.record("done " + ((try? $0.get()) ?? "?")) }
+        #expect(trace.labels.isEmpty)
+        pool.waitUntilIdle()  // both completions are queued now, in the order their work ended
+        try loop.enqueue { trace.record("queued after") }
+        try driver.step()
+        #expect(trace.description == "1:done A 1:done B 1:queued after")
+
+        // Offloaded from the drain of N (and ended before that drain returned): it runs in N + 1 (R2).
+        let fromDrain = OrderTrace(loop)
+        try loop.enqueue {
+            try! loop.offload(to: pool, { () }) { _ in fromDrain.record("completion") }
+            pool.waitUntilIdle()
+            fromDrain.record("drain")
+        }
+        try driver.step()
+        try driver.step()
+        #expect(fromDrain.description == "2:drain 3:completion")
+
+        // Offloaded from a timer callback (phase 2) of N: it runs in the drain of N, after the callback.
+        let fromTimer = OrderTrace(loop)
+        try loop.schedule(after: .milliseconds(1)) {
+            try! loop.offload(to: pool, { () }) { _ in fromTimer.record("completion") }
+            pool.waitUntilIdle()
+            fromTimer.record("timer")
+        }
+        try driver.advance(by: .milliseconds(1))
+        #expect(fromTimer.description == "4:timer 4:completion")
+
+        // The async form: a task on the loop that suspended goes on in a later drain, once the work ended.
+        let fromTask = OrderTrace(loop)
+        let gate = DispatchSemaphore(value: 0)
+        Task(executorPreference: loop) {
+            let value = try await loop.offload(to: pool) { gate.wait(); return 7 }
+            fromTask.record("resumed \(value) on the loop: \(loop.isCurrent)")
+        }
+        try driver.step()  // the task starts in this drain, offloads and suspends (the work waits at the gate)
+        gate.signal()
+        pool.waitUntilIdle()
+        #expect(fromTask.labels.isEmpty)
+        try driver.step()
+        #expect(fromTask.description == "7:resumed 7 on the loop: true")
     }
 }

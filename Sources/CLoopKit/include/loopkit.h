@@ -2,7 +2,8 @@
  * loopkit.h — the C interface to LoopKit, an event loop with a strict next-iteration queue on libevent.
  *
  * Conventions (as in libuv):
- *   - Every name has the lk_ prefix; handles are opaque pointers (lk_loop, lk_timer, lk_watch, lk_job).
+ *   - Every name has the lk_ prefix; handles are opaque pointers (lk_loop, lk_timer, lk_watch, lk_job,
+ *     lk_work_pool, lk_work).
  *   - Functions return an int status: LK_OK (0) on success, a negative LK_E* code on failure.
  *     lk_strerror() describes a code.
  *   - A callback is never called when the call that registered it returned an error.
@@ -23,6 +24,9 @@
  * work runs in that drain; the host's callbacks (and lk_watch_fd callbacks, which the host's base runs)
  * run between drains, and their work runs in the next drain, after the host's next poll: if the callback
  * read lk_loop_iteration() == N, the work runs in N + 1.
+ * Work handed to a work pool (lk_work_queue, lk_fs_*) runs on a pool thread; its completion callback is
+ * queued on the loop from that thread when the work ends, so it runs in the first phase 3 that begins
+ * after the work ended (rule R13), never inside the call that queued the work, in the order the work ended.
  */
 #ifndef LOOPKIT_H
 #define LOOPKIT_H
@@ -50,6 +54,8 @@ typedef struct lk_timer lk_timer;
 typedef struct lk_watch lk_watch;
 typedef struct lk_job lk_job;
 typedef struct lk_signal lk_signal;
+typedef struct lk_work_pool lk_work_pool;
+typedef struct lk_work lk_work;
 
 /* libevent's base, for lk_loop_attach and lk_loop_event_base. */
 struct event_base;
@@ -61,6 +67,7 @@ typedef void (*lk_signal_fn)(void *ctx, int signum);                /* a signal 
 typedef void (*lk_each_fn)(void *ctx, size_t index);                /* lk_process: one item */
 typedef void (*lk_update_fn)(void *ctx, size_t done, size_t total); /* lk_process: progress */
 typedef void (*lk_complete_fn)(void *ctx, int status);              /* lk_process: LK_OK or LK_ECANCELED */
+typedef void (*lk_after_work_fn)(void *ctx, int status);            /* lk_work_queue: on the loop, LK_OK or LK_ECANCELED */
 
 /* What one iteration of a loop did, for lk_loop_set_iteration_observer. Durations are nanoseconds of the
  * loop's clock, and poll_wait_ns + io_callbacks_ns + timers_ns + drain_ns == total_ns exactly. */
@@ -89,7 +96,8 @@ enum {
     LK_ENOMEM = -4,    /* out of memory: an allocation (in LoopKit or libevent) failed */
     LK_ECANCELED = -5, /* the work was cancelled before it ran */
     LK_ETHREAD = -6,   /* called from a thread other than the loop's */
-    LK_ESYS = -7       /* a system or libevent call failed: lk_last_errno() tells its errno */
+    LK_ESYS = -7,      /* a system or libevent call failed: lk_last_errno() tells its errno */
+    LK_EAGAIN = -8     /* a bounded queue (a work pool's) is full: nothing was queued; try again later */
 };
 
 /* Readiness flags for lk_watch_fd. */
@@ -266,6 +274,55 @@ LK_EXTERN int lk_process(lk_loop *loop, size_t count, uint64_t budget_ns,
  * latest in its next iteration. An item already running finishes. Cancelling twice does nothing.
  * [any thread] while the job's complete has not returned. Errors: LK_EINVAL (NULL). */
 LK_EXTERN int lk_job_cancel(lk_job *job);
+
+/* ---- Work pool ---------------------------------------------------------------------------------- */
+
+/* What a work pool holds now, for lk_work_pool_get_info. */
+typedef struct lk_work_pool_info {
+    size_t threads;     /* threads that run work */
+    size_t queue_limit; /* most items that may wait for a thread; more are refused with LK_EAGAIN */
+    size_t queued;      /* items waiting for a thread now */
+    size_t active;      /* items running now */
+    uint64_t completed; /* items that ran to their end */
+} lk_work_pool_info;
+
+/* Creates a pool of `threads` threads with a queue of at most queue_limit waiting items. The shared pool
+ * (pool == NULL in the calls below) has one thread per CPU, at least two, and a queue of 1,048,576; it
+ * lives as long as the process. Release a pool with lk_work_pool_destroy.
+ * [any thread] Errors: LK_EINVAL (threads or queue_limit 0, out NULL), LK_ESYS (no thread could start). */
+LK_EXTERN int lk_work_pool_create(size_t threads, size_t queue_limit, lk_work_pool **out);
+
+/* Refuses new work from now on (LK_ECLOSED); work still waiting for a thread never runs, and its after
+ * callback gets LK_ECANCELED on its loop; work that has started runs to its end. Calling it twice is
+ * harmless. [any thread] Errors: LK_EINVAL (NULL). */
+LK_EXTERN int lk_work_pool_shutdown(lk_work_pool *pool);
+
+/* Shuts the pool down (as lk_work_pool_shutdown), waits until no work of it runs, then releases the
+ * handle, which is invalid afterwards. The pool's threads end on their own.
+ * [any thread] but never from the pool's own work. Errors: LK_EINVAL (NULL). */
+LK_EXTERN int lk_work_pool_destroy(lk_work_pool *pool);
+
+/* Fills *out with the pool's size and counts (a snapshot); pool NULL is the shared pool.
+ * [any thread] Errors: LK_EINVAL (out NULL). */
+LK_EXTERN int lk_work_pool_get_info(const lk_work_pool *pool, lk_work_pool_info *out);
+
+/* Runs work(ctx) on a thread of pool (NULL: the shared pool), then after(ctx, status) on the loop's
+ * thread, in the first phase 3 that begins after the work ended (R13), never before lk_work_queue returns.
+ * after runs exactly once (it may be NULL): status is LK_OK when work ran, or LK_ECANCELED when
+ * lk_work_cancel or the pool's shutdown cancelled it before it started (work never ran), or when the
+ * loop shut down before the work ended (after then runs during the loop's shutdown; work that had
+ * started finishes on its thread). When out is not NULL, *out identifies the work until after returns
+ * (or would have, when after is NULL); LoopKit releases it then. When lk_work_queue returns an error,
+ * neither callback is ever called. The corresponding libuv call is uv_queue_work.
+ * Errors: LK_EINVAL (NULL loop or work), LK_ETHREAD, LK_ECLOSED (the loop or the pool has shut down),
+ * LK_EAGAIN (the pool's queue is full). */
+LK_EXTERN int lk_work_queue(lk_loop *loop, lk_work_pool *pool, lk_fn work, lk_after_work_fn after,
+                            void *ctx, lk_work **out);
+
+/* Cancels queued work that no thread has taken: it never runs, and its after callback gets LK_ECANCELED
+ * in a later phase 3. [any thread] while the work's after callback has not returned.
+ * Errors: LK_EINVAL (NULL), LK_EBUSY (the work has started or ended, or was cancelled before). */
+LK_EXTERN int lk_work_cancel(lk_work *work);
 
 #ifdef __cplusplus
 }

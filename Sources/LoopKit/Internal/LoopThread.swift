@@ -96,6 +96,12 @@ enum CurrentLoop {
     }
 }
 
+/// The machine the process runs on.
+enum Machine {
+    /// The number of CPUs online (`sysconf(_SC_NPROCESSORS_ONLN)`), at least 1.
+    static var processorsOnline: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+}
+
 /// The calling thread.
 enum ThisThread {
     /// Gives the thread's core to another runnable thread, if there is one (`sched_yield`).
