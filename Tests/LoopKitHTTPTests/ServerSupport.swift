@@ -290,4 +290,5 @@ final class Recorder<Value: Sendable>: Sendable {
     init() {}
     func record(_ value: Value) { values.withLock { $0.append(value) } }
     var all: [Value] { values.withLock { $0 } }
+    func removeAll() { values.withLock { $0.removeAll() } }
 }

@@ -18,6 +18,13 @@ struct HTTPMiddlewareChain: Sendable {
         entries.append(entry)
     }
 
+    /// `outer`'s entries, then `inner`'s: a route group's chain inside its router's.
+    static func + (outer: Self, inner: Self) -> Self {
+        var chain = outer
+        for entry in inner.entries { chain.append(entry) }
+        return chain
+    }
+
     /// How far a request went down the chain, and the request as it was there: the entries whose
     /// ``HTTPMiddleware/responseEnded(_:for:)`` runs, and what they are given. Kept by the connection
     /// until the response ends. A class: the request is moved in once and the connection keeps and takes
@@ -26,10 +33,13 @@ struct HTTPMiddlewareChain: Sendable {
     final class InlineTrail {
         let request: HTTPServerRequest
         let reached: Int
+        /// The chain the request went down (a route group's has more entries than its router's).
+        let chain: HTTPMiddlewareChain
 
-        init(request: consuming HTTPServerRequest, reached: Int) {
+        init(request: consuming HTTPServerRequest, reached: Int, chain: HTTPMiddlewareChain) {
             self.request = request
             self.reached = reached
+            self.chain = chain
         }
     }
 
@@ -37,6 +47,9 @@ struct HTTPMiddlewareChain: Sendable {
     /// ``HTTPMiddleware/responseEnded(_:for:)`` runs, and what they are given.
     final class Trail: Sendable {
         let state = Lock<(reached: Int, request: HTTPServerRequest?)>((0, nil))
+        let chain: HTTPMiddlewareChain
+
+        init(chain: HTTPMiddlewareChain) { self.chain = chain }
 
         func reach(_ reached: Int, _ request: HTTPServerRequest) {
             state.withLock { $0 = (max($0.reached, reached), request) }
@@ -44,7 +57,7 @@ struct HTTPMiddlewareChain: Sendable {
 
         /// Takes the request and how far it went (nil when it went nowhere), leaving none.
         func take() -> InlineTrail? {
-            state.withLock { state in state.request.take().map { InlineTrail(request: $0, reached: state.reached) } }
+            state.withLock { state in state.request.take().map { InlineTrail(request: $0, reached: state.reached, chain: chain) } }
         }
     }
 
@@ -67,10 +80,10 @@ struct HTTPMiddlewareChain: Sendable {
             do {
                 response = try terminal(request)
             } catch {
-                trail = InlineTrail(request: request, reached: index)
+                trail = InlineTrail(request: request, reached: index, chain: self)
                 throw error
             }
-            trail = InlineTrail(request: request, reached: index)
+            trail = InlineTrail(request: request, reached: index, chain: self)
             return response
         }
         guard case .inline(let middleware) = entries[index] else { preconditionFailure("an async entry in an inline chain") }
@@ -79,11 +92,11 @@ struct HTTPMiddlewareChain: Sendable {
         do {
             early = try middleware.handleRequest(&request)
         } catch {
-            trail = InlineTrail(request: request, reached: index + 1)
+            trail = InlineTrail(request: request, reached: index + 1, chain: self)
             throw error
         }
         if let early {
-            trail = InlineTrail(request: request, reached: index + 1)
+            trail = InlineTrail(request: request, reached: index + 1, chain: self)
             return early
         }
         var response = try runInline(copy request, from: index + 1, trail: &trail, terminal: terminal)

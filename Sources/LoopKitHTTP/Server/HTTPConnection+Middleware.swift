@@ -62,7 +62,7 @@ extension HTTPConnection {
     func runAsync(_ request: HTTPServerRequest, middleware: HTTPMiddlewareChain,
                   terminal: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse,
                   bodyCollected: Bool = false) {
-        let trail = HTTPMiddlewareChain.Trail()
+        let trail = HTTPMiddlewareChain.Trail(chain: middleware)
         asyncTrail = trail
         let logger = context.logger
         if bodyCollected { context.handlerTasksInFlight += 1 }

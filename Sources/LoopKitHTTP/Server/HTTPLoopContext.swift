@@ -45,7 +45,7 @@ final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one per lo
          tracing: HTTPTracing?) {
         self.loop = loop
         self.configuration = configuration
-        self.router = router
+        self.router = router.withGroupChains()
         self.logger = logger
         self.tracing = tracing
         scheme = configuration.tls == nil ? "http" : "https"

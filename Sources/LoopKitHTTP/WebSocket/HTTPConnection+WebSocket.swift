@@ -75,7 +75,7 @@ extension HTTPConnection {
                                           serverNoContextTakeover: route.configuration.serverNoContextTakeover)
             : nil
         tcp.pauseReading()  // what the client sends after the request belongs to the socket
-        let trail = HTTPMiddlewareChain.Trail()
+        let trail = HTTPMiddlewareChain.Trail(chain: middleware)
         asyncTrail = trail
         let logger = context.logger
         Task(executorPreference: context.loop) {
