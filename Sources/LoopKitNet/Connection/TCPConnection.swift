@@ -13,7 +13,7 @@ import LoopKit
 ///   while the output is above the write high-water mark. Run the handler in a `Task` whose executor
 ///   preference is the connection's loop (the listener's `handler:` variants do this), so no call hops.
 ///
-/// **The engine**: a ``Transport`` moves the bytes (a non-blocking socket watched by the loop; an
+/// **The engine**: a transport moves the bytes (a non-blocking socket watched by the loop; an
 /// in-memory partner in tests; a TLS session over either), and everything above it is the same.
 /// On a socket: A connection with nothing left over reads
 /// into a buffer its loop's connections share and is lent the bytes there; only what it leaves
