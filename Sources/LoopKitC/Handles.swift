@@ -51,6 +51,11 @@ struct Context: Sendable {
     init(_ pointer: UnsafeMutableRawPointer?) { address = UInt(bitPattern: pointer) }
 
     var pointer: UnsafeMutableRawPointer? { UnsafeMutableRawPointer(bitPattern: address) }
+
+    /// The address as a typed pointer to a host's struct (an `lk_fs_info` to fill), nil for NULL.
+    func typed<Pointee>(_: Pointee.Type) -> UnsafeMutablePointer<Pointee>? {
+        pointer?.assumingMemoryBound(to: Pointee.self)
+    }
 }
 
 /// A static C string for `lk_strerror` and `lk_version`.

@@ -1208,6 +1208,119 @@ static void test_work_pool(void) {
     lk_loop_destroy(other);
 }
 
+/* ---- Files (lk_fs_*) -------------------------------------------------------------------------------- */
+
+typedef struct {
+    int calls;
+    int status;
+    int64_t result;
+    int last_errno;
+    int on_loop_thread;
+    lk_loop *loop;
+} fs_result_t;
+
+static void fs_done(void *ctx, int status, int64_t result) {
+    fs_result_t *r = ctx;
+    r->calls++;
+    r->status = status;
+    r->result = result;
+    r->last_errno = status == LK_ESYS ? lk_last_errno() : 0;
+    r->on_loop_thread = lk_loop_is_current(r->loop);
+}
+
+/* Runs the loop until r's callback ran (the call is on the pool: the loop waits in its poll). */
+static void fs_wait(lk_loop *loop, fs_result_t *r) {
+    while (r->calls == 0) lk_loop_run_once(loop, 1);
+}
+
+static void test_files(void) {
+    lk_loop *loop = begin("lk_fs_*");
+    char directory[] = "/tmp/loopkit-c-fs-XXXXXX";
+    CHECK(mkdtemp(directory) != NULL);
+    char path[256], renamed[256], sub[256];
+    snprintf(path, sizeof path, "%s/a.txt", directory);
+    snprintf(renamed, sizeof renamed, "%s/b.txt", directory);
+    snprintf(sub, sizeof sub, "%s/sub", directory);
+
+    /* open + write + close, never inside the call; the callback on the loop's thread. */
+    fs_result_t r = {0, 99, -1, 0, 0, loop};
+    CHECK_EQ(lk_fs_open(loop, path, O_CREAT | O_TRUNC | O_RDWR, 0644, fs_done, &r), LK_OK);
+    CHECK_EQ(r.calls, 0);
+    fs_wait(loop, &r);
+    CHECK(r.calls == 1 && r.status == LK_OK && r.result >= 0 && r.on_loop_thread == 1);
+    int fd = (int)r.result;
+    const char text[] = "hello, files";
+    fs_result_t w = {0, 99, -1, 0, 0, loop};
+    CHECK_EQ(lk_fs_write(loop, fd, text, strlen(text), 0, fs_done, &w), LK_OK);
+    fs_wait(loop, &w);
+    CHECK(w.status == LK_OK && w.result == (int64_t)strlen(text));
+
+    /* read at an offset and at the position; 0 at the end. */
+    char buffer[64] = {0};
+    fs_result_t rd = {0, 99, -1, 0, 0, loop};
+    CHECK_EQ(lk_fs_read(loop, fd, buffer, 5, 7, fs_done, &rd), LK_OK);
+    fs_wait(loop, &rd);
+    CHECK(rd.status == LK_OK && rd.result == 5 && memcmp(buffer, "files", 5) == 0);
+    fs_result_t end = {0, 99, -1, 0, 0, loop};
+    CHECK_EQ(lk_fs_read(loop, fd, buffer, sizeof buffer, 100, fs_done, &end), LK_OK);
+    fs_wait(loop, &end);
+    CHECK(end.status == LK_OK && end.result == 0);
+    fs_result_t closed = {0, 99, -1, 0, 0, loop};
+    CHECK_EQ(lk_fs_close(loop, fd, fs_done, &closed), LK_OK);
+    fs_wait(loop, &closed);
+    CHECK_EQ(closed.status, LK_OK);
+
+    /* A closed descriptor: LK_ESYS with EBADF, in result and lk_last_errno(). */
+    fs_result_t bad = {0, 99, -1, 0, 0, loop};
+    CHECK_EQ(lk_fs_read(loop, fd, buffer, 1, -1, fs_done, &bad), LK_OK);
+    fs_wait(loop, &bad);
+    CHECK(bad.status == LK_ESYS && bad.result == EBADF && bad.last_errno == EBADF);
+
+    /* stat, rename, mkdir, unlink; errors carry errno. */
+    lk_fs_info info;
+    fs_result_t st = {0, 99, -1, 0, 0, loop};
+    CHECK_EQ(lk_fs_stat(loop, path, &info, fs_done, &st), LK_OK);
+    fs_wait(loop, &st);
+    CHECK(st.status == LK_OK && info.size == strlen(text) && (info.mode & 0777) == 0644 && info.mtime_sec > 0);
+    fs_result_t mv = {0, 99, -1, 0, 0, loop};
+    CHECK_EQ(lk_fs_rename(loop, path, renamed, fs_done, &mv), LK_OK);
+    fs_wait(loop, &mv);
+    CHECK_EQ(mv.status, LK_OK);
+    fs_result_t gone = {0, 99, -1, 0, 0, loop};
+    CHECK_EQ(lk_fs_stat(loop, path, &info, fs_done, &gone), LK_OK);
+    fs_wait(loop, &gone);
+    CHECK(gone.status == LK_ESYS && gone.result == ENOENT);
+    fs_result_t md = {0, 99, -1, 0, 0, loop}, md2 = {0, 99, -1, 0, 0, loop};
+    CHECK_EQ(lk_fs_mkdir(loop, sub, 0700, fs_done, &md), LK_OK);
+    CHECK_EQ(lk_fs_mkdir(loop, sub, 0700, fs_done, &md2), LK_OK);
+    fs_wait(loop, &md);
+    fs_wait(loop, &md2);
+    CHECK(md.status == LK_OK && md2.status == LK_ESYS && md2.result == EEXIST);
+    fs_result_t rm = {0, 99, -1, 0, 0, loop}, rm2 = {0, 99, -1, 0, 0, loop};
+    CHECK_EQ(lk_fs_unlink(loop, renamed, fs_done, &rm), LK_OK);
+    fs_wait(loop, &rm);
+    CHECK_EQ(lk_fs_unlink(loop, renamed, fs_done, &rm2), LK_OK);
+    fs_wait(loop, &rm2);
+    CHECK(rm.status == LK_OK && rm2.status == LK_ESYS && rm2.result == ENOENT);
+    rmdir(sub);
+    CHECK_EQ(rmdir(directory), 0);
+
+    /* Misuse: no callback is ever called. */
+    fs_result_t none = {0, 99, -1, 0, 0, loop};
+    CHECK_EQ(lk_fs_open(NULL, path, O_RDONLY, 0, fs_done, &none), LK_EINVAL);
+    CHECK_EQ(lk_fs_open(loop, NULL, O_RDONLY, 0, fs_done, &none), LK_EINVAL);
+    CHECK_EQ(lk_fs_read(loop, -1, buffer, 1, 0, fs_done, &none), LK_EINVAL);
+    CHECK_EQ(lk_fs_read(loop, 0, NULL, 1, 0, fs_done, &none), LK_EINVAL);
+    CHECK_EQ(lk_fs_write(loop, 0, NULL, 1, 0, fs_done, &none), LK_EINVAL);
+    CHECK_EQ(lk_fs_stat(loop, path, NULL, fs_done, &none), LK_EINVAL);
+    CHECK_EQ(lk_fs_rename(loop, path, NULL, fs_done, &none), LK_EINVAL);
+    CHECK_EQ(lk_fs_close(loop, -1, fs_done, &none), LK_EINVAL);
+    lk_loop_shutdown(loop);
+    CHECK_EQ(lk_fs_unlink(loop, path, fs_done, &none), LK_ECLOSED);
+    CHECK_EQ(none.calls, 0);
+    lk_loop_destroy(loop);
+}
+
 /* ---- Leak-check cycles ------------------------------------------------------------------------------ */
 
 static void stop_loop(void *ctx) { lk_loop_stop(ctx); }
@@ -1228,6 +1341,8 @@ static void cycles(int n) {
         lk_work *work;
         lk_work_queue(loop, NULL, noop, NULL, NULL, &work);  /* released after its completion */
         lk_work_queue(loop, NULL, noop, NULL, NULL, NULL);
+        static lk_fs_info root;
+        lk_fs_stat(loop, "/", &root, NULL, NULL);
         lk_loop_enqueue(loop, stop_loop, loop);
         if (lk_loop_run(loop) != LK_OK) abort();
         lk_watch_cancel(watch);
@@ -1327,6 +1442,7 @@ int main(int argc, char **argv) {
     test_attach();
     test_process();
     test_work_pool();
+    test_files();
     test_iteration_observer();
     printf("c_api_test: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;

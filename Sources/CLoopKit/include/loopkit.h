@@ -324,6 +324,49 @@ LK_EXTERN int lk_work_queue(lk_loop *loop, lk_work_pool *pool, lk_fn work, lk_af
  * Errors: LK_EINVAL (NULL), LK_EBUSY (the work has started or ended, or was cancelled before). */
 LK_EXTERN int lk_work_cancel(lk_work *work);
 
+/* ---- Files --------------------------------------------------------------------------------------- */
+
+/* What lk_fs_stat tells about a path. */
+typedef struct lk_fs_info {
+    uint64_t size;      /* bytes */
+    uint32_t mode;      /* st_mode: the file type (S_IFREG, S_IFDIR, ...) and the permission bits */
+    int64_t mtime_sec;  /* last modification, seconds since 1970-01-01 00:00 UTC */
+    int32_t mtime_nsec; /* ...and nanoseconds */
+    uint64_t inode;
+} lk_fs_info;
+
+/* The completion of an lk_fs_* call, on the loop's thread (R13: in the first phase 3 that begins after the
+ * system call returned, never inside the lk_fs_* call). status is LK_OK, LK_ESYS (the system call failed:
+ * result is its errno, which lk_last_errno() also tells during the callback) or LK_ECANCELED (the loop
+ * shut down before the call ended). result on LK_OK: the descriptor (lk_fs_open), the bytes read (0 at
+ * the end of the file) or written, 0 otherwise. */
+typedef void (*lk_fs_fn)(void *ctx, int status, int64_t result);
+
+/* The file-system calls, each run on the shared work pool (lk_work_pool_get_info(NULL, ...)) with its
+ * completion cb(ctx, status, result) on the loop's thread, exactly once. cb may be NULL. Paths are
+ * copied before the call returns; buffers (lk_fs_read, lk_fs_write) and *out (lk_fs_stat) must stay valid
+ * until cb runs. The corresponding libuv calls are uv_fs_open, uv_fs_close, uv_fs_read, uv_fs_write,
+ * uv_fs_stat, uv_fs_unlink, uv_fs_rename and uv_fs_mkdir.
+ * Errors (no callback then): LK_EINVAL (NULL loop, path, buffer or out; fd < 0), LK_ETHREAD,
+ * LK_ECLOSED (the loop has shut down), LK_EAGAIN (the pool's queue is full). */
+
+/* open(path, flags | O_CLOEXEC, mode); result: the new descriptor. */
+LK_EXTERN int lk_fs_open(lk_loop *loop, const char *path, int flags, int mode, lk_fs_fn cb, void *ctx);
+/* close(fd). */
+LK_EXTERN int lk_fs_close(lk_loop *loop, int fd, lk_fs_fn cb, void *ctx);
+/* Reads up to len bytes into buf at offset (pread), or at the file's position when offset < 0 (read). */
+LK_EXTERN int lk_fs_read(lk_loop *loop, int fd, void *buf, size_t len, int64_t offset, lk_fs_fn cb, void *ctx);
+/* Writes all len bytes of buf at offset (pwrite), or at the file's position when offset < 0 (write). */
+LK_EXTERN int lk_fs_write(lk_loop *loop, int fd, const void *buf, size_t len, int64_t offset, lk_fs_fn cb, void *ctx);
+/* stat(path) into *out. */
+LK_EXTERN int lk_fs_stat(lk_loop *loop, const char *path, lk_fs_info *out, lk_fs_fn cb, void *ctx);
+/* unlink(path). */
+LK_EXTERN int lk_fs_unlink(lk_loop *loop, const char *path, lk_fs_fn cb, void *ctx);
+/* rename(from, to). */
+LK_EXTERN int lk_fs_rename(lk_loop *loop, const char *from, const char *to, lk_fs_fn cb, void *ctx);
+/* mkdir(path, mode). */
+LK_EXTERN int lk_fs_mkdir(lk_loop *loop, const char *path, int mode, lk_fs_fn cb, void *ctx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -170,3 +170,20 @@ final class CancellationRelay: Sendable {
         if let (item, core) = attached { core.cancel(item, reason: CancellationError()) }
     }
 }
+
+extension WorkPool {
+    /// Queues `work` for a pool thread with no loop involved: `onCancel` runs instead (on the cancelling
+    /// thread) if it is cancelled, or the pool shuts down, before it starts. For LoopKit's own layers
+    /// (file reads ahead of their reader), which hand results over themselves.
+    ///
+    /// - Throws: ``WorkPoolError/queueFull(limit:)`` or ``WorkPoolError/shutDown``; nothing is kept.
+    ///
+    /// Safe from any thread.
+    package func submit(
+        _ work: @escaping @Sendable () -> Void, onCancel: @escaping @Sendable (any Error) -> Void
+    ) throws(WorkPoolError) -> OffloadedWork {
+        let item = WorkItem(run: work, cancel: onCancel)
+        try core.submit(item)
+        return OffloadedWork(item: item, core: core)
+    }
+}
