@@ -14,7 +14,7 @@ INSTALL_CONFIG ?= release
 SWIFT_USR      := $(shell dirname $$(dirname $$(readlink -f $$(command -v $(SWIFT)))))
 DISPATCH_FLAGS := -L$(SWIFT_USR)/lib/swift/linux -ldispatch -Wl,-rpath,$(SWIFT_USR)/lib/swift/linux
 
-.PHONY: all deps demo test test-swift test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build bench bench-core bench-callgrind bench-http bench-https bench-ws bench-main wrk docs install clean
+.PHONY: all deps demo test test-swift test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build bench bench-core bench-callgrind bench-http bench-https bench-ws bench-main bench-pool wrk docs install clean
 
 all: test
 
@@ -117,12 +117,13 @@ fuzz: fuzz-build
 		[ $$status -eq 0 ] || { tail -60 $(FUZZ_WORK)/$$target.log; echo "==> $$target crashed: $(FUZZ_WORK)/$$target-crash-*"; exit 1; }; \
 	done
 
-## bench: the core rows (bench-core), then HTTP, HTTPS, WebSocket and the main-thread and executor figures
+## bench: the core rows (bench-core), then HTTP, HTTPS, WebSocket, the main-thread and executor figures and the pool
 bench: bench-core
 	$(MAKE) bench-http
 	$(MAKE) bench-https
 	$(MAKE) bench-ws
 	$(MAKE) bench-main
+	$(MAKE) bench-pool
 
 ## bench-core: LoopKit against SwiftNIO, Dispatch and Foundation, same process, runs alternated (10 each
 ## after a warm-up); medians with min–max, per-run ratios; never overlapping another bench run (flock)
@@ -175,6 +176,12 @@ bench-main: deps
 	cd Benchmarks && for product in MainThreadHop TaskSleepLateness GlobalExecutorHops; do \
 		$(SWIFT) build -c release --product $$product || exit 1; done
 	flock /tmp/loopkit-bench.lock Benchmarks/main-bench.sh | tee Benchmarks/RESULTS-main.txt
+
+## bench-pool: the work pool and files, LoopKit against SwiftNIO in one process, alternated: offload round trip of an
+## empty closure (loop -> pool -> loop) vs NIOThreadPool.runIfActive; a 1 GiB file read through the pool vs NIOFileSystem
+bench-pool: deps
+	cd Benchmarks && $(SWIFT) build -c release --product PoolBench
+	flock /tmp/loopkit-bench.lock Benchmarks/pool-bench.sh | tee Benchmarks/RESULTS-pool.txt
 
 ## docs: the three DocC catalogues (LoopKit, LoopKitNet, LoopKitHTTP), every symbol link and parameter
 ## checked (warnings are errors)

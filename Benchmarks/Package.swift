@@ -95,6 +95,18 @@ let package = Package(
             name: "TaskSleepLateness",
             dependencies: [.product(name: "LoopKit", package: "LoopKit")]
         ),
+        // The work pool and files (`make bench-pool`): offload round trips against NIOThreadPool, a 1 GiB file
+        // read through the pool against NIOFileSystem, in one process, alternated.
+        .executableTarget(
+            name: "PoolBench",
+            dependencies: [
+                .product(name: "LoopKit", package: "LoopKit"),
+                .product(name: "LoopKitNet", package: "LoopKit"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "_NIOFileSystem", package: "swift-nio"),
+            ]
+        ),
         // Actor hops and a task-group fan-out with LoopKitExecutors' group, Swift's own pool or NIO's group as
         // Swift's default executor, one process each (`make bench-main`).
         .executableTarget(
