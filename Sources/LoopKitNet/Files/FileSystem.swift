@@ -30,7 +30,7 @@ public struct FileSystem: Sendable {
         self.pool = pool
     }
 
-    /// Runs `work` on the pool for the loop (``EventLoop/offload(to:_:)``).
+    /// Runs `work` on the pool for the loop (`EventLoop.offload(to:_:)`).
     func run<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) async throws -> Value {
         try await loop.offload(to: pool, work)
     }
@@ -42,8 +42,8 @@ public struct FileSystem: Sendable {
     ///   - options: How to open it; reading by default.
     ///   - permissions: The permission bits of a file that ``FileOpenOptions/create`` creates.
     /// - Returns: The open file; close it with ``OpenFile/close()``.
-    /// - Throws: ``FileError`` (`ENOENT`, `EACCES`, `EEXIST`, …); `CancellationError`; ``EventLoopError``
-    ///   and ``WorkPoolError`` when the loop or the pool refuses.
+    /// - Throws: ``FileError`` (`ENOENT`, `EACCES`, `EEXIST`, …); `CancellationError`; `EventLoopError`
+    ///   and `WorkPoolError` when the loop or the pool refuses.
     ///
     /// Safe from any thread or task. The corresponding libuv call is `uv_fs_open`.
     public func open(_ path: String, options: FileOpenOptions = .read, permissions: UInt32 = 0o644) async throws -> OpenFile {
