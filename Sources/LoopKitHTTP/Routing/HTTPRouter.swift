@@ -241,13 +241,18 @@ public struct HTTPRouter: Sendable {
         lookup(method, path: path).resolution
     }
 
-    /// ``resolve(_:path:)``, the pattern of the route found (nil when none is) and its group's chain (nil
-    /// outside a group: the router's applies).
-    func lookup(_ method: HTTPRequest.Method, path: Substring) -> (resolution: Resolution, pattern: String?, chain: HTTPMiddlewareChain?) {
+    /// ``resolve(_:path:)``, the pattern of the route found (nil when none is) and its index (0 when none is).
+    func lookup(_ method: HTTPRequest.Method, path: Substring) -> (resolution: Resolution, pattern: String?, index: Int) {
         if let found = matchRoute(method, path: path) {
-            return (.found(routes[found.index].handler, found.parameters), routes[found.index].pattern, routes[found.index].chain)
+            return (.found(routes[found.index].handler, found.parameters), routes[found.index].pattern, found.index)
         }
-        return (unrouted(method, path: path), nil, nil)
+        return (unrouted(method, path: path), nil, 0)
+    }
+
+    /// The middleware a request for the route at `index` goes through: the router's, and its groups'.
+    @inline(__always)
+    func middleware(ofRouteAt index: Int) -> HTTPMiddlewareChain {
+        routes[index].chain ?? middleware
     }
 
     /// A route that matched: its index in ``routes`` and the parameters it bound. A struct, not a tuple,

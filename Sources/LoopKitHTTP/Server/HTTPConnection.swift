@@ -44,9 +44,9 @@ final class HTTPConnection: ServedConnection, ConnectionHandler, @unchecked Send
     struct RouteMatch {
         var handler: HTTPHandler
         var parameters: HTTPPathParameters
-        /// The middleware of the route's group inside the router's; nil for a route outside any group
-        /// (the router's chain applies).
-        var middleware: HTTPMiddlewareChain?
+        /// The route's index in the router: its middleware chain is found there when the request is
+        /// dispatched (an index keeps this struct's copies cheap).
+        var index: Int
     }
     /// What the request resolved to when no route took it (404, 405, OPTIONS, 501).
     @exclusivity(unchecked) var unrouted = HTTPRouter.Resolution.notFound
@@ -244,9 +244,9 @@ final class HTTPConnection: ServedConnection, ConnectionHandler, @unchecked Send
         let target = request.path ?? "/"
         // The query starts at the first "?": found on the UTF-8 bytes, not by comparing Characters.
         let path = target[..<(target.utf8.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex)]
-        let (resolution, pattern, chain) = context.router.lookup(request.method, path: request.method == .options && target == "*" ? "*" : path)
+        let (resolution, pattern, index) = context.router.lookup(request.method, path: request.method == .options && target == "*" ? "*" : path)
         if case .found(let handler, let parameters) = resolution {
-            route = RouteMatch(handler: handler, parameters: parameters, middleware: chain)
+            route = RouteMatch(handler: handler, parameters: parameters, index: index)
         } else {
             route = nil
             unrouted = resolution
@@ -270,7 +270,7 @@ final class HTTPConnection: ServedConnection, ConnectionHandler, @unchecked Send
         machine.streamingStarted(head)
         let serverRequest = HTTPServerRequest(head: request, version: head.version, body: [],
                                               parameters: route.parameters, loop: context.loop, context: requestContext!, server: context)
-        let middleware = route.middleware ?? context.router.middleware
+        let middleware = context.router.middleware(ofRouteAt: route.index)
         if !middleware.isEmpty {
             streamingThroughMiddleware(serverRequest, body: body, handler: route.handler, middleware: middleware)
             return
@@ -460,7 +460,7 @@ final class HTTPConnection: ServedConnection, ConnectionHandler, @unchecked Send
         guard head != nil else { return }
         let collected = body
         body = []
-        let middleware = route?.middleware ?? context.router.middleware
+        let middleware = route.map { context.router.middleware(ofRouteAt: $0.index) } ?? context.router.middleware
         guard middleware.isEmpty else {
             dispatchThroughMiddleware(body: collected, middleware: middleware)
             return

@@ -125,15 +125,21 @@ extension TCPConnection {
             continuation.resume(returning: .failure(error))
             return
         }
+        let transport: Transport
+        do throws(NetError) {
+            transport = try TCPConnection.transport(over: SocketTransport(fd: fd), tls: tls?.context, serverName: tls?.serverName, on: loop)
+        } catch {
+            continuation.resume(returning: .failure(error))  // the socket transport closed the descriptor
+            return
+        }
         let profile = ConnectionProfile(options: options, isTCP: address.family != .unix, accepted: false)
-        let connection = TCPConnection(loop: loop, fd: fd, profile: profile, connected: false)
+        let connection = TCPConnection(loop: loop, transport: transport, profile: profile, connected: false)
         connection.cachedRemoteAddress = address
         if let reason = connection.closeReason {  // the loop began shutting down
             continuation.resume(returning: .failure(reason == .shutDown ? .loopShutDown : .connectionClosed(reason)))
             return
         }
         connection.connectWaiter = continuation
-        connection.extras?.secureConnect = tls
         do throws(NetError) {
             switch try Socket.connect(fd, to: address) {
             case .connected:
@@ -185,19 +191,18 @@ extension TCPConnection {
         isWriteWatchActive = false
         _ = machine.connected()
         start()
-        guard let secure = extras?.secureConnect, !machine.isClosed else {
+        guard tls != nil, !machine.isClosed else {
             resumeConnectWaiter(nil)
             return
         }
         // The connect's timer still runs: it bounds the handshake too.
-        startTLS(secure.context, serverName: secure.serverName) { [unowned self] error in resumeConnectWaiter(error) }
+        startHandshake { [unowned self] error in resumeConnectWaiter(error) }
     }
 
     /// Hands the connection (or the error) to whoever awaits the connect. Loop thread only.
     private func resumeConnectWaiter(_ error: NetError?) {
         connectTimer?.cancel()
         connectTimer = nil
-        extras?.secureConnect = nil
         guard let waiter = connectWaiter else { return }
         connectWaiter = nil
         if let error {

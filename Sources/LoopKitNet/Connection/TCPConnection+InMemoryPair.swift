@@ -32,15 +32,15 @@ extension TCPConnection {
         let serverEnd = MemoryTransport()
         clientEnd.partner = serverEnd
         serverEnd.partner = clientEnd
-        let a = TCPConnection(loop: loop, transport: clientEnd,
+        let a = TCPConnection(loop: loop, transport: try transport(over: clientEnd, tls: tls?.client, serverName: tls?.serverName, on: loop),
                               profile: ConnectionProfile(options: pairOptions, isTCP: false, accepted: false), connected: true)
-        let b = TCPConnection(loop: loop, transport: serverEnd,
+        let b = TCPConnection(loop: loop, transport: try transport(over: serverEnd, tls: tls?.server, serverName: nil, on: loop),
                               profile: ConnectionProfile(options: pairOptions, isTCP: false, accepted: true), connected: true)
         clientEnd.owner = a
         serverEnd.owner = b
         a.start()
         b.start()
-        guard let tls else { return (a, b) }
+        guard tls != nil else { return (a, b) }
         var pending = 2
         var told = false
         let tell: (NetError?) -> Void = { error in
@@ -58,8 +58,8 @@ extension TCPConnection {
                 handshaken?(nil)
             }
         }
-        b.startTLS(tls.server, serverName: nil, completion: tell)
-        a.startTLS(tls.client, serverName: tls.serverName, completion: tell)
+        b.startHandshake(completion: tell)
+        a.startHandshake(completion: tell)
         return (a, b)
     }
 }

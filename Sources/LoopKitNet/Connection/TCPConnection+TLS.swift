@@ -35,26 +35,27 @@ extension TCPConnection {
         return tls?.session.bytesCoalesced ?? 0
     }
 
-    /// Starts a TLS handshake over the open transport; `completion` runs once, on the loop: with nil when the
-    /// handshake is done, or with the error once the connection has ended (a failed handshake, its
-    /// timeout, the peer leaving). Loop thread only.
-    func startTLS(_ context: TLSContext, serverName: String?, completion: @escaping (NetError?) -> Void) {
-        let handle = context.handle
-        do throws(NetError) {
-            let layer = try TLSTransport(over: transport, context: handle, serverName: serverName,
-                                         applicationProtocols: context.applicationProtocolsOverride, scratch: .of(loop))
-            transport = layer
-            tls = layer
-        } catch {
-            completion(error)
-            end(.tls("\(error)"))
-            return
-        }
+    /// The transport of a new connection: `inner`, with TLS over it when `context` is given (a client's
+    /// names `serverName`). Loop thread only.
+    /// - Throws: ``NetError/tls(_:)`` when OpenSSL cannot make the session.
+    static func transport(over inner: Transport, tls context: TLSContext?, serverName: String?,
+                          on loop: EventLoop) throws(NetError) -> Transport {
+        guard let context else { return inner }
+        return try TLSTransport(over: inner, context: context.handle, serverName: serverName,
+                                applicationProtocols: context.applicationProtocolsOverride, scratch: .of(loop))
+    }
+
+    /// Starts the TLS handshake of a connection made over a ``TLSTransport``; `completion` runs once, on
+    /// the loop: with nil when the handshake is done, or with the error once the connection has ended (a
+    /// failed handshake, its timeout, the peer leaving). Loop thread only.
+    func startHandshake(completion: @escaping (NetError?) -> Void) {
+        guard let tls else { preconditionFailure("startHandshake on a connection without TLS") }
+        let handshakeTimeout = tls.session.context.handshakeTimeout
         isHandshaking = true
         ensuredExtras.handshakeCompletion = completion
         do {
-            extras?.handshakeTimer = try loop.schedule(after: handle.handshakeTimeout) { [weak self] in
-                self?.handshakeFailed("the handshake did not finish within \(handle.handshakeTimeout)")
+            extras?.handshakeTimer = try loop.schedule(after: handshakeTimeout) { [weak self] in
+                self?.handshakeFailed("the handshake did not finish within \(handshakeTimeout)")
             }
         } catch {
             // The loop is shutting down: its shutdown ends this connection and tells the completion.

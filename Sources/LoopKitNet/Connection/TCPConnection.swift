@@ -48,8 +48,9 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
     var fd: Int32
     /// The transport announces readiness itself (in memory): nothing to watch.
     let isInMemory: Bool
-    /// What moves the bytes: the socket, the in-memory partner, or TLS over either.
-    var transport: Transport
+    /// What moves the bytes: the socket, the in-memory partner, or TLS over either. A constant, so the
+    /// hot path calls it without retaining it.
+    let transport: Transport
     /// The loop's shared read buffer and write batch.
     let shared: LoopIOBuffers
     @exclusivity(unchecked) var machine: ConnectionStateMachine
@@ -72,7 +73,7 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
     var readWaiter: UnsafeContinuation<Result<Bytes?, NetError>, Never>?
     var writeWaiters: [UnsafeContinuation<Result<Void, NetError>, Never>] = []
     /// The TLS layer of ``transport``, if the connection speaks TLS.
-    var tls: TLSTransport?
+    let tls: TLSTransport?
     /// The TLS handshake is under way: readiness drives it, not reads and writes.
     var isHandshaking = false
     /// The listener endpoint that accepted the connection: kept alive by it, and told when it ends.
@@ -116,6 +117,7 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
         self.loop = loop
         self.profile = profile
         self.transport = transport
+        tls = transport as? TLSTransport
         fd = transport.descriptor
         isInMemory = transport.descriptor < 0
         shared = LoopIOBuffers.of(loop)
@@ -428,8 +430,6 @@ final class ConnectionExtras {
     /// The TLS handshake's end: told once, nil when done (or the error); and its timeout.
     var handshakeCompletion: ((NetError?) -> Void)?
     var handshakeTimer: ScheduledTimer?
-    /// A client's TLS handshake to run once its connect is done.
-    var secureConnect: SecureConnect?
 }
 
 extension TCPConnection {

@@ -211,18 +211,25 @@ final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on i
             Socket.close(fd)
             return
         }
-        let connection = TCPConnection(loop: loop, fd: fd, profile: profile, connected: true, observesShutdown: false)
+        let transport: Transport
+        do throws(NetError) {
+            transport = try TCPConnection.transport(over: SocketTransport(fd: fd), tls: tls, serverName: nil, on: loop)
+        } catch {
+            failedHandshakes.record(error)  // OpenSSL made no session; the socket transport closed the descriptor
+            return
+        }
+        let connection = TCPConnection(loop: loop, transport: transport, profile: profile, connected: true, observesShutdown: false)
         connection.endpoint = self
         connection.start()
         connections[ObjectIdentifier(connection)] = connection
         openConnections.add(1, ordering: .relaxed)
-        guard let tls else {
+        guard tls != nil else {
             hand(connection)
             return
         }
         // A TLS connection reaches the handler once its handshake is done; a failed one never does, and
         // is counted instead. A loop shutting down is not the peer's failure.
-        connection.startTLS(tls, serverName: nil) { [weak self, unowned connection] error in
+        connection.startHandshake { [weak self, unowned connection] error in
             guard let self else { return }
             switch error {
             case nil: hand(connection)
