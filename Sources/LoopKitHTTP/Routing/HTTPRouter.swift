@@ -47,6 +47,8 @@ public struct HTTPRouter: Sendable {
     }
     /// The middleware every request runs through (`use(_:)`).
     var middleware = HTTPMiddlewareChain()
+    /// Some route has middleware of its group's (``withGroupChains()`` made its chain).
+    var hasGroupChains = false
 
     /// An empty router: every request gets 404.
     public init() {}
@@ -110,6 +112,7 @@ public struct HTTPRouter: Sendable {
         var prepared = self
         for index in prepared.routes.indices where !prepared.routes[index].groupMiddleware.isEmpty {
             prepared.routes[index].chain = middleware + prepared.routes[index].groupMiddleware
+            prepared.hasGroupChains = true
         }
         return prepared
     }
@@ -241,18 +244,23 @@ public struct HTTPRouter: Sendable {
         lookup(method, path: path).resolution
     }
 
-    /// ``resolve(_:path:)``, the pattern of the route found (nil when none is) and its index (0 when none is).
-    func lookup(_ method: HTTPRequest.Method, path: Substring) -> (resolution: Resolution, pattern: String?, index: Int) {
+    /// ``resolve(_:path:)``, and the pattern of the route found (nil when none is).
+    func lookup(_ method: HTTPRequest.Method, path: Substring) -> (resolution: Resolution, pattern: String?) {
         if let found = matchRoute(method, path: path) {
-            return (.found(routes[found.index].handler, found.parameters), routes[found.index].pattern, found.index)
+            return (.found(routes[found.index].handler, found.parameters), routes[found.index].pattern)
         }
-        return (unrouted(method, path: path), nil, 0)
+        return (unrouted(method, path: path), nil)
     }
 
-    /// The middleware a request for the route at `index` goes through: the router's, and its groups'.
-    @inline(__always)
-    func middleware(ofRouteAt index: Int) -> HTTPMiddlewareChain {
-        routes[index].chain ?? middleware
+    /// The middleware a request goes through: its route's groups' inside the router's, or the router's.
+    /// Looked up again when a request is dispatched, and only by a router with groups that have
+    /// middleware (``hasGroupChains``): a router without pays nothing per request.
+    /// - Parameter path: The request's path; a query after `?` is ignored.
+    func middleware(for method: HTTPRequest.Method, path: some StringProtocol) -> HTTPMiddlewareChain {
+        let target = Substring(path)
+        let routePath = target[..<(target.utf8.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex)]
+        guard let found = matchRoute(method, path: routePath) else { return middleware }
+        return routes[found.index].chain ?? middleware
     }
 
     /// A route that matched: its index in ``routes`` and the parameters it bound. A struct, not a tuple,

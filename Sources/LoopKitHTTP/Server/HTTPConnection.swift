@@ -44,9 +44,6 @@ final class HTTPConnection: ServedConnection, ConnectionHandler, @unchecked Send
     struct RouteMatch {
         var handler: HTTPHandler
         var parameters: HTTPPathParameters
-        /// The route's index in the router: its middleware chain is found there when the request is
-        /// dispatched (an index keeps this struct's copies cheap).
-        var index: Int
     }
     /// What the request resolved to when no route took it (404, 405, OPTIONS, 501).
     @exclusivity(unchecked) var unrouted = HTTPRouter.Resolution.notFound
@@ -244,9 +241,9 @@ final class HTTPConnection: ServedConnection, ConnectionHandler, @unchecked Send
         let target = request.path ?? "/"
         // The query starts at the first "?": found on the UTF-8 bytes, not by comparing Characters.
         let path = target[..<(target.utf8.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex)]
-        let (resolution, pattern, index) = context.router.lookup(request.method, path: request.method == .options && target == "*" ? "*" : path)
+        let (resolution, pattern) = context.router.lookup(request.method, path: request.method == .options && target == "*" ? "*" : path)
         if case .found(let handler, let parameters) = resolution {
-            route = RouteMatch(handler: handler, parameters: parameters, index: index)
+            route = RouteMatch(handler: handler, parameters: parameters)
         } else {
             route = nil
             unrouted = resolution
@@ -270,7 +267,7 @@ final class HTTPConnection: ServedConnection, ConnectionHandler, @unchecked Send
         machine.streamingStarted(head)
         let serverRequest = HTTPServerRequest(head: request, version: head.version, body: [],
                                               parameters: route.parameters, loop: context.loop, context: requestContext!, server: context)
-        let middleware = context.router.middleware(ofRouteAt: route.index)
+        let middleware = context.router.hasGroupChains ? context.router.middleware(for: request.method, path: path) : context.router.middleware
         if !middleware.isEmpty {
             streamingThroughMiddleware(serverRequest, body: body, handler: route.handler, middleware: middleware)
             return
@@ -460,7 +457,8 @@ final class HTTPConnection: ServedConnection, ConnectionHandler, @unchecked Send
         guard head != nil else { return }
         let collected = body
         body = []
-        let middleware = route.map { context.router.middleware(ofRouteAt: $0.index) } ?? context.router.middleware
+        let middleware = context.router.hasGroupChains && route != nil
+            ? context.router.middleware(for: head!.request.method, path: head!.request.path ?? "/") : context.router.middleware
         guard middleware.isEmpty else {
             dispatchThroughMiddleware(body: collected, middleware: middleware)
             return

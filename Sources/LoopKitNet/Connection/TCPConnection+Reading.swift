@@ -134,7 +134,8 @@ extension TCPConnection {
     /// One read from the transport.
     @inline(__always)
     private func readSome(into buffer: UnsafeMutableRawPointer, count: Int) -> Socket.Transfer {
-        transport.read(into: buffer, count: count)
+        if isPlainSocket { return Socket.read(fd, into: buffer, count: count) }
+        return transport.read(into: buffer, count: count)
     }
 
     /// After a TLS read: bytes OpenSSL decrypted and holds are not announced by the socket again, so
@@ -211,6 +212,7 @@ extension TCPConnection {
     }
 
     /// After a read handler: send its batch, then follow up on what it consumed.
+    @inline(__always)
     private func afterDispatch(consumed: Int) {
         if ownsBatch {
             ownsBatch = false

@@ -208,7 +208,14 @@ extension TCPConnection {
 
     /// One write of `count` vectors to the transport (a `writev` on a socket); returns the bytes moved.
     func transmit(_ vectors: UnsafePointer<iovec>, _ count: Int) -> Int {
-        switch transport.write(vectors, count: count) {
+        let transfer: Socket.Transfer
+        if isPlainSocket {
+            guard fd >= 0 else { return 0 }
+            transfer = Socket.write(fd, vectors, count: count)
+        } else {
+            transfer = transport.write(vectors, count: count)
+        }
+        switch transfer {
         case .moved(let sent):
             sentByteCount &+= UInt64(sent)
             timeouts?.wrote(at: loop.clockNanoseconds)

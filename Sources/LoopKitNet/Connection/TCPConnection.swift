@@ -74,6 +74,9 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
     var writeWaiters: [UnsafeContinuation<Result<Void, NetError>, Never>] = []
     /// The TLS layer of ``transport``, if the connection speaks TLS.
     let tls: TLSTransport?
+    /// The transport is a plain socket: the hot path reads and writes ``fd`` itself, with no dynamic call
+    /// (what ``SocketTransport`` would do, inlined).
+    let isPlainSocket: Bool
     /// The TLS handshake is under way: readiness drives it, not reads and writes.
     var isHandshaking = false
     /// The listener endpoint that accepted the connection: kept alive by it, and told when it ends.
@@ -118,6 +121,7 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
         self.profile = profile
         self.transport = transport
         tls = transport as? TLSTransport
+        isPlainSocket = transport is SocketTransport
         fd = transport.descriptor
         isInMemory = transport.descriptor < 0
         shared = LoopIOBuffers.of(loop)
