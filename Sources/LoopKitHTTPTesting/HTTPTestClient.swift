@@ -2,6 +2,7 @@ import HTTPTypes
 import Logging
 import LoopKit
 import LoopKitHTTP
+import LoopKitNet
 import LoopKitTesting
 
 /// A client for testing HTTP routes: in memory on a stepped loop (deterministic, virtual time) or live
@@ -126,6 +127,40 @@ public final class HTTPTestClient {
         mode = .inMemory
         do {
             transport = try InMemoryTransport(router: router, configuration: configuration, driver: driver, logger: logger)
+        } catch {
+            throw HTTPTestClientError.cannotStart("\(error)")
+        }
+    }
+
+    /// An in-memory client that speaks HTTPS: the server end presents `configuration.tls` and this client
+    /// checks it with `clientTLS`, over OpenSSL running on memory (the same handshake, records and
+    /// alerts as on a socket), on a stepped loop and virtual time. The handshake is done when it returns.
+    ///
+    /// ```swift
+    /// var configuration = HTTPServer.Configuration()
+    /// configuration.tls = try TLSContext(.server(certificateChain: .file(chain), privateKey: .file(key)))
+    /// let client = try HTTPTestClient(router: router, configuration: configuration,
+    ///                                 clientTLS: try TLSContext(.client(trustRoots: .certificates(.file(ca)))))
+    /// let response = try client.execute(.get, "/hello")   // over TLS 1.3, ALPN http/1.1
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - router: The routes under test.
+    ///   - configuration: Limits and timeouts, and `tls`: the server's context (required).
+    ///   - clientTLS: The client's context: what it trusts, what it offers.
+    ///   - serverName: The name the client asks for and checks (`localhost` by default).
+    ///   - logger: The server's logger (silent by default).
+    /// - Throws: ``HTTPTestClientError/cannotStart(_:)``: without `configuration.tls`, or when the handshake
+    ///   fails (with OpenSSL's reason: a certificate the client does not trust, say).
+    public init(router: HTTPRouter, configuration: HTTPServer.Configuration, clientTLS: TLSContext, serverName: String = "localhost",
+                logger: Logger = Logger(label: "loopkit.http.test", factory: { _ in SwiftLogNoOpLogHandler() })) throws {
+        mode = .inMemory
+        guard configuration.tls != nil else {
+            throw HTTPTestClientError.cannotStart("HTTPS in memory needs configuration.tls, the server's TLS context")
+        }
+        do {
+            transport = try InMemoryTransport(router: router, configuration: configuration, clientTLS: clientTLS,
+                                              serverName: serverName, logger: logger)
         } catch {
             throw HTTPTestClientError.cannotStart("\(error)")
         }

@@ -22,13 +22,20 @@ final class InMemoryTransport: HTTPTestTransport {
 
     /// Serves on `driver`'s loop when given (the test's, which other clients and the routes' state may
     /// share), else on a driver of its own.
-    init(router: HTTPRouter, configuration: HTTPServer.Configuration, driver: LoopDriver? = nil, logger: Logger) throws {
+    /// With `clientTLS` (and `configuration.tls`), the pair speaks TLS, the client asking for `serverName`.
+    init(router: HTTPRouter, configuration: HTTPServer.Configuration, driver: LoopDriver? = nil, clientTLS: TLSContext? = nil,
+         serverName: String = "localhost", logger: Logger) throws {
         self.driver = try driver ?? LoopDriver()
         host = try HTTPConnectionHost(loop: self.driver.loop, configuration: configuration, router: router, logger: logger)
         var options = ConnectionOptions()
         options.writeHighWaterMark = configuration.writeHighWaterMark
         options.writeLowWaterMark = configuration.writeLowWaterMark
-        pair = try InMemoryConnectionPair(driver: self.driver, options: options)
+        if let clientTLS, let serverTLS = configuration.tls {
+            pair = try InMemoryConnectionPair(driver: self.driver, options: options, serverTLS: serverTLS, clientTLS: clientTLS,
+                                              serverName: serverName)
+        } else {
+            pair = try InMemoryConnectionPair(driver: self.driver, options: options)
+        }
         let inbox = inbox
         pair.client.onRead { bytes in
             inbox.bytes.append(contentsOf: bytes)
