@@ -93,4 +93,25 @@ struct UpgradeHandOverTests {
         #expect(close?.opcode == .close)
         #expect(close.map { UInt16($0.payload[0]) << 8 | UInt16($0.payload[1]) } == 1001)
     }
+
+    @Test func aCloseHandlerAddedAfterTheEndRunsInTheNextIterationForTCPAndWebSocketAlike() throws {
+        let driver = try LoopDriver()
+        let sockets = Recorder<WebSocket>()
+        var router = HTTPRouter()
+        router.webSocket("/ws") { _, socket in sockets.record(socket) }
+        let host = try HTTPConnectionHost(loop: driver.loop, configuration: HTTPServer.Configuration(), router: router, logger: quietLogger)
+        let pair = try InMemoryConnectionPair(driver: driver)
+        host.serve(pair.server)
+        try pair.client.write(Self.upgradeRequest.replacingOccurrences(of: "/ws/echo", with: "/ws"))
+        try driver.runUntilIdle()
+        let socket = try #require(sockets.all.first)
+        pair.client.abort()
+        try driver.runUntilIdle()
+        let ran = Recorder<String>()
+        socket.onClose { _ in ran.record("websocket") }
+        pair.server.onClose { _ in ran.record("tcp") }
+        #expect(ran.all.isEmpty)  // neither at once
+        try driver.step()
+        #expect(ran.all == ["websocket", "tcp"])
+    }
 }

@@ -294,6 +294,7 @@ public struct HTTPRouter: Sendable {
     ///   - method: The request's method.
     ///   - path: The request's path, without the query.
     /// - Returns: The handler and the bound parameters, or nil (404).
+    @available(*, deprecated, message: "use resolve(_:path:), the one route lookup: .found(handler, parameters), or why no route matched")
     public func match(_ method: HTTPRequest.Method, path: Substring) -> (handler: HTTPHandler, parameters: HTTPPathParameters)? {
         matchRoute(method, path: path).map { (routes[$0.index].handler, $0.parameters) }
     }

@@ -83,7 +83,8 @@ public final class WebSocket: Sendable {
     }
 
     /// Adds a handler called once when the socket has ended, with nil after a clean close handshake or
-    /// the ``WebSocketError`` that ended it. On a socket that has ended already it runs at once.
+    /// the ``WebSocketError`` that ended it. On a socket that has ended already it runs in the loop's next
+    /// iteration, as ``LoopKitNet/TCPConnection/onClose(_:)`` does.
     ///
     /// - Parameter handler: Called on the loop's thread.
     ///

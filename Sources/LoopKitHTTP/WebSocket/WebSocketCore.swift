@@ -331,10 +331,16 @@ final class WebSocketCore: ConnectionHandler {
         for handler in handlers { handler(error) }
     }
 
-    /// Adds a close handler; on a socket that has ended it runs at once.
+    /// Adds a close handler; on a socket that has ended it runs in the loop's next iteration, as a TCP
+    /// connection's does (at once when the loop refuses work, shutting down: still once).
     func addCloseHandler(_ handler: @escaping (WebSocketError?) -> Void) {
         if let ending {
-            handler(ending)
+            let call = UncheckedSendableBox(handler)
+            do {
+                try tcp.loop.enqueue { call.value(ending) }
+            } catch {
+                handler(ending)
+            }
         } else {
             closeHandlers.append(handler)
         }

@@ -474,7 +474,7 @@ extension TCPConnection {
 /// Carries a loop-confined value into a `@Sendable` job for the same loop.
 ///
 /// Unchecked because the value never leaves the loop's thread: it is created there and the job runs there.
-struct UncheckedSendableBox<Value>: @unchecked Sendable {  // made on the loop's thread, opened only by a job on the same loop
-    let value: Value
-    init(_ value: Value) { self.value = value }
+package struct UncheckedSendableBox<Value>: @unchecked Sendable {  // made on the loop's thread, opened only by a job on the same loop
+    package let value: Value
+    package init(_ value: Value) { self.value = value }
 }
