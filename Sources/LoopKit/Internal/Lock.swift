@@ -41,6 +41,7 @@ package struct Lock<Value: ~Copyable>: ~Copyable, Sendable {
 
 /// A unique address to name one lock to the sanitizer.
 package final class SanitizerKey: Sendable {
+    package init() {}
     package func acquired() { tsanAcquire(UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())) }
     package func releasing() { tsanRelease(UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())) }
 }

@@ -98,10 +98,22 @@ public final class WorkPool: Sendable {
     /// Safe from any thread or task.
     public func run<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) async throws -> Value {
         let cancellation = CancellationRelay()
+        #if LOOPKIT_TSAN
+        // Swift's runtime does not tell the thread sanitizer that a continuation resumed on a pool thread
+        // happens before the awaiting task goes on: say so, or every value the work made is reported.
+        let handOver = SanitizerKey()
+        defer { handOver.acquired() }
+        #endif
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
                 let item = WorkItem(
-                    run: { continuation.resume(with: Result { try work() }) },
+                    run: {
+                        let result = Result { try work() }
+                        #if LOOPKIT_TSAN
+                        handOver.releasing()
+                        #endif
+                        continuation.resume(with: result)
+                    },
                     cancel: { reason in continuation.resume(throwing: reason) })
                 cancellation.attach(item, to: core)
                 do {

@@ -171,6 +171,10 @@ final class PendingRead: Sendable {
 
     private let state = Lock(State.waiting)
     private let handle = Lock<OffloadedWork?>(nil)
+    #if LOOPKIT_TSAN
+    /// Tells the thread sanitizer that the pool thread's bytes happen before the awaiting task reads them.
+    private let handOver = SanitizerKey()
+    #endif
 
     /// The pool's handle for the read, to cancel it.
     var work: OffloadedWork? {
@@ -183,6 +187,9 @@ final class PendingRead: Sendable {
     }
 
     func fulfil(_ result: Result<Bytes, any Error>) {
+        #if LOOPKIT_TSAN
+        handOver.releasing()
+        #endif
         let waiter = state.withLock { state -> CheckedContinuation<Bytes, any Error>? in
             switch state {
             case .waiting:
@@ -199,7 +206,10 @@ final class PendingRead: Sendable {
     }
 
     func value() async throws -> Bytes {
-        try await withCheckedThrowingContinuation { continuation in
+        #if LOOPKIT_TSAN
+        defer { handOver.acquired() }
+        #endif
+        return try await withCheckedThrowingContinuation { continuation in
             let ready = state.withLock { state -> Result<Bytes, any Error>? in
                 if case .done(let result) = state {
                     state = .handedOver
