@@ -46,6 +46,16 @@ let package = Package(
             name: "WebSocketFrameFuzzer",
             dependencies: ["FuzzSupport", .product(name: "LoopKitHTTP", package: "LoopKit")]
         ),
+        // The TLS server fed raw bytes over the in-memory pair (OpenSSL over LoopKit's memory BIO): every
+        // handshake ends, told once, and nothing leaks.
+        .executableTarget(
+            name: "TLSServerFuzzer",
+            dependencies: [
+                "FuzzSupport",
+                .product(name: "LoopKitNet", package: "LoopKit"),
+                .product(name: "LoopKitTesting", package: "LoopKit"),
+            ]
+        ),
         // The server-sent event encoder against the HTML standard's event-stream decoder.
         .executableTarget(
             name: "ServerSentEventFuzzer",

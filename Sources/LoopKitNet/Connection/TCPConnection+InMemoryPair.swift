@@ -8,10 +8,12 @@ extension TCPConnection {
     /// watermarks, backpressure and close reasons as sockets; no socket options; of the timeouts, only
     /// the idle timeout. `LoopKitNetTesting`'s `InMemoryConnectionPair` is the public face.
     ///
-    /// With `tls`, both ends speak TLS over the memory transports (the server end with `tls.server`, the
+    /// With `tls`, the ends speak TLS over the memory transports (the server end with `tls.server`, the
     /// client end with `tls.client`, naming `tls.serverName`): the same OpenSSL handshake, records and
     /// alerts as on a socket. The handshakes start at once and run as the loop iterates; `handshaken`
     /// is told once, on the loop, when both are done (nil) or one failed (its error; both ends have ended).
+    /// Without `tls.client`, the client end stays plain: what it writes reaches the TLS server raw (bad
+    /// input, fuzzing), and `handshaken` follows the server's handshake alone.
     ///
     /// Call on the loop's thread.
     package static func makeInMemoryPair(
@@ -21,7 +23,7 @@ extension TCPConnection {
         precondition(loop.isCurrent, "makeInMemoryPair(on:options:) called off the loop's thread")
         guard loop.isAcceptingWork else { throw .loopShutDown }
         if let tls {
-            guard tls.server.role == .server, tls.client.role == .client else {
+            guard tls.server.role == .server, tls.client?.role ?? .client == .client else {
                 throw .tls("an in-memory TLS pair needs a server context and a client context")
             }
         }
@@ -41,7 +43,7 @@ extension TCPConnection {
         a.start()
         b.start()
         guard tls != nil else { return (a, b) }
-        var pending = 2
+        var pending = tls?.client == nil ? 1 : 2
         var told = false
         let tell: (NetError?) -> Void = { error in
             guard !told else { return }
@@ -59,7 +61,7 @@ extension TCPConnection {
             }
         }
         b.startHandshake(completion: tell)
-        a.startHandshake(completion: tell)
+        if a.tls != nil { a.startHandshake(completion: tell) }
         return (a, b)
     }
 }
@@ -68,10 +70,11 @@ extension TCPConnection {
 /// asks for (SNI, and the name the server's certificate must carry when the client verifies it).
 package struct InMemoryTLS: Sendable {
     package let server: TLSContext
-    package let client: TLSContext
+    /// The client end's context; nil for a plain client end.
+    package let client: TLSContext?
     package let serverName: String
 
-    package init(server: TLSContext, client: TLSContext, serverName: String) {
+    package init(server: TLSContext, client: TLSContext?, serverName: String) {
         self.server = server
         self.client = client
         self.serverName = serverName
