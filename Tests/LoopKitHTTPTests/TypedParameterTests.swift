@@ -96,3 +96,13 @@ struct TypedParameterTests {
         #expect(try client.execute(.get, "/raw").text == "none")
     }
 }
+
+/// Importing LoopKitHTTP leaves the standard library's initialisers unambiguous: a conversion requirement
+/// shaped like `init?(_:)` made `Int.init` ambiguous in every module that imports it.
+@Suite("Parameter conversion and the standard library")
+struct ParameterConversionSourceCompatibilityTests {
+    @Test func intInitStaysUnambiguousWhereLoopKitHTTPIsImported() {
+        #expect(["1", "x", "3"].compactMap(Int.init) == [1, 3])
+        #expect(Optional("2.5").flatMap(Double.init) == 2.5)
+    }
+}

@@ -1,22 +1,25 @@
 /// A type a path or query parameter converts to: `Int`, `Double`, `Bool`, `String`, any
-/// `LosslessStringConvertible`, or a `RawRepresentable` enum through ``HTTPParameterValue/init(parameter:)``.
+/// `LosslessStringConvertible`, or a `RawRepresentable` enum through ``HTTPParameterValue/converting(parameter:)``.
 ///
 /// ```swift
 /// let id = try request.parameters.require("id", as: Int.self)        // 400 "parameter id: expected an integer"
 /// let page = try request.query("page", as: Int.self) ?? 1             // absent: nil; "x": 400
 /// ```
 ///
-/// Conform a type of your own with ``init(parameter:)`` and, for the 400's message,
+/// Conform a type of your own with ``converting(parameter:)`` and, for the 400's message,
 /// ``parameterExpectation``.
 public protocol HTTPParameterValue {
     /// The value for `parameter` (percent-decoded), or nil when it does not convert.
-    init?(parameter: String)
+    ///
+    /// A static function rather than an initialiser: an `init?(_:)`-shaped requirement would make
+    /// `Int.init` ambiguous in every module that imports LoopKitHTTP (`strings.compactMap(Int.init)`).
+    static func converting(parameter: String) -> Self?
     /// What the value must look like, for a 400's message: `an integer`, `true or false`.
     static var parameterExpectation: String { get }
 }
 
 extension HTTPParameterValue where Self: LosslessStringConvertible {
-    public init?(parameter: String) { self.init(parameter) }
+    public static func converting(parameter: String) -> Self? { Self(parameter) }
     public static var parameterExpectation: String { "a value of type \(Self.self)" }
 }
 
@@ -56,9 +59,8 @@ extension Float: HTTPParameterValue {
 
 extension HTTPParameterValue where Self: RawRepresentable, RawValue: HTTPParameterValue {
     /// The case whose raw value `parameter` converts to.
-    public init?(parameter: String) {
-        guard let rawValue = RawValue(parameter: parameter) else { return nil }
-        self.init(rawValue: rawValue)
+    public static func converting(parameter: String) -> Self? {
+        RawValue.converting(parameter: parameter).flatMap(Self.init(rawValue:))
     }
     public static var parameterExpectation: String { "a value of type \(Self.self)" }
 }

@@ -30,7 +30,7 @@ extension HTTPPathParameters {
         guard let text = value(name) else {
             throw HTTPError(.internalServerError, "the route has no parameter \(name)")
         }
-        guard let value = Value(parameter: text) else {
+        guard let value = Value.converting(parameter: text) else {
             throw HTTPError(.badRequest, "parameter \(name): expected \(Value.parameterExpectation)")
         }
         return value
@@ -88,7 +88,7 @@ extension HTTPServerRequest {
     /// Safe from any thread.
     public func query<Value: HTTPParameterValue>(_ name: String, as type: Value.Type) throws(HTTPError) -> Value? {
         guard let text = queryValue(name) else { return nil }
-        guard let value = Value(parameter: text) else {
+        guard let value = Value.converting(parameter: text) else {
             throw HTTPError(.badRequest, "query parameter \(name): expected \(Value.parameterExpectation)")
         }
         return value
