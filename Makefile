@@ -14,7 +14,7 @@ INSTALL_CONFIG ?= release
 SWIFT_USR      := $(shell dirname $$(dirname $$(readlink -f $$(command -v $(SWIFT)))))
 DISPATCH_FLAGS := -L$(SWIFT_USR)/lib/swift/linux -ldispatch -Wl,-rpath,$(SWIFT_USR)/lib/swift/linux
 
-.PHONY: all deps demo test test-swift test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build bench bench-core bench-callgrind bench-http bench-https bench-ws bench-main bench-pool wrk docs install clean
+.PHONY: all deps demo test test-swift test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build bench bench-core bench-callgrind bench-http bench-https bench-ws bench-main bench-pool bench-udp wrk docs install clean
 
 all: test
 
@@ -124,6 +124,7 @@ bench: bench-core
 	$(MAKE) bench-ws
 	$(MAKE) bench-main
 	$(MAKE) bench-pool
+	$(MAKE) bench-udp
 
 ## bench-core: LoopKit against SwiftNIO, Dispatch and Foundation, same process, runs alternated (10 each
 ## after a warm-up); medians with min–max, per-run ratios; never overlapping another bench run (flock)
@@ -182,6 +183,16 @@ bench-main: deps
 bench-pool: deps
 	cd Benchmarks && $(SWIFT) build -c release --product PoolBench
 	flock /tmp/loopkit-bench.lock Benchmarks/pool-bench.sh | tee Benchmarks/RESULTS-pool.txt
+
+## bench-udp: UDP echo of 64-byte datagrams, one loop: LoopDemo udp-echo vs NIO's DatagramBootstrap and libuv (Debian's
+## libuv1-dev, installed when missing); server on core 0, UDPLoad on core 1, alternated rounds, median ratios with spread
+bench-udp: deps
+	@pkg-config --exists libuv || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libuv1-dev; }
+	$(SWIFT) build -c release --product LoopDemo
+	cd Benchmarks && for product in NIOUDPEchoPeer UVUDPEchoPeer UDPLoad; do \
+		$(SWIFT) build -c release --product $$product || exit 1; done
+	flock /tmp/loopkit-bench.lock Benchmarks/udp-bench.sh | tee Benchmarks/RESULTS-udp.txt
 
 ## docs: the three DocC catalogues (LoopKit, LoopKitNet, LoopKitHTTP), every symbol link and parameter
 ## checked (warnings are errors)

@@ -81,7 +81,8 @@ let package = Package(
         .target(name: "LoopKitTesting", dependencies: ["LoopKit"]),
         .target(name: "LoopKitNetTesting", dependencies: ["LoopKit", "LoopKitNet", "LoopKitTesting"]),
         .target(name: "CLoopKit"),
-        .target(name: "LoopKitC", dependencies: ["LoopKit", "CLoopKit"]),
+        // The C ABI: the loop (LoopKit) and the runtime services on it (LoopKitNet: lk_udp_*), one .so.
+        .target(name: "LoopKitC", dependencies: ["LoopKit", "LoopKitNet", "CLoopKit"]),
         // The tour's parts and output, as a library so tests can run them; LoopDemo is its command line.
         .target(
             name: "LoopDemoKit",

@@ -118,6 +118,15 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // UDP echo, 64-byte datagrams, one loop (Benchmarks/udp-bench.sh): NIO's DatagramBootstrap with recvmmsg
+        // reads, libuv's uv_udp_t (Debian's libuv1-dev) with UV_UDP_RECVMMSG, and the C load generator.
+        .executableTarget(
+            name: "NIOUDPEchoPeer",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
+        ),
+        .systemLibrary(name: "CPeerUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
+        .executableTarget(name: "UVUDPEchoPeer", dependencies: ["CPeerUV"]),
+        .executableTarget(name: "UDPLoad"),
     ],
     swiftLanguageModes: [.v6]
 )

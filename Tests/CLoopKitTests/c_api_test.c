@@ -1321,6 +1321,138 @@ static void test_files(void) {
     lk_loop_destroy(loop);
 }
 
+/* ---- UDP ------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    lk_udp *udp;
+    int batches, datagrams, largest_batch, truncated, traffic_class;
+    uint64_t iteration; /* lk_loop_iteration() in the callback */
+    lk_loop *loop;
+    char last[64];
+    int reply_status;
+} udp_seen_t;
+
+static void udp_echo(void *ctx, lk_udp *udp, const lk_udp_datagram *datagrams, size_t count) {
+    udp_seen_t *seen = ctx;
+    seen->batches += 1;
+    if ((int)count > seen->largest_batch) seen->largest_batch = (int)count;
+    for (size_t i = 0; i < count; i++) {
+        seen->datagrams += 1;
+        seen->reply_status = lk_udp_reply(udp, datagrams[i].data, datagrams[i].length, &datagrams[i]);
+    }
+    seen->iteration = lk_loop_iteration(seen->loop);
+}
+
+static void udp_collect(void *ctx, lk_udp *udp, const lk_udp_datagram *datagrams, size_t count) {
+    udp_seen_t *seen = ctx;
+    (void)udp;
+    seen->batches += 1;
+    for (size_t i = 0; i < count; i++) {
+        seen->datagrams += 1;
+        if (datagrams[i].flags & LK_UDP_TRUNCATED) seen->truncated += 1;
+        seen->traffic_class = datagrams[i].traffic_class;
+        size_t n = datagrams[i].length < sizeof seen->last - 1 ? datagrams[i].length : sizeof seen->last - 1;
+        memcpy(seen->last, datagrams[i].data, n);
+        seen->last[n] = 0;
+    }
+    seen->iteration = lk_loop_iteration(seen->loop);
+}
+
+static void *udp_send_off_thread(void *arg) {
+    lk_udp *udp = arg;
+    intptr_t status = lk_udp_send(udp, "x", 1, "127.0.0.1", 9);
+    return (void *)status;
+}
+
+static void test_udp_on(const char *host) {
+    lk_loop *loop = begin(strcmp(host, "::1") == 0 ? "UDP over ::1" : "UDP over 127.0.0.1");
+    lk_udp *server = NULL, *client = NULL;
+    CHECK_EQ(lk_udp_bind(loop, host, 0, 0, 8, 0, &server), LK_OK);
+    CHECK_EQ(lk_udp_bind(loop, host, 0, LK_UDP_RECVTOS, 0, 16, &client), LK_OK);
+    int port = lk_udp_local_port(server);
+    CHECK(port > 0);
+    udp_seen_t echoed = {0}, received = {0};
+    echoed.loop = received.loop = loop;
+    CHECK_EQ(lk_udp_recv_start(server, udp_echo, &echoed), LK_OK);
+    CHECK_EQ(lk_udp_recv_start(client, udp_collect, &received), LK_OK);
+
+    /* Echo, batched: 20 datagrams sent before the loop polls arrive in batches of at most 8. */
+    char text[32];
+    for (int i = 0; i < 20; i++) {
+        snprintf(text, sizeof text, "datagram %d", i);
+        CHECK_EQ(lk_udp_send(client, text, strlen(text), host, port), LK_OK);
+    }
+    uint64_t before = lk_loop_iteration(loop);
+    lk_loop_run_once(loop, 0);
+    CHECK_EQ(echoed.datagrams, 20);
+    CHECK_EQ(echoed.batches, 3);
+    CHECK_EQ(echoed.largest_batch, 8);
+    CHECK_EQ(echoed.reply_status, LK_OK);
+    CHECK_EQ(echoed.iteration, before + 1); /* R14: in phase 2 of the iteration that polled it */
+    lk_loop_run_once(loop, 0);
+    CHECK_EQ(received.datagrams, 20);
+    CHECK(strcmp(received.last, "datagram 19") == 0);
+    CHECK_EQ(received.traffic_class, 0);
+
+    /* Truncation: the client receives at most 16 bytes. */
+    const char *longer = "a datagram longer than sixteen bytes";
+    CHECK_EQ(lk_udp_set_traffic_class(server, 2), LK_OK); /* ECT(0) */
+    CHECK_EQ(lk_udp_send(client, longer, strlen(longer), host, port), LK_OK);
+    lk_loop_run_once(loop, 0);
+    lk_loop_run_once(loop, 0);
+    CHECK_EQ(received.truncated, 1);
+    CHECK_EQ(strlen(received.last), 16);
+    CHECK_EQ(received.traffic_class, 2);
+
+    /* A default peer. */
+    CHECK_EQ(lk_udp_connect(client, host, port), LK_OK);
+    CHECK_EQ(lk_udp_send(client, "peer", 4, NULL, 0), LK_OK);
+    lk_loop_run_once(loop, 0);
+    lk_loop_run_once(loop, 0);
+    CHECK(strcmp(received.last, "peer") == 0);
+
+    /* Options and misuse. */
+    CHECK_EQ(lk_udp_set_ttl(client, 0), LK_EINVAL);
+    CHECK_EQ(lk_udp_set_ttl(client, 64), LK_OK);
+    CHECK_EQ(lk_udp_set_multicast_ttl(client, 1), LK_OK);
+    CHECK_EQ(lk_udp_set_multicast_loop(client, 1), LK_OK);
+    CHECK_EQ(lk_udp_set_broadcast(client, 1), LK_OK);
+    CHECK_EQ(lk_udp_set_traffic_class(client, 256), LK_EINVAL);
+    CHECK_EQ(lk_udp_join_group(server, "10.0.0.1", NULL), LK_EINVAL);
+    CHECK_EQ(lk_udp_join_group(server, strcmp(host, "::1") == 0 ? "ff02::4242" : "239.255.42.98", "lo"), LK_OK);
+    CHECK_EQ(lk_udp_leave_group(server, strcmp(host, "::1") == 0 ? "ff02::4242" : "239.255.42.98", "lo"), LK_OK);
+    CHECK_EQ(lk_udp_join_group(server, "239.255.42.98", "no-such-interface0"), LK_EINVAL);
+    CHECK_EQ(lk_udp_send(client, "x", 1, strcmp(host, "::1") == 0 ? "127.0.0.1" : "::1", port), LK_EINVAL); /* other family */
+    CHECK_EQ(lk_udp_send(client, NULL, 1, NULL, 0), LK_EINVAL);
+    CHECK_EQ(lk_udp_send(NULL, "x", 1, NULL, 0), LK_EINVAL);
+    CHECK_EQ(lk_udp_reply(client, "x", 1, NULL), LK_EINVAL); /* outside a callback */
+    CHECK_EQ(lk_udp_queued(client), 0);
+    lk_udp *taken = NULL;
+    CHECK_EQ(lk_udp_bind(loop, host, port, 0, 0, 0, &taken), LK_ESYS);
+    CHECK_EQ(lk_last_errno(), EADDRINUSE);
+    CHECK_EQ(lk_udp_bind(loop, "not an address", 0, 0, 0, 0, &taken), LK_EINVAL);
+    CHECK_EQ(lk_udp_bind(loop, host, 0, 0, 5000, 0, &taken), LK_EINVAL); /* batch size out of range */
+    CHECK_EQ(lk_udp_recv_stop(server), LK_OK);
+    pthread_t t;
+    void *status;
+    pthread_create(&t, NULL, udp_send_off_thread, client);
+    pthread_join(t, &status);
+    CHECK_EQ((intptr_t)status, LK_ETHREAD);
+
+    /* The loop's shutdown closes the sockets: calls get LK_ECLOSED; lk_udp_close still releases. */
+    CHECK_EQ(lk_loop_shutdown(loop), LK_OK);
+    CHECK_EQ(lk_udp_send(client, "x", 1, NULL, 0), LK_ECLOSED);
+    CHECK_EQ(lk_udp_recv_start(client, udp_collect, &received), LK_ECLOSED);
+    CHECK_EQ(lk_udp_close(client), LK_OK);
+    CHECK_EQ(lk_udp_close(server), LK_OK);
+    CHECK_EQ(lk_loop_destroy(loop), LK_OK);
+}
+
+static void test_udp(void) {
+    test_udp_on("127.0.0.1");
+    test_udp_on("::1");
+}
+
 /* ---- Leak-check cycles ------------------------------------------------------------------------------ */
 
 static void stop_loop(void *ctx) { lk_loop_stop(ctx); }
@@ -1343,10 +1475,17 @@ static void cycles(int n) {
         lk_work_queue(loop, NULL, noop, NULL, NULL, NULL);
         static lk_fs_info root;
         lk_fs_stat(loop, "/", &root, NULL, NULL);
+        lk_udp *udp = NULL;
+        udp_seen_t echoed = {0};
+        echoed.loop = loop;
+        if (lk_udp_bind(loop, "127.0.0.1", 0, 0, 4, 0, &udp) != LK_OK) abort();
+        lk_udp_recv_start(udp, udp_echo, &echoed);
+        lk_udp_send(udp, "self", 4, "127.0.0.1", lk_udp_local_port(udp)); /* echoes itself until closed */
         lk_loop_enqueue(loop, stop_loop, loop);
         if (lk_loop_run(loop) != LK_OK) abort();
         lk_watch_cancel(watch);
         lk_timer_cancel(timer);
+        lk_udp_close(udp);
         lk_loop_enqueue(loop, noop, NULL); /* queued at destroy: runs during shutdown */
         if (lk_loop_destroy(loop) != LK_OK) abort();
         close(fds[0]);
@@ -1443,6 +1582,7 @@ int main(int argc, char **argv) {
     test_process();
     test_work_pool();
     test_files();
+    test_udp();
     test_iteration_observer();
     printf("c_api_test: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;

@@ -56,6 +56,7 @@ typedef struct lk_job lk_job;
 typedef struct lk_signal lk_signal;
 typedef struct lk_work_pool lk_work_pool;
 typedef struct lk_work lk_work;
+typedef struct lk_udp lk_udp;
 
 /* libevent's base, for lk_loop_attach and lk_loop_event_base. */
 struct event_base;
@@ -97,7 +98,7 @@ enum {
     LK_ECANCELED = -5, /* the work was cancelled before it ran */
     LK_ETHREAD = -6,   /* called from a thread other than the loop's */
     LK_ESYS = -7,      /* a system or libevent call failed: lk_last_errno() tells its errno */
-    LK_EAGAIN = -8     /* a bounded queue (a work pool's) is full: nothing was queued; try again later */
+    LK_EAGAIN = -8     /* a bounded queue (a work pool's, a UDP socket's send queue) is full: nothing was queued; try again later */
 };
 
 /* Readiness flags for lk_watch_fd. */
@@ -366,6 +367,98 @@ LK_EXTERN int lk_fs_unlink(lk_loop *loop, const char *path, lk_fs_fn cb, void *c
 LK_EXTERN int lk_fs_rename(lk_loop *loop, const char *from, const char *to, lk_fs_fn cb, void *ctx);
 /* mkdir(path, mode). */
 LK_EXTERN int lk_fs_mkdir(lk_loop *loop, const char *path, int mode, lk_fs_fn cb, void *ctx);
+
+/* ---- UDP ------------------------------------------------------------------------------------------ */
+
+/* Flags for lk_udp_bind. */
+enum {
+    LK_UDP_REUSEADDR = 1,    /* SO_REUSEADDR */
+    LK_UDP_REUSEPORT = 2,    /* SO_REUSEPORT: several sockets (one per loop) share the port */
+    LK_UDP_RECVTOS = 4,      /* report each datagram's traffic class (IP_RECVTOS, IPV6_RECVTCLASS) */
+    LK_UDP_DUALSTACK = 8     /* an IPv6 socket receives IPv4 too (IPV6_V6ONLY off) */
+};
+
+/* lk_udp_datagram.flags */
+enum { LK_UDP_TRUNCATED = 1 }; /* the datagram was larger than the receive buffer and was cut (MSG_TRUNC) */
+
+struct sockaddr;
+
+/* One received datagram, lent to an lk_udp_recv_fn: every pointer is valid only during the callback. */
+typedef struct lk_udp_datagram {
+    const void *data;                  /* the bytes (at most max_datagram_size) */
+    size_t length;
+    const struct sockaddr *sender;     /* a struct sockaddr_in or sockaddr_in6 */
+    unsigned int sender_length;
+    int flags;                         /* LK_UDP_TRUNCATED */
+    int traffic_class;                 /* the TOS byte with its ECN bits; -1 without LK_UDP_RECVTOS */
+} lk_udp_datagram;
+
+/* Datagrams one recvmmsg took (1 <= count <= the batch size), on the loop's thread, in phase 2 (R14). */
+typedef void (*lk_udp_recv_fn)(void *ctx, lk_udp *udp, const lk_udp_datagram *datagrams, size_t count);
+
+/* Binds a UDP socket to a numeric host ("127.0.0.1", "::1", "0.0.0.0", "::") and port (0: the kernel
+ * picks one, see lk_udp_local_port) on loop. batch_size (0: 32) is the most datagrams one recvmmsg takes;
+ * max_datagram_size (0: 2048) the largest received whole (a larger one arrives cut, LK_UDP_TRUNCATED).
+ * Release it with lk_udp_close. The corresponding libuv calls are uv_udp_init and uv_udp_bind.
+ * Errors: LK_EINVAL (NULL, a host that is not numeric, a value out of range), LK_ETHREAD, LK_ECLOSED (the
+ * loop has shut down), LK_ESYS (lk_last_errno(): EADDRINUSE, EACCES, ...). */
+LK_EXTERN int lk_udp_bind(lk_loop *loop, const char *host, int port, unsigned int flags,
+                          size_t batch_size, size_t max_datagram_size, lk_udp **out);
+
+/* The port the socket is bound to (> 0), or LK_EINVAL for NULL. [any thread] */
+LK_EXTERN int lk_udp_local_port(const lk_udp *udp);
+
+/* Sets the default peer: lk_udp_send with host NULL sends there, and only its datagrams are received.
+ * Errors: LK_EINVAL (NULL, bad address, the other family), LK_ETHREAD, LK_ECLOSED, LK_ESYS. */
+LK_EXTERN int lk_udp_connect(lk_udp *udp, const char *host, int port);
+
+/* Starts receiving: fn(ctx, udp, datagrams, count) for each batch, until lk_udp_recv_stop or lk_udp_close.
+ * Datagrams sent from fn leave together, with one sendmmsg, when it returns. Calling it again replaces fn.
+ * The corresponding libuv call is uv_udp_recv_start. Errors: LK_EINVAL (NULL), LK_ETHREAD, LK_ECLOSED. */
+LK_EXTERN int lk_udp_recv_start(lk_udp *udp, lk_udp_recv_fn fn, void *ctx);
+
+/* Stops reading the socket (the kernel buffers, then drops). Errors: LK_EINVAL, LK_ETHREAD, LK_ECLOSED. */
+LK_EXTERN int lk_udp_recv_stop(lk_udp *udp);
+
+/* Sends length bytes as one datagram to host:port (host NULL: the default peer). The bytes are copied
+ * when the datagram must wait (the kernel said EAGAIN): the caller may reuse them at once. Outside a
+ * receive callback the datagram goes to the kernel at once when nothing waits; inside, with the callback's
+ * other datagrams when it returns. The corresponding libuv call is uv_udp_try_send / uv_udp_send.
+ * Errors: LK_EINVAL (NULL socket, NULL data with length > 0, bad address, the other family), LK_ETHREAD,
+ * LK_ECLOSED, LK_EAGAIN (the send queue holds its limit, 4,096 datagrams: nothing was queued),
+ * LK_ESYS (lk_last_errno(): EMSGSIZE, EACCES for a broadcast without lk_udp_set_broadcast, ECONNREFUSED,
+ * EDESTADDRREQ when host is NULL and there is no default peer, ENETUNREACH). */
+LK_EXTERN int lk_udp_send(lk_udp *udp, const void *data, size_t length, const char *host, int port);
+
+/* Sends length bytes to the sender of `to`, one of the datagrams lent to the running receive callback
+ * (no address formatted: the echo path). As lk_udp_send. Call only inside that callback.
+ * Errors: as lk_udp_send; LK_EINVAL when `to` is not a datagram of the running callback. */
+LK_EXTERN int lk_udp_reply(lk_udp *udp, const void *data, size_t length, const lk_udp_datagram *to);
+
+/* Datagrams waiting for the kernel (the send queue), or LK_EINVAL / LK_ETHREAD. */
+LK_EXTERN int lk_udp_queued(const lk_udp *udp);
+
+/* Socket options, each effective for what is sent from now on. Errors: LK_EINVAL (NULL, out of range, not
+ * a multicast group, unknown interface), LK_ETHREAD, LK_ECLOSED, LK_ESYS.
+ *   broadcast          SO_BROADCAST (0 or 1)
+ *   ttl                IP_TTL / IPV6_UNICAST_HOPS (1...255)
+ *   multicast_ttl      IP_MULTICAST_TTL / IPV6_MULTICAST_HOPS (0...255)
+ *   multicast_loop     IP_MULTICAST_LOOP / IPV6_MULTICAST_LOOP (0 or 1)
+ *   traffic_class      IP_TOS / IPV6_TCLASS (0...255; the two low bits are ECN)
+ *   join/leave_group   IP_ADD/DROP_MEMBERSHIP, IPV6_ADD/DROP_MEMBERSHIP; interface NULL: the system's pick */
+LK_EXTERN int lk_udp_set_broadcast(lk_udp *udp, int on);
+LK_EXTERN int lk_udp_set_ttl(lk_udp *udp, int ttl);
+LK_EXTERN int lk_udp_set_multicast_ttl(lk_udp *udp, int ttl);
+LK_EXTERN int lk_udp_set_multicast_loop(lk_udp *udp, int on);
+LK_EXTERN int lk_udp_set_traffic_class(lk_udp *udp, int traffic_class);
+LK_EXTERN int lk_udp_join_group(lk_udp *udp, const char *group, const char *interface_name);
+LK_EXTERN int lk_udp_leave_group(lk_udp *udp, const char *group, const char *interface_name);
+
+/* Closes the socket (queued datagrams are dropped; fn is not called again) and releases the handle, which
+ * is invalid afterwards. Also after the loop shut down (which closed the socket). Not from inside the
+ * socket's own receive callback (LK_EBUSY). The corresponding libuv call is uv_close.
+ * Errors: LK_EINVAL (NULL), LK_ETHREAD, LK_EBUSY. */
+LK_EXTERN int lk_udp_close(lk_udp *udp);
 
 #ifdef __cplusplus
 }

@@ -268,3 +268,148 @@ enum Socket {
         return .success(addresses)
     }
 }
+
+// MARK: - Datagram sockets (UDP)
+
+/// glibc's `recvmmsg` and `sendmmsg`, which Swift's Glibc module does not declare (they need
+/// `_GNU_SOURCE`, as does `struct mmsghdr`: a `msghdr` followed by an `unsigned int`, laid out by
+/// ``Socket/MessageVector``).
+@_silgen_name("recvmmsg")
+private func systemRecvmmsg(_ fd: Int32, _ vector: UnsafeMutableRawPointer, _ count: UInt32, _ flags: Int32,
+                            _ timeout: UnsafeMutablePointer<timespec>?) -> Int32
+@_silgen_name("sendmmsg")
+private func systemSendmmsg(_ fd: Int32, _ vector: UnsafeMutableRawPointer, _ count: UInt32, _ flags: Int32) -> Int32
+
+extension Socket {
+    /// A C array of `struct mmsghdr` (a `msghdr` and the byte count the kernel fills in), for
+    /// `recvmmsg` and `sendmmsg`. Owns its memory; loop-confined like the socket that uses it.
+    final class MessageVector {
+        /// `sizeof(struct mmsghdr)`: `msghdr` then `unsigned int msg_len`, padded to the alignment of `msghdr`.
+        static let stride = (MemoryLayout<msghdr>.size + MemoryLayout<UInt32>.size + MemoryLayout<msghdr>.alignment - 1)
+            / MemoryLayout<msghdr>.alignment * MemoryLayout<msghdr>.alignment
+        let capacity: Int
+        let base: UnsafeMutableRawPointer
+
+        init(capacity: Int) {
+            self.capacity = capacity
+            base = UnsafeMutableRawPointer.allocate(byteCount: capacity * Self.stride, alignment: MemoryLayout<msghdr>.alignment)
+            base.initializeMemory(as: UInt8.self, repeating: 0, count: capacity * Self.stride)
+        }
+
+        deinit { base.deallocate() }
+
+        /// The `msghdr` of entry `index`.
+        @inline(__always)
+        func header(_ index: Int) -> UnsafeMutablePointer<msghdr> {
+            (base + index * Self.stride).assumingMemoryBound(to: msghdr.self)
+        }
+
+        /// The byte count the kernel gave entry `index` (`msg_len`).
+        @inline(__always)
+        func length(_ index: Int) -> Int {
+            Int((base + index * Self.stride + MemoryLayout<msghdr>.size).load(as: UInt32.self))
+        }
+    }
+
+    /// What a batched receive or send did.
+    enum Batch {
+        /// This many messages moved (more than 0).
+        case moved(Int)
+        /// The socket would block.
+        case wouldBlock
+        /// It failed with this `errno`.
+        case failed(Int32)
+    }
+
+    /// A new datagram socket of `family` bound to `address`. `SO_REUSEADDR`/`SO_REUSEPORT` only when asked;
+    /// an IPv6 socket is IPv6-only unless `ipv6Only` is false.
+    static func bindDatagram(at address: SocketAddress, reuseAddress: Bool, reusePort: Bool, ipv6Only: Bool) throws(NetError) -> Int32 {
+        guard address.family != .unix else { throw .invalidAddress("UDP needs an IPv4 or IPv6 address, not \(address)") }
+        ignoreSIGPIPE
+        let fd = socket(domain(of: address.family), Int32(SOCK_DGRAM.rawValue) | socketFlags, 0)
+        guard fd >= 0 else { throw .system("socket", errno) }
+        do throws(NetError) {
+            if reuseAddress { try setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1) }
+            if reusePort { try setOption(fd, SOL_SOCKET, SO_REUSEPORT, 1) }
+            if address.family == .ipv6 { try setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, ipv6Only ? 1 : 0) }
+            try address.withSockAddr { pointer, length throws(NetError) in
+                guard bind(fd, pointer, length) == 0 else {
+                    let code = errno
+                    switch code {
+                    case EADDRINUSE: throw .addressInUse(address)
+                    case EACCES, EPERM: throw .permissionDenied("cannot bind \(address)")
+                    case EADDRNOTAVAIL, EINVAL, EAFNOSUPPORT:
+                        throw .invalidAddress("cannot bind \(address): \(String(cString: strerror(code)))")
+                    default: throw .system("bind", code)
+                    }
+                }
+            }
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+        return fd
+    }
+
+    /// Sets the default peer of a datagram socket (it then receives only from that peer); `nil` removes
+    /// it (`AF_UNSPEC`). The corresponding system call is `connect`; it never blocks for UDP.
+    static func connectDatagram(_ fd: Int32, to address: SocketAddress?) -> Int32 {
+        guard let address else {
+            var unspecified = sockaddr()
+            unspecified.sa_family = sa_family_t(AF_UNSPEC)
+            return Glibc.connect(fd, &unspecified, socklen_t(MemoryLayout<sockaddr>.size)) == 0 ? 0 : errno
+        }
+        do {
+            return try address.withSockAddr { pointer, length in Glibc.connect(fd, pointer, length) == 0 ? 0 : errno }
+        } catch {
+            return EINVAL
+        }
+    }
+
+    /// Receives up to `count` datagrams into the entries of `vector`. The corresponding system call is
+    /// `recvmmsg` (without a timeout, non-blocking).
+    @inline(__always)
+    static func receiveMessages(_ fd: Int32, _ vector: MessageVector, count: Int) -> Batch {
+        while true {
+            let result = systemRecvmmsg(fd, vector.base, UInt32(count), 0, nil)
+            if result > 0 { return .moved(Int(result)) }
+            if result == 0 { return .wouldBlock }
+            let code = errno
+            switch code {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return .wouldBlock
+            default: return .failed(code)
+            }
+        }
+    }
+
+    /// Sends the first `count` entries of `vector`, as many as the socket takes now. The corresponding
+    /// system call is `sendmmsg`.
+    @inline(__always)
+    static func sendMessages(_ fd: Int32, _ vector: MessageVector, from start: Int = 0, count: Int) -> Batch {
+        while true {
+            let result = systemSendmmsg(fd, vector.base + start * MessageVector.stride, UInt32(count), 0)
+            if result > 0 { return .moved(Int(result)) }
+            if result == 0 { return .wouldBlock }
+            let code = errno
+            switch code {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK, ENOBUFS: return .wouldBlock
+            default: return .failed(code)
+            }
+        }
+    }
+
+    /// Sets a socket option from `length` bytes at `value`; 0 or the `errno`. The corresponding system
+    /// call is `setsockopt`.
+    static func setRawOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: UnsafeRawPointer, _ length: Int) -> Int32 {
+        setsockopt(fd, level, name, value, socklen_t(length)) == 0 ? 0 : errno
+    }
+
+    /// Reads an integer socket option; nil when the call fails. The corresponding system call is `getsockopt`.
+    static func integerOption(_ fd: Int32, _ level: Int32, _ name: Int32) -> Int32? {
+        var value: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        return getsockopt(fd, level, name, &value, &length) == 0 ? value : nil
+    }
+}
