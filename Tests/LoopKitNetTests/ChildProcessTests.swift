@@ -1,0 +1,162 @@
+import LoopKit
+import LoopKitTesting
+@testable import LoopKitNet
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Child processes on the loop, with real commands: exit codes, signals, stdio as connections, a child that
+/// ignores SIGTERM, timeouts, output limits, the working directory and environment, a process group, and when the exit is
+/// told (R15).
+@Suite("Child processes")
+struct ChildProcessTests {
+    @Test("run collects standard output and error and the exit code of sh -c")
+    func runCollectsOutputAndExitCode() async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let result = try await onLoop(loop) {
+            try await ChildProcess.run("/bin/sh", arguments: ["-c", "echo out; echo err >&2; exit 3"], on: loop)
+        }
+        #expect(result.termination == .exited(3))
+        #expect(Array(result.standardOutput) == Array("out\n".utf8))
+        #expect(Array(result.standardError) == Array("err\n".utf8))
+        #expect(!result.isTruncated && !result.timedOut)
+    }
+
+    @Test("Input fed to cat comes back on its output; the working directory and environment are the child's")
+    func inputDirectoryAndEnvironment() async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let (echoed, location) = try await onLoop(loop) {
+            let text = String(repeating: "loop ", count: 50_000)  // 250 kB: more than a pipe holds
+            let echoed = try await ChildProcess.run("/bin/cat", input: Bytes(text), on: loop)
+            #expect(echoed.standardOutput.count == text.utf8.count)
+            let location = try await ChildProcess.run("/bin/sh", arguments: ["-c", "pwd; echo $GREETING"],
+                                                      environment: ["GREETING=hello", "PATH=/usr/bin:/bin"],
+                                                      workingDirectory: "/tmp", on: loop)
+            return (echoed.termination, String(decoding: location.standardOutput, as: UTF8.self))
+        }
+        #expect(echoed == .exited(0))
+        #expect(location == "/tmp\nhello\n")
+    }
+
+    @Test("Output beyond the limit is read and dropped, and reported")
+    func outputLimit() async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let result = try await onLoop(loop) {
+            try await ChildProcess.run("/bin/sh", arguments: ["-c", "head -c 1000000 /dev/zero"], outputLimit: 1000, on: loop)
+        }
+        #expect(result.termination == .exited(0))
+        #expect(result.standardOutput.count == 1000)
+        #expect(result.isTruncated)
+    }
+
+    @Test("A signal ends a child: kill, terminate, and terminate-then-kill for a child that ignores SIGTERM")
+    func signalsAndGracePeriod() async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let (killed, terminated, stubborn) = try await onLoop(loop) {
+            let sleeper = try ChildProcess.spawn("/bin/sleep", arguments: ["30"], standardInput: .null, on: loop)
+            try sleeper.kill(SIGKILL)
+            let killed = await sleeper.termination
+            let polite = try ChildProcess.spawn("/bin/sleep", arguments: ["30"], standardOutput: .null, standardError: .null, on: loop)
+            polite.terminate(gracePeriod: .seconds(10))
+            let terminated = await polite.termination
+            // The shell ignores SIGTERM (and so does the sleep it execs), says so, then waits.
+            let stubborn = try ChildProcess.spawn("/bin/sh", arguments: ["-c", "trap '' TERM; echo ready; exec sleep 30"], on: loop)
+            _ = try await readBytes(6, from: stubborn.standardOutput!)
+            stubborn.terminate(gracePeriod: .milliseconds(200))
+            return (killed, terminated, await stubborn.termination)
+        }
+        #expect(killed == .signaled(SIGKILL))
+        #expect(terminated == .signaled(SIGTERM))
+        #expect(stubborn == .signaled(SIGKILL))
+    }
+
+    @Test("A timeout terminates the child and says so")
+    func timeout() async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let result = try await onLoop(loop) {
+            try await ChildProcess.run("/bin/sleep", arguments: ["30"], timeout: .milliseconds(100), on: loop)
+        }
+        #expect(result.timedOut)
+        #expect(result.termination == .signaled(SIGTERM))
+    }
+
+    @Test("A missing executable or working directory is a typed error; a new process group has the child's pid")
+    func errorsAndProcessGroup() async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        try await onLoop(loop) {
+            #expect(throws: ProcessError.executableNotFound("/no/such/program")) {
+                try ChildProcess.spawn("/no/such/program", on: loop)
+            }
+            // glibc's posix_spawn reports a chdir that fails in the child to the parent: nothing runs.
+            #expect(throws: ProcessError.invalidArgument("cannot enter the working directory /no/such/directory: No such file or directory")) {
+                try ChildProcess.spawn("/bin/true", workingDirectory: "/no/such/directory", on: loop)
+            }
+        }
+        let pgid = try await onLoop(loop) { () async throws -> (Int32, String) in
+            let child = try ChildProcess.spawn("/bin/sh", arguments: ["-c", "cut -d' ' -f5 /proc/$$/stat"], newProcessGroup: true, on: loop)
+            let output = try await readToEnd(from: child.standardOutput!)
+            _ = await child.termination
+            return (child.pid, String(decoding: output.filter { $0 != UInt8(ascii: "\n") }, as: UTF8.self))
+        }
+        #expect(String(pgid.0) == pgid.1)
+    }
+
+    @Test("R15: the exit is told in phase 2 (work onExit queues runs in the same drain); a waiting task goes on in that drain; each once")
+    func exitIsToldInPhaseTwo() throws {
+        let driver = try LoopDriver()
+        let loop = driver.loop
+        let trace = OrderTrace(loop)
+        // cat runs until its input ends: the task is suspended on `termination` before the child can exit.
+        let child = try ChildProcess.spawn("/bin/cat", standardOutput: .null, standardError: .null, on: loop)
+        child.onExit { termination in
+            trace.record("onExit \(termination)")
+            try! loop.enqueue { trace.record("queued by onExit") }
+        }
+        Task(executorPreference: loop) {
+            let termination = await child.termination
+            trace.record("task \(termination)")
+        }
+        _ = try driver.step(2)  // the task starts and suspends
+        child.standardInput!.close()  // end of input: cat exits
+        var exitIteration: UInt64?
+        while exitIteration == nil {
+            _ = try driver.step()
+            exitIteration = trace.iteration(of: "onExit exited(0)")
+            if exitIteration == nil { usleep(1000) }
+        }
+        _ = try driver.step()
+        let n = exitIteration!
+        #expect(trace.description.hasSuffix("\(n):onExit exited(0) \(n):queued by onExit \(n):task exited(0)"))
+        #expect(child.exitStatus == .exited(0))
+        var late = 0
+        child.onExit { _ in late += 1 }  // after the end: in the next iteration, once
+        _ = try driver.step()
+        #expect(late == 1)
+    }
+
+    @Test("The loop's shutdown kills and reaps a running child")
+    func shutdownKillsTheChild() throws {
+        let driver = try LoopDriver()
+        let child = try ChildProcess.spawn("/bin/sleep", arguments: ["30"], on: driver.loop)
+        var told: ProcessTermination?
+        child.onExit { told = $0 }
+        driver.loop.shutdown()
+        _ = try driver.runUntilIdle()
+        #expect(told == .signaled(SIGKILL))
+        #expect(kill(child.pid, 0) != 0)  // reaped: no such process (not a zombie)
+    }
+}
