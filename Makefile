@@ -14,7 +14,7 @@ INSTALL_CONFIG ?= release
 SWIFT_USR      := $(shell dirname $$(dirname $$(readlink -f $$(command -v $(SWIFT)))))
 DISPATCH_FLAGS := -L$(SWIFT_USR)/lib/swift/linux -ldispatch -Wl,-rpath,$(SWIFT_USR)/lib/swift/linux
 
-.PHONY: all deps demo test test-swift test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build bench bench-core bench-callgrind bench-http bench-https bench-ws bench-main bench-pool bench-udp wrk docs install clean
+.PHONY: all deps demo test test-swift test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build bench bench-core bench-callgrind bench-http bench-https bench-ws bench-main bench-pool bench-udp bench-spawn wrk docs install clean
 
 all: test
 
@@ -125,6 +125,7 @@ bench: bench-core
 	$(MAKE) bench-main
 	$(MAKE) bench-pool
 	$(MAKE) bench-udp
+	$(MAKE) bench-spawn
 
 ## bench-core: LoopKit against SwiftNIO, Dispatch and Foundation, same process, runs alternated (10 each
 ## after a warm-up); medians with min–max, per-run ratios; never overlapping another bench run (flock)
@@ -193,6 +194,14 @@ bench-udp: deps
 	cd Benchmarks && for product in NIOUDPEchoPeer UVUDPEchoPeer UDPLoad; do \
 		$(SWIFT) build -c release --product $$product || exit 1; done
 	flock /tmp/loopkit-bench.lock Benchmarks/udp-bench.sh | tee Benchmarks/RESULTS-udp.txt
+
+## bench-spawn: spawn and wait for /bin/true x1,000 on core 0: LoopKit's ChildProcess vs Foundation's Process and libuv's
+## uv_spawn (Debian's libuv1-dev, installed when missing); rounds alternated, median ratios with spread
+bench-spawn: deps
+	@pkg-config --exists libuv || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libuv1-dev; }
+	cd Benchmarks && for product in SpawnBench UVSpawnBench; do $(SWIFT) build -c release --product $$product || exit 1; done
+	flock /tmp/loopkit-bench.lock Benchmarks/spawn-bench.sh | tee Benchmarks/RESULTS-spawn.txt
 
 ## docs: the three DocC catalogues (LoopKit, LoopKitNet, LoopKitHTTP), every symbol link and parameter
 ## checked (warnings are errors)

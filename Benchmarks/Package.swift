@@ -127,6 +127,13 @@ let package = Package(
         .systemLibrary(name: "CPeerUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         .executableTarget(name: "UVUDPEchoPeer", dependencies: ["CPeerUV"]),
         .executableTarget(name: "UDPLoad"),
+        // Spawn and wait for /bin/true ×1,000 (Benchmarks/spawn-bench.sh): ChildProcess vs Foundation's Process,
+        // and libuv's uv_spawn.
+        .executableTarget(
+            name: "SpawnBench",
+            dependencies: [.product(name: "LoopKit", package: "LoopKit"), .product(name: "LoopKitNet", package: "LoopKit")]
+        ),
+        .executableTarget(name: "UVSpawnBench", dependencies: ["CPeerUV"]),
     ],
     swiftLanguageModes: [.v6]
 )
