@@ -60,7 +60,7 @@ public final class ChildProcess: @unchecked Sendable {  // loop-confined: every 
     private var timeoutTimer: ScheduledTimer?
     /// The process's own reference, held while it runs.
     private var keepAlive: Unmanaged<ChildProcess>?
-    /// ``timeout`` expired and the process was terminated.
+    /// The timeout given to `spawn` expired and the process was terminated. Call on the loop's thread.
     public private(set) var timedOut = false
 
     /// Starts `executable` on `loop`.
@@ -73,7 +73,9 @@ public final class ChildProcess: @unchecked Sendable {  // loop-confined: every 
     ///     (`posix_spawn_file_actions_addchdir_np`).
     ///   - newProcessGroup: The child leads a new process group (its pid is the group id), so a terminal's
     ///     signals to this process's group do not reach it.
-    ///   - standardInput, standardOutput, standardError: Each a pipe (default), inherited or `/dev/null`.
+    ///   - standardInput: A pipe (default), inherited or `/dev/null`.
+    ///   - standardOutput: A pipe (default), inherited or `/dev/null`.
+    ///   - standardError: A pipe (default), inherited or `/dev/null`.
     ///   - timeout: Terminate the child (``terminate(gracePeriod:)`` with a 1 s grace) if it still runs then.
     ///   - loop: The loop that observes it.
     /// - Returns: The running child.
