@@ -84,7 +84,7 @@ public final class WebSocket: Sendable {
 
     /// Adds a handler called once when the socket has ended, with nil after a clean close handshake or
     /// the ``WebSocketError`` that ended it. On a socket that has ended already it runs in the loop's next
-    /// iteration, as ``LoopKitNet/TCPConnection/onClose(_:)`` does.
+    /// iteration, as a `TCPConnection`'s `onClose` does.
     ///
     /// - Parameter handler: Called on the loop's thread.
     ///
