@@ -12,7 +12,10 @@ import Musl
 /// ```swift
 /// let socket = try UDPSocket.bind(host: "127.0.0.1", port: 0, on: loop)
 /// socket.onDatagrams { batch in                  // lent, no copy: valid during the call
-///     for datagram in batch { try? socket.write(copying: datagram.payload, toSenderOf: datagram) }
+///     for datagram in batch {
+///         do { try socket.write(copying: datagram.payload, toSenderOf: datagram) }
+///         catch { logger.debug("echo dropped: \(error)"); break }   // closed, or the send queue is full
+///     }
 /// }                                               // the answers go out with one sendmmsg on return
 /// ```
 ///
