@@ -14,7 +14,7 @@ INSTALL_CONFIG ?= release
 SWIFT_USR      := $(shell dirname $$(dirname $$(readlink -f $$(command -v $(SWIFT)))))
 DISPATCH_FLAGS := -L$(SWIFT_USR)/lib/swift/linux -ldispatch -Wl,-rpath,$(SWIFT_USR)/lib/swift/linux
 
-.PHONY: all deps demo test test-swift test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build bench bench-core bench-callgrind bench-http bench-https bench-ws bench-main bench-pool bench-udp bench-spawn wrk docs install clean
+.PHONY: all deps demo test test-swift article-examples test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build bench bench-core bench-callgrind bench-http bench-https bench-ws bench-main bench-pool bench-udp bench-spawn wrk docs install clean
 
 all: test
 
@@ -36,8 +36,14 @@ demo: deps
 test: test-swift test-c test-release-client leak-check leak-check-tls install-check test-fuzz-corpus
 
 test-swift: deps
+	python3 Scripts/article-examples.py --check
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+## article-examples: every ```swift block of the README and the DocC articles into Tests/ArticleExampleTests/Examples.swift,
+## which the test build compiles (its @Test blocks run); test-swift fails when that file is stale
+article-examples:
+	python3 Scripts/article-examples.py
 
 ## test-c: the C ABI seen from C (every function, every error code, R1-R12) and the two C examples
 test-c: deps

@@ -177,6 +177,19 @@ let package = Package(
             dependencies: ["TodoServiceApp", "LoopKit", "LoopKitHTTP", "LoopKitHTTPTesting", "LoopKitTesting"],
             path: "Examples/TodoService/Tests/TodoServiceTests"
         ),
+        // Every ```swift block of the README and the DocC articles, compiled (Scripts/article-examples.py).
+        .testTarget(
+            name: "ArticleExampleTests",
+            dependencies: [
+                "LoopKit", "LoopKitExecutors", "LoopKitHTTP", "LoopKitHTTPTesting", "LoopKitMetrics", "LoopKitNet",
+                "LoopKitNetTesting", "LoopKitTesting",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            // The examples show values they do not go on to use; errors still fail the build.
+            swiftSettings: [.unsafeFlags(["-suppress-warnings"])]
+        ),
         .testTarget(
             name: "LoopKitNetTests",
             dependencies: ["LoopKit", "LoopKitNet", "LoopKitTesting", "LoopKitNetTesting", "TestSupport"]

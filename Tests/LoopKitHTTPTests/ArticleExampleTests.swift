@@ -4,7 +4,8 @@ import LoopKitHTTP
 import LoopKitHTTPTesting
 import Testing
 
-/// The DocC articles' examples, as written there (a change that breaks one fails to compile here).
+/// What the DocC articles' JSON, parameter and progress examples answer (Tests/ArticleExampleTests compiles
+/// every example as written; this suite serves these and checks the statuses the articles promise).
 @Suite("The articles' examples")
 struct ArticleExampleTests {
     // Serving HTTP: JSON.
