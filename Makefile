@@ -45,7 +45,7 @@ test-swift: deps
 article-examples:
 	python3 Scripts/article-examples.py
 
-## test-c: the C ABI seen from C (every function, every error code, R1-R12) and the two C examples
+## test-c: the C ABI seen from C (every function, every error code, R1-R14 and R16) and the two C examples
 test-c: deps
 	$(SWIFT) build --product LoopKitC
 	@mkdir -p $(dir $(C_TEST))

@@ -166,3 +166,12 @@ var router: HTTPRouter {
     }
     return router
 }
+
+/// Watching paths' cache of files, and a rebuild of what depends on one.
+final class FileCache: Sendable {
+    func invalidate(_ path: String) {}
+    func evict(_ path: String) {}
+    func reload(_ path: String) {}
+}
+var cache: FileCache { given() }
+func rebuild(_ path: String) async {}

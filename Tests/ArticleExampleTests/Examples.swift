@@ -114,8 +114,14 @@ func example_README_188(router: inout HTTPRouter, configuration: inout HTTPServe
                                             timeout: .seconds(60), on: loop)      // .exited(0), stdout, stderr
 }
 
-// README.md:201
-func example_README_201(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:199
+func example_README_199(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    let watcher = try PathWatcher(watching: "/srv/site", recursive: true, on: loop)   // on the loop's thread
+    watcher.onEvents { events in for event in events { cache.invalidate(event.path) } }  // one batch per iteration
+}
+
+// README.md:212
+func example_README_212(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
 
     var router = HTTPRouter()
     router.get("/hello") { _ in .text("Hello, World!") }                        // sync: on the loop thread
@@ -131,8 +137,8 @@ func example_README_201(router: inout HTTPRouter, configuration: inout HTTPServe
     try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm], logger: logger).run()
 }
 
-// README.md:232
-func example_README_232(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:243
+func example_README_243(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.webSocket("/ws/echo") { request, socket in
         for try await message in socket.messages { try await socket.send(message) }
     }
@@ -147,8 +153,8 @@ func example_README_232(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:256
-@Suite("README.md:256") struct Example_README_256 {
+// README.md:267
+@Suite("README.md:267") struct Example_README_267 {
     @Test func timerFiresAfterQueuedWork() throws {
         let driver = try LoopDriver()                 // a loop on a VirtualClock
         let trace = OrderTrace(driver.loop)
@@ -165,8 +171,8 @@ func example_README_232(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:279
-func example_README_279(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:290
+func example_README_290(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try LoopMetrics.record(loop, name: "main")                 // iteration duration, poll wait, queue depth, …
     router.use(HTTPServerMetrics.middleware())                 // http.server.request.duration, …
     HTTPServerMetrics.record(into: &configuration)             // http.server.open_connections
@@ -789,5 +795,23 @@ func example_ServingAndConnectingOverTLS_128(router: inout HTTPRouter, configura
         try tls.reload(.server(certificateChain: .file(chainPath), privateKey: .file(keyPath)))
     } catch {
         logger.error("certificate reload refused, still serving the old one: \(error)")
+    }
+}
+
+// Sources/LoopKitNet/LoopKitNet.docc/WatchingPaths.md:8
+func example_WatchingPaths_8(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    let watcher = try PathWatcher(watching: "/srv/site", recursive: true, on: loop)
+    watcher.onEvents { events in                       // one batch per iteration, one event per path
+        for event in events where !event.isDirectory {
+            if event.changes.contains(.removed) { cache.evict(event.path) } else { cache.reload(event.path) }
+        }
+    }
+}
+
+// Sources/LoopKitNet/LoopKitNet.docc/WatchingPaths.md:44
+func example_WatchingPaths_44(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    let sources = try PathWatcher(watching: "/srv/src", on: loop, bufferLimit: 256)
+    Task(executorPreference: loop) {
+        for try await event in sources.events { await rebuild(event.path) }
     }
 }

@@ -1,6 +1,6 @@
 /*
  * The C ABI as a C host sees it: every function of loopkit.h, every error code, and the ordering
- * contract R1-R13, compiled only against loopkit.h and libLoopKitC.so (plus libevent for attach mode and
+ * contract R1-R14 and R16, compiled only against loopkit.h and libLoopKitC.so (plus libevent for attach mode and
  * libdispatch, whose main queue the main loop runs).
  *
  *   c_api_test              run every test; ends with "N passed, N failed"
@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int passed, failed;
@@ -1453,9 +1454,173 @@ static void test_udp(void) {
     test_udp_on("::1");
 }
 
+/* ---- Path watching ------------------------------------------------------------------------------------ */
+
+typedef struct {
+    lk_loop *loop;
+    int calls;
+    char paths[8][256];
+    int changes[8];
+    uint64_t iteration, queued_iteration;
+    int stop_inside, free_inside, free_status;
+} watch_seen_t;
+
+static void watch_queued(void *ctx) {
+    watch_seen_t *seen = ctx;
+    seen->queued_iteration = lk_loop_iteration(seen->loop);
+}
+
+static void watch_collect(void *ctx, lk_fs_watch *watch, const char *path, int changes) {
+    watch_seen_t *seen = ctx;
+    if (seen->calls < 8) {
+        snprintf(seen->paths[seen->calls], sizeof seen->paths[0], "%s", path);
+        seen->changes[seen->calls] = changes;
+    }
+    seen->calls++;
+    seen->iteration = lk_loop_iteration(seen->loop);
+    lk_loop_enqueue(seen->loop, watch_queued, seen);
+    if (seen->free_inside) seen->free_status = lk_fs_watch_free(watch);
+    if (seen->stop_inside) lk_fs_watch_stop(watch);
+}
+
+static void write_text(const char *path, const char *text) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text)) abort();
+    close(fd);
+}
+
+static void *watch_add_off_thread(void *arg) {
+    intptr_t status = lk_fs_watch_add(arg, "/tmp", 0);
+    return (void *)status;
+}
+
+static void test_fs_watch(void) {
+    lk_loop *loop = begin("lk_fs_watch_*");
+    char directory[] = "/tmp/loopkit-c-watch-XXXXXX";
+    CHECK(mkdtemp(directory) != NULL);
+    char file[200], sub[200], inner[200], newer[200], newest[200], missing[200], under_file[256];
+    snprintf(file, sizeof file, "%s/a.txt", directory);
+    snprintf(sub, sizeof sub, "%s/sub", directory);
+    snprintf(inner, sizeof inner, "%s/sub/inner", directory);
+    snprintf(newer, sizeof newer, "%s/sub/new", directory);
+    snprintf(newest, sizeof newest, "%s/sub/new/file", directory);
+    snprintf(missing, sizeof missing, "%s/missing", directory);
+    snprintf(under_file, sizeof under_file, "%s/x", file);
+    watch_seen_t seen = {0};
+    seen.loop = loop;
+    lk_fs_watch *watch = NULL, *other = NULL;
+
+    /* Bad arguments and paths: no handle, no callback. */
+    CHECK_EQ(lk_fs_watch_start(NULL, directory, 0, watch_collect, &seen, &watch), LK_EINVAL);
+    CHECK_EQ(lk_fs_watch_start(loop, NULL, 0, watch_collect, &seen, &watch), LK_EINVAL);
+    CHECK_EQ(lk_fs_watch_start(loop, "", 0, watch_collect, &seen, &watch), LK_EINVAL);
+    CHECK_EQ(lk_fs_watch_start(loop, directory, 0, NULL, &seen, &watch), LK_EINVAL);
+    CHECK_EQ(lk_fs_watch_start(loop, directory, 0, watch_collect, &seen, NULL), LK_EINVAL);
+    CHECK_EQ(lk_fs_watch_start(loop, directory, 99, watch_collect, &seen, &watch), LK_EINVAL);
+    CHECK_EQ(lk_fs_watch_start(loop, missing, 0, watch_collect, &seen, &watch), LK_ESYS);
+    CHECK_EQ(lk_last_errno(), ENOENT);
+    CHECK(watch == NULL);
+    CHECK_EQ(lk_fs_watch_add(NULL, directory, 0), LK_EINVAL);
+    CHECK_EQ(lk_fs_watch_remove(NULL, directory), LK_EINVAL);
+    CHECK_EQ(lk_fs_watch_stop(NULL), LK_EINVAL);
+    CHECK_EQ(lk_fs_watch_free(NULL), LK_EINVAL);
+
+    /* R16: told in phase 2 of the iteration whose poll found the events, coalesced per path; work the
+     * callback queues runs in that iteration's drain. */
+    CHECK_EQ(lk_fs_watch_start(loop, directory, 0, watch_collect, &seen, &watch), LK_OK);
+    write_text(file, "one");
+    write_text(file, "two");
+    write_text(file, "three");
+    uint64_t before = lk_loop_iteration(loop);
+    lk_loop_run_once(loop, 0);
+    CHECK_EQ(seen.calls, 1);
+    CHECK(strcmp(seen.paths[0], file) == 0);
+    CHECK_EQ(seen.changes[0], LK_FS_CREATED | LK_FS_MODIFIED);
+    CHECK_EQ(seen.iteration, before + 1);
+    CHECK_EQ(seen.queued_iteration, before + 1);
+    CHECK_EQ(mkdir(sub, 0755), 0);
+    CHECK_EQ(unlink(file), 0);
+    lk_loop_run_once(loop, 0);
+    CHECK_EQ(seen.calls, 3);
+    CHECK(strcmp(seen.paths[1], sub) == 0 && seen.changes[1] == (LK_FS_CREATED | LK_FS_ISDIR));
+    CHECK(strcmp(seen.paths[2], file) == 0 && seen.changes[2] == LK_FS_REMOVED);
+
+    /* Not recursive: nothing from inside sub. Then recursive (the same path again replaces its flags):
+     * a new directory is followed, and what it holds already is told as created. */
+    write_text(inner, "x");
+    lk_loop_run_once(loop, 0);
+    CHECK_EQ(seen.calls, 3);
+    CHECK_EQ(lk_fs_watch_add(watch, directory, LK_FS_WATCH_RECURSIVE), LK_OK);
+    write_text(inner, "y");
+    lk_loop_run_once(loop, 0);
+    CHECK_EQ(seen.calls, 4);
+    CHECK(strcmp(seen.paths[3], inner) == 0 && seen.changes[3] == LK_FS_MODIFIED);
+    CHECK_EQ(mkdir(newer, 0755), 0);
+    write_text(newest, "z");
+    lk_loop_run_once(loop, 0);
+    CHECK_EQ(seen.calls, 6);
+    CHECK(strcmp(seen.paths[4], newer) == 0 && seen.changes[4] == (LK_FS_CREATED | LK_FS_ISDIR));
+    CHECK(strcmp(seen.paths[5], newest) == 0 && (seen.changes[5] & LK_FS_CREATED));
+
+    /* Misuse: another thread, a path not watched, a bad path to add. */
+    pthread_t t;
+    void *status;
+    pthread_create(&t, NULL, watch_add_off_thread, watch);
+    pthread_join(t, &status);
+    CHECK_EQ((intptr_t)status, LK_ETHREAD);
+    CHECK_EQ(lk_fs_watch_remove(watch, missing), LK_EINVAL);
+    CHECK_EQ(lk_fs_watch_add(watch, missing, 0), LK_ESYS);
+    CHECK_EQ(lk_last_errno(), ENOENT);
+    write_text(file, "again");
+    CHECK_EQ(lk_fs_watch_add(watch, under_file, 0), LK_ESYS); /* a component is a file: ENOTDIR */
+    CHECK_EQ(lk_last_errno(), ENOENT);
+    CHECK_EQ(lk_fs_watch_remove(watch, directory), LK_OK);
+    lk_loop_run_once(loop, 0);
+    CHECK_EQ(seen.calls, 6);
+
+    /* Stopped from its callback: the rest of the read is not told; then every call is LK_ECLOSED. */
+    CHECK_EQ(lk_fs_watch_add(watch, directory, 0), LK_OK);
+    seen.stop_inside = 1;
+    write_text(file, "1");
+    CHECK_EQ(mkdir(missing, 0755), 0);
+    lk_loop_run_once(loop, 0);
+    CHECK_EQ(seen.calls, 7);
+    CHECK_EQ(lk_fs_watch_stop(watch), LK_ECLOSED);
+    CHECK_EQ(lk_fs_watch_add(watch, directory, 0), LK_ECLOSED);
+    CHECK_EQ(lk_fs_watch_remove(watch, directory), LK_ECLOSED);
+    CHECK_EQ(lk_fs_watch_free(watch), LK_OK);
+
+    /* Freed from its own callback: LK_EBUSY (stop it there, free it after). */
+    watch_seen_t busy = {0};
+    busy.loop = loop;
+    busy.free_inside = 1;
+    CHECK_EQ(lk_fs_watch_start(loop, directory, 0, watch_collect, &busy, &watch), LK_OK);
+    write_text(file, "2");
+    lk_loop_run_once(loop, 0);
+    CHECK_EQ(busy.calls, 1);
+    CHECK_EQ(busy.free_status, LK_EBUSY);
+    CHECK_EQ(lk_fs_watch_stop(watch), LK_OK);
+    CHECK_EQ(lk_fs_watch_free(watch), LK_OK);
+
+    /* The loop's shutdown stops a watch (LK_ECLOSED), which lk_fs_watch_free still releases. */
+    CHECK_EQ(lk_fs_watch_start(loop, directory, 0, watch_collect, &busy, &other), LK_OK);
+    CHECK_EQ(lk_loop_shutdown(loop), LK_OK);
+    CHECK_EQ(lk_fs_watch_stop(other), LK_ECLOSED);
+    CHECK_EQ(lk_fs_watch_free(other), LK_OK);
+    CHECK_EQ(lk_fs_watch_start(loop, directory, 0, watch_collect, &busy, &other), LK_ECLOSED);
+    CHECK_EQ(lk_loop_destroy(loop), LK_OK);
+
+    char command[300];
+    snprintf(command, sizeof command, "rm -rf '%s'", directory);
+    CHECK_EQ(system(command), 0);
+}
+
 /* ---- Leak-check cycles ------------------------------------------------------------------------------ */
 
 static void stop_loop(void *ctx) { lk_loop_stop(ctx); }
+static void noop_path(void *ctx, lk_fs_watch *watch, const char *path, int changes) {
+    (void)ctx; (void)watch; (void)path; (void)changes;
+}
 
 static void cycles(int n) {
     for (int i = 0; i < n; i++) {
@@ -1481,8 +1646,12 @@ static void cycles(int n) {
         if (lk_udp_bind(loop, "127.0.0.1", 0, 0, 4, 0, &udp) != LK_OK) abort();
         lk_udp_recv_start(udp, udp_echo, &echoed);
         lk_udp_send(udp, "self", 4, "127.0.0.1", lk_udp_local_port(udp)); /* echoes itself until closed */
+        lk_fs_watch *paths = NULL;
+        if (lk_fs_watch_start(loop, "/tmp", 0, noop_path, NULL, &paths) != LK_OK) abort();
         lk_loop_enqueue(loop, stop_loop, loop);
         if (lk_loop_run(loop) != LK_OK) abort();
+        if (i % 2 == 0) lk_fs_watch_stop(paths);
+        lk_fs_watch_free(paths);
         lk_watch_cancel(watch);
         lk_timer_cancel(timer);
         lk_udp_close(udp);
@@ -1583,6 +1752,7 @@ int main(int argc, char **argv) {
     test_work_pool();
     test_files();
     test_udp();
+    test_fs_watch();
     test_iteration_observer();
     printf("c_api_test: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;

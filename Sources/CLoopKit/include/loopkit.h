@@ -3,7 +3,7 @@
  *
  * Conventions (as in libuv):
  *   - Every name has the lk_ prefix; handles are opaque pointers (lk_loop, lk_timer, lk_watch, lk_job,
- *     lk_work_pool, lk_work).
+ *     lk_work_pool, lk_work, lk_udp, lk_fs_watch).
  *   - Functions return an int status: LK_OK (0) on success, a negative LK_E* code on failure.
  *     lk_strerror() describes a code.
  *   - A callback is never called when the call that registered it returned an error.
@@ -57,6 +57,7 @@ typedef struct lk_signal lk_signal;
 typedef struct lk_work_pool lk_work_pool;
 typedef struct lk_work lk_work;
 typedef struct lk_udp lk_udp;
+typedef struct lk_fs_watch lk_fs_watch;
 
 /* libevent's base, for lk_loop_attach and lk_loop_event_base. */
 struct event_base;
@@ -367,6 +368,63 @@ LK_EXTERN int lk_fs_unlink(lk_loop *loop, const char *path, lk_fs_fn cb, void *c
 LK_EXTERN int lk_fs_rename(lk_loop *loop, const char *from, const char *to, lk_fs_fn cb, void *ctx);
 /* mkdir(path, mode). */
 LK_EXTERN int lk_fs_mkdir(lk_loop *loop, const char *path, int mode, lk_fs_fn cb, void *ctx);
+
+/* ---- Path watching ---------------------------------------------------------------------------------- */
+
+/* What changed, for lk_fs_watch_fn: one or more of these bits. Every event for the same path in one read of
+ * the watch's inotify descriptor (one per loop iteration) becomes one call, with the bits merged. */
+enum {
+    LK_FS_CREATED = 1,     /* created in a watched directory (IN_CREATE) */
+    LK_FS_MODIFIED = 2,    /* contents written (IN_MODIFY) */
+    LK_FS_ATTRIB = 4,      /* permissions, owner, timestamps or link count changed (IN_ATTRIB) */
+    LK_FS_REMOVED = 8,     /* removed (IN_DELETE; a watched path itself: IN_DELETE_SELF) */
+    LK_FS_MOVED_FROM = 16, /* renamed away from this path (IN_MOVED_FROM; a watched path itself: IN_MOVE_SELF) */
+    LK_FS_MOVED_TO = 32,   /* renamed to this path (IN_MOVED_TO) */
+    LK_FS_OVERFLOW = 64,   /* the kernel's queue overflowed, events were lost (path is ""): look again */
+    LK_FS_ISDIR = 128      /* the path is a directory */
+};
+
+/* Flags for lk_fs_watch_start and lk_fs_watch_add. */
+enum {
+    LK_FS_WATCH_RECURSIVE = 1 /* a directory's subdirectories too, and each one that appears later (its
+                                 entries are then told as LK_FS_CREATED) */
+};
+
+/* A change to a watched path, on the loop's thread, in phase 2 (R16). path is the watched path, or a watched
+ * directory's path joined with the entry's name by '/', valid during the call only. */
+typedef void (*lk_fs_watch_fn)(void *ctx, lk_fs_watch *watch, const char *path, int changes);
+
+/* Starts watching path (a directory: its entries and itself; a file: the file) with inotify on loop; fn is
+ * called for each change until lk_fs_watch_stop, lk_fs_watch_free or the loop's shutdown. In phase 2 of the
+ * iteration whose poll found the watch's inotify descriptor readable, the watch reads the kernel's events,
+ * coalesces them (one call per path, its bits merged, in the order of each path's first event) and calls fn
+ * for each: work fn queues runs in that iteration's drain (R16). A change made between iterations is told in
+ * the next one. Release the handle with lk_fs_watch_free. The corresponding libuv calls are uv_fs_event_init
+ * and uv_fs_event_start.
+ * Errors: LK_EINVAL (NULL loop, path, fn or out; an empty path; unknown flags), LK_ETHREAD, LK_ECLOSED (the
+ * loop has shut down), LK_ESYS with lk_last_errno(): ENOENT (no such path, or a component is not a
+ * directory), EACCES, ENOSPC (the inotify watch limit, /proc/sys/fs/inotify/max_user_watches: nothing of
+ * path stays watched), EMFILE (the inotify instance limit, /proc/sys/fs/inotify/max_user_instances). */
+LK_EXTERN int lk_fs_watch_start(lk_loop *loop, const char *path, unsigned int flags, lk_fs_watch_fn fn,
+                                void *ctx, lk_fs_watch **out);
+
+/* Watches one more path with the same callback (again for a path already watched: replaces its flags).
+ * Errors: as lk_fs_watch_start (LK_EINVAL for a NULL watch); LK_ECLOSED once stopped. */
+LK_EXTERN int lk_fs_watch_add(lk_fs_watch *watch, const char *path, unsigned int flags);
+
+/* Stops watching one path given to lk_fs_watch_start or lk_fs_watch_add (and its subdirectories).
+ * Errors: LK_EINVAL (NULL, or a path that is not watched), LK_ETHREAD, LK_ECLOSED (stopped). */
+LK_EXTERN int lk_fs_watch_remove(lk_fs_watch *watch, const char *path);
+
+/* Stops the watch: every path, the inotify descriptor closed; fn is not called again (also when called from
+ * fn: the rest of that read is not told). The handle stays valid for lk_fs_watch_free.
+ * Errors: LK_EINVAL (NULL), LK_ETHREAD, LK_ECLOSED (already stopped, by a call or the loop's shutdown). */
+LK_EXTERN int lk_fs_watch_stop(lk_fs_watch *watch);
+
+/* Stops the watch if needed and releases the handle, which is invalid afterwards; also after the loop shut
+ * down. Not from inside the watch's own callback (LK_EBUSY: stop it there, free it later).
+ * Errors: LK_EINVAL (NULL), LK_ETHREAD, LK_EBUSY. */
+LK_EXTERN int lk_fs_watch_free(lk_fs_watch *watch);
 
 /* ---- UDP ------------------------------------------------------------------------------------------ */
 
