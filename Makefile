@@ -45,7 +45,7 @@ test-swift: deps
 article-examples:
 	python3 Scripts/article-examples.py
 
-## test-c: the C ABI seen from C (every function, every error code, R1-R14 and R16) and the two C examples
+## test-c: the C ABI seen from C (every function, every error code, R1-R16) and the two C examples
 test-c: deps
 	$(SWIFT) build --product LoopKitC
 	@mkdir -p $(dir $(C_TEST))
@@ -63,13 +63,20 @@ test-release-client: deps
 	cd Examples/release-client && $(SWIFT) build -c release
 	Examples/release-client/.build/release/ReleaseClient
 
-## leak-check: 1,000 create/run/destroy cycles and both examples under valgrind: no definite leaks
+## leak-check: 1,000 create/run/destroy cycles and both examples under valgrind, the C test under LeakSanitizer: no definite leaks
 leak-check: test-c
 	@command -v valgrind >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq valgrind; }
 	$(VALGRIND) ./$(C_TEST) --cycles 1000
 	$(VALGRIND) Examples/c-host/host > /dev/null
 	$(VALGRIND) Examples/c-echo/echo > /dev/null
+	@# valgrind 3.19 does not know pidfd_open (syscall 434), so child processes run only here: the whole C test
+	@# and 200 cycles (children among them) under LeakSanitizer
+	$(CC) -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -fsanitize=leak -g -o $(C_TEST)-lsan Tests/CLoopKitTests/c_api_test.c \
+		-ISources/CLoopKit/include -L$(BUILD_DIR) -lLoopKitC -Wl,-rpath,$(CURDIR)/$(BUILD_DIR) \
+		$$(pkg-config --libs libevent) $(DISPATCH_FLAGS) -lpthread
+	./$(C_TEST)-lsan > /dev/null
+	./$(C_TEST)-lsan --cycles 200
 	@echo "==> leak check: no definite leaks"
 
 ## leak-check-tls: the TLS suites (10,000 handshakes, 400 bad ones, every refusal) under LeakSanitizer:

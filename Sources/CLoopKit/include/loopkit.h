@@ -3,7 +3,7 @@
  *
  * Conventions (as in libuv):
  *   - Every name has the lk_ prefix; handles are opaque pointers (lk_loop, lk_timer, lk_watch, lk_job,
- *     lk_work_pool, lk_work, lk_udp, lk_fs_watch).
+ *     lk_work_pool, lk_work, lk_udp, lk_fs_watch, lk_child).
  *   - Functions return an int status: LK_OK (0) on success, a negative LK_E* code on failure.
  *     lk_strerror() describes a code.
  *   - A callback is never called when the call that registered it returned an error.
@@ -58,6 +58,7 @@ typedef struct lk_work_pool lk_work_pool;
 typedef struct lk_work lk_work;
 typedef struct lk_udp lk_udp;
 typedef struct lk_fs_watch lk_fs_watch;
+typedef struct lk_child lk_child;
 
 /* libevent's base, for lk_loop_attach and lk_loop_event_base. */
 struct event_base;
@@ -517,6 +518,78 @@ LK_EXTERN int lk_udp_leave_group(lk_udp *udp, const char *group, const char *int
  * socket's own receive callback (LK_EBUSY). The corresponding libuv call is uv_close.
  * Errors: LK_EINVAL (NULL), LK_ETHREAD, LK_EBUSY. */
 LK_EXTERN int lk_udp_close(lk_udp *udp);
+
+/* ---- Child processes -------------------------------------------------------------------------------- */
+/* (lk_process is the array processor's, so a child process is an lk_child.) */
+
+/* What a child's standard input, output or error is, for lk_child_options.stdio. */
+enum {
+    LK_CHILD_INHERIT = 0, /* this process's own descriptor (the default of a zeroed lk_child_options) */
+    LK_CHILD_NULL = 1,    /* /dev/null */
+    LK_CHILD_PIPE = 2     /* a pipe to this process: input through lk_child_write, output to on_output */
+};
+
+/* lk_child_options.flags */
+enum { LK_CHILD_NEW_PROCESS_GROUP = 1 }; /* the child leads a new process group (its pid is the group id) */
+
+/* How to start a child; zero every field you do not set. */
+typedef struct lk_child_options {
+    const char *file;        /* the executable: a path such as "/bin/sh" (no PATH search) */
+    const char *const *args; /* the arguments after argv[0] (which is file), NULL-terminated; NULL: none */
+    const char *const *env;  /* "NAME=value" strings, NULL-terminated; NULL: this process's environment */
+    const char *cwd;         /* the child's working directory; NULL: this process's */
+    int stdio[3];            /* standard input, output, error: LK_CHILD_INHERIT, LK_CHILD_NULL or LK_CHILD_PIPE */
+    unsigned int flags;      /* LK_CHILD_NEW_PROCESS_GROUP */
+    uint64_t timeout_ns;     /* > 0: terminated (SIGTERM, then SIGKILL after 1 s) if it still runs then */
+} lk_child_options;
+
+/* The child has ended and been reaped, on the loop's thread, in phase 2 of the iteration whose poll found its
+ * pidfd readable (R15); work it queues runs in that iteration's drain. exit_status is its exit status (0-255)
+ * when term_signal is 0; term_signal is the signal that ended it otherwise. Called exactly once (during the
+ * loop's shutdown for a child the shutdown killed), unless the handle was freed first. */
+typedef void (*lk_child_exit_fn)(void *ctx, lk_child *child, int exit_status, int term_signal);
+
+/* Bytes the child wrote to its standard output (fd 1) or error (fd 2) pipe, lent during the call; length 0
+ * tells that stream's end, once. Output and the exit are told independently: output may still arrive after
+ * on_exit (both in phase 2). */
+typedef void (*lk_child_output_fn)(void *ctx, lk_child *child, int fd, const void *data, size_t length);
+
+/* Starts a child with posix_spawn on loop. Its exit is watched through a pidfd (LoopKit installs no SIGCHLD
+ * handler) and it is reaped with waitid(P_PIDFD). on_exit and on_output may be NULL (piped output is then read
+ * and dropped). Release the handle with lk_child_free. The loop's shutdown kills a child still running
+ * (SIGKILL) and reaps it. The corresponding libuv call is uv_spawn.
+ * Errors: LK_EINVAL (NULL loop, options, file or out; a stdio value or flag that does not exist; a working
+ * directory that cannot be entered: the child never ran), LK_ETHREAD, LK_ECLOSED (the loop has shut down),
+ * LK_ESYS with lk_last_errno(): ENOENT (no executable at file), EACCES (not executable), EMFILE, EAGAIN, ... */
+LK_EXTERN int lk_child_spawn(lk_loop *loop, const lk_child_options *options, lk_child_exit_fn on_exit,
+                             lk_child_output_fn on_output, void *ctx, lk_child **out);
+
+/* The child's process id (> 0), also after it ended; LK_EINVAL for NULL. [any thread] */
+LK_EXTERN int lk_child_pid(const lk_child *child);
+
+/* Sends signum (1...64) to the child through its pidfd (never to a recycled pid); does nothing once the child
+ * has ended. Errors: LK_EINVAL (NULL, signum out of range), LK_ETHREAD, LK_ESYS. */
+LK_EXTERN int lk_child_kill(lk_child *child, int signum);
+
+/* Sends SIGTERM, then SIGKILL if the child still runs after grace_ns; does nothing once it has ended.
+ * Errors: LK_EINVAL (NULL), LK_ETHREAD. */
+LK_EXTERN int lk_child_terminate(lk_child *child, uint64_t grace_ns);
+
+/* Writes length bytes to the child's standard input pipe (copied when the pipe does not take them at once).
+ * Errors: LK_EINVAL (NULL; NULL data with length > 0; standard input is not LK_CHILD_PIPE), LK_ETHREAD,
+ * LK_ECLOSED (standard input was closed, the child ended reading it, or the loop shut down), LK_EAGAIN (more
+ * than 64 KiB already wait for the pipe: nothing was queued; try again in a later iteration). */
+LK_EXTERN int lk_child_write(lk_child *child, const void *data, size_t length);
+
+/* Closes the child's standard input once what was written has gone: the child reads end of file.
+ * Errors: LK_EINVAL (NULL, or standard input is not LK_CHILD_PIPE), LK_ETHREAD, LK_ECLOSED (closed already). */
+LK_EXTERN int lk_child_close_stdin(lk_child *child);
+
+/* Releases the handle, which is invalid afterwards; no callback is called after it. The child is not killed:
+ * its pipes are closed (it reads end of file, and a write to its output gets SIGPIPE) and LoopKit still reaps
+ * it when it ends. Allowed inside the child's own callbacks (the handle is released when the callback
+ * returns), and after the loop shut down. Errors: LK_EINVAL (NULL), LK_ETHREAD. */
+LK_EXTERN int lk_child_free(lk_child *child);
 
 #ifdef __cplusplus
 }
