@@ -75,7 +75,7 @@ extension Status {
     /// The status code for a child process's error (the `errno` kept for `lk_last_errno` where one applies).
     static func of(_ error: ProcessError) -> Int32 {
         switch error {
-        case .executableNotFound: failedSystemCall(errno: ENOENT)
+        case .executableNotFound, .notFoundInPath: failedSystemCall(errno: ENOENT)
         case .permissionDenied: failedSystemCall(errno: EACCES)
         case .invalidArgument: invalid
         case .loopShutDown: closed

@@ -1715,6 +1715,9 @@ static void test_child_misuse(lk_loop *loop, int can_spawn) {
         CHECK_EQ(lk_child_spawn(loop, &bad, NULL, NULL, NULL, &child), LK_ESYS);
         CHECK_EQ(lk_last_errno(), ENOENT);
     }
+    bad.file = "no-such-command-loopkit"; /* a name: looked up in PATH, found nowhere */
+    CHECK_EQ(lk_child_spawn(loop, &bad, NULL, NULL, NULL, &child), LK_ESYS);
+    CHECK_EQ(lk_last_errno(), ENOENT);
     CHECK_EQ(lk_child_pid(NULL), LK_EINVAL);
     CHECK_EQ(lk_child_kill(NULL, SIGKILL), LK_EINVAL);
     CHECK_EQ(lk_child_terminate(NULL, 0), LK_EINVAL);
@@ -1776,6 +1779,18 @@ static void test_child(void) {
     CHECK_EQ(seen.queued_iteration, seen.exit_iteration);
     CHECK_EQ(lk_child_kill(child, SIGTERM), LK_OK); /* ended: nothing */
     CHECK_EQ(lk_child_write(child, "x", 1), LK_EINVAL); /* standard input is not a pipe */
+    CHECK_EQ(lk_child_free(child), LK_OK);
+
+    /* A name without '/' is looked up in PATH (this process's here). */
+    child_seen_t named = {0};
+    named.loop = loop;
+    const char *five[] = {"-c", "exit 5", NULL};
+    lk_child_options by_name = {0};
+    by_name.file = "sh";
+    by_name.args = five;
+    CHECK_EQ(lk_child_spawn(loop, &by_name, child_exit, NULL, &named, &child), LK_OK);
+    child_wait(loop, &named, 0);
+    CHECK(named.exits == 1 && named.exit_status == 5);
     CHECK_EQ(lk_child_free(child), LK_OK);
 
     /* cat: what is written comes back; closing standard input ends it; the environment and directory. */

@@ -1,3 +1,4 @@
+import Foundation
 import LoopKit
 import LoopKitTesting
 @testable import LoopKitNet
@@ -90,6 +91,39 @@ struct ChildProcessTests {
         }
         #expect(result.timedOut)
         #expect(result.termination == .signaled(SIGTERM))
+    }
+
+    @Test("A name without a slash is looked up in PATH (the child's, else this process's); a missing one is a typed error")
+    func executableNamesAreLookedUpInPath() async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("loopkit-path-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        #expect(FileManager.default.createFile(atPath: directory + "/not-executable", contents: Data("#!/bin/sh\n".utf8),
+                                               attributes: [.posixPermissions: 0o644]))
+        #expect(FileManager.default.createFile(atPath: directory + "/greet", contents: Data("#!/bin/sh\necho hello from $0\n".utf8),
+                                               attributes: [.posixPermissions: 0o755]))
+        let (found, own, argv0) = try await onLoop(loop) { () async throws -> (ProcessTermination, String, String) in
+            let found = try await ChildProcess.run("sh", arguments: ["-c", "exit 7"], on: loop)  // this process's PATH
+            let own = try await ChildProcess.run("greet", environment: ["PATH=/no/such/directory:\(directory)"], on: loop)
+            let argv0 = try await ChildProcess.run("sh", arguments: ["-c", "echo $0"], on: loop)
+            return (found.termination, String(decoding: own.standardOutput, as: UTF8.self),
+                    String(decoding: argv0.standardOutput, as: UTF8.self))
+        }
+        #expect(found == .exited(7))
+        #expect(own == "hello from \(directory)/greet\n")  // the child's PATH, first match
+        #expect(argv0 == "sh\n")  // argv[0] stays the name, as posix_spawnp keeps it
+        try await onLoop(loop) {
+            #expect(throws: ProcessError.notFoundInPath("greet", searchPath: "/no/such/directory")) {
+                try ChildProcess.spawn("greet", environment: ["PATH=/no/such/directory"], on: loop)
+            }
+            #expect(throws: ProcessError.permissionDenied("not-executable (found in PATH, not executable)")) {
+                try ChildProcess.spawn("not-executable", environment: ["PATH=\(directory)"], on: loop)
+            }
+        }
+        #expect(ProcessError.notFoundInPath("greet", searchPath: "/a:/b").description == "no executable named 'greet' in PATH (/a:/b)")
     }
 
     @Test("A missing executable or working directory is a typed error; a new process group has the child's pid")

@@ -534,7 +534,8 @@ enum { LK_CHILD_NEW_PROCESS_GROUP = 1 }; /* the child leads a new process group 
 
 /* How to start a child; zero every field you do not set. */
 typedef struct lk_child_options {
-    const char *file;        /* the executable: a path such as "/bin/sh" (no PATH search) */
+    const char *file;        /* the executable: a path ("/bin/sh"), or a name without '/' ("sh") looked up as
+                                posix_spawnp does: in env's PATH when it has one, else in this process's PATH */
     const char *const *args; /* the arguments after argv[0] (which is file), NULL-terminated; NULL: none */
     const char *const *env;  /* "NAME=value" strings, NULL-terminated; NULL: this process's environment */
     const char *cwd;         /* the child's working directory; NULL: this process's */
@@ -560,7 +561,8 @@ typedef void (*lk_child_output_fn)(void *ctx, lk_child *child, int fd, const voi
  * (SIGKILL) and reaps it. The corresponding libuv call is uv_spawn.
  * Errors: LK_EINVAL (NULL loop, options, file or out; a stdio value or flag that does not exist; a working
  * directory that cannot be entered: the child never ran), LK_ETHREAD, LK_ECLOSED (the loop has shut down),
- * LK_ESYS with lk_last_errno(): ENOENT (no executable at file), EACCES (not executable), EMFILE, EAGAIN, ... */
+ * LK_ESYS with lk_last_errno(): ENOENT (no executable at file, or none of that name in PATH), EACCES (not
+ * executable), EMFILE, EAGAIN, ... */
 LK_EXTERN int lk_child_spawn(lk_loop *loop, const lk_child_options *options, lk_child_exit_fn on_exit,
                              lk_child_output_fn on_output, void *ctx, lk_child **out);
 

@@ -32,6 +32,32 @@ enum Spawn {
         case descriptor(Int32)
     }
 
+    /// Where a name without a slash is looked up: the `PATH` of `environment` (the child's) when it has one,
+    /// else this process's `PATH`, else `/bin:/usr/bin` (as `execvp`).
+    static func searchPath(for environment: [String]?) -> String {
+        if let environment, let entry = environment.last(where: { $0.hasPrefix("PATH=") }) {
+            return String(entry.dropFirst(5))
+        }
+        if let value = getenv("PATH") { return String(cString: value) }
+        return "/bin:/usr/bin"
+    }
+
+    /// The first regular, executable file named `name` in the directories of `searchPath` (an empty entry is
+    /// the current directory), as `posix_spawnp` finds it. The corresponding system calls are `stat` and
+    /// `access(X_OK)`.
+    static func find(_ name: String, in searchPath: String) throws(ProcessError) -> String {
+        var foundButNotExecutable = false
+        for directory in searchPath.split(separator: ":", omittingEmptySubsequences: false) {
+            let candidate = (directory.isEmpty ? "." : String(directory)) + "/" + name
+            var status = stat()
+            guard stat(candidate, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { continue }
+            if access(candidate, X_OK) == 0 { return candidate }
+            foundButNotExecutable = true
+        }
+        if foundButNotExecutable { throw .permissionDenied("\(name) (found in PATH, not executable)") }
+        throw .notFoundInPath(name, searchPath: searchPath)
+    }
+
     /// A pipe: `read` and `write` ends, close-on-exec; the parent's end (`nonBlockingEnd`) non-blocking.
     static func pipe(nonBlockingEnd: Int) throws(ProcessError) -> (read: Int32, write: Int32) {
         var fds: [Int32] = [-1, -1]

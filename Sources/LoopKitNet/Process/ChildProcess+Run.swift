@@ -40,7 +40,7 @@ extension ChildProcess {
     /// full pipe), standard input fed from `input` then closed (`/dev/null` when nil).
     ///
     /// - Parameters:
-    ///   - executable: An absolute path, such as `/bin/sh`.
+    ///   - executable: A path, such as `/bin/sh`, or a name looked up in `PATH`, such as `sh` (as in ``spawn(_:arguments:environment:workingDirectory:newProcessGroup:standardInput:standardOutput:standardError:timeout:on:)``).
     ///   - arguments: The arguments after argv[0].
     ///   - environment: `NAME=value` strings, or nil for this process's environment.
     ///   - workingDirectory: The child's directory, or nil for this process's.

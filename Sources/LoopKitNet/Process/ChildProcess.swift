@@ -66,7 +66,9 @@ public final class ChildProcess: @unchecked Sendable {  // loop-confined: every 
     /// Starts `executable` on `loop`.
     ///
     /// - Parameters:
-    ///   - executable: An absolute path (no `PATH` search), such as `/bin/sh`.
+    ///   - executable: A path, such as `/bin/sh`; or a name without a `/`, such as `sh`, looked up as
+    ///     `posix_spawnp` does in the `PATH` of `environment` when it has one, else in this process's `PATH`
+    ///     (the first regular, executable file; argv[0] stays the name).
     ///   - arguments: The arguments after argv[0] (which is `executable`).
     ///   - environment: `NAME=value` strings, or nil for this process's environment.
     ///   - workingDirectory: The child's directory, or nil for this process's
@@ -79,7 +81,8 @@ public final class ChildProcess: @unchecked Sendable {  // loop-confined: every 
     ///   - timeout: Terminate the child (``terminate(gracePeriod:)`` with a 1 s grace) if it still runs then.
     ///   - loop: The loop that observes it.
     /// - Returns: The running child.
-    /// - Throws: ``ProcessError/executableNotFound(_:)``, ``ProcessError/permissionDenied(_:)``,
+    /// - Throws: ``ProcessError/executableNotFound(_:)``, ``ProcessError/notFoundInPath(_:searchPath:)``,
+    ///   ``ProcessError/permissionDenied(_:)``,
     ///   ``ProcessError/invalidArgument(_:)`` for a working directory that cannot be entered (the child never
     ///   runs), ``ProcessError/loopShutDown``, ``ProcessError/system(_:_:)``.
     ///
@@ -91,6 +94,7 @@ public final class ChildProcess: @unchecked Sendable {  // loop-confined: every 
     ) throws(ProcessError) -> ChildProcess {
         precondition(loop.isCurrent, "ChildProcess.spawn called off its loop's thread")
         _ = Socket.ignoreSIGPIPE
+        let path = executable.contains("/") ? executable : try Spawn.find(executable, in: Spawn.searchPath(for: environment))
         var parentEnds: [Int32?] = [nil, nil, nil]
         var childEnds: [Int32] = []
         var slots: [Spawn.Slot] = []
@@ -118,7 +122,7 @@ public final class ChildProcess: @unchecked Sendable {  // loop-confined: every 
         }
         let pid: Int32
         do throws(ProcessError) {
-            pid = try Spawn.spawn(path: executable, arguments: [executable] + arguments, environment: environment,
+            pid = try Spawn.spawn(path: path, arguments: [executable] + arguments, environment: environment,
                                   directory: workingDirectory, newProcessGroup: newProcessGroup, slots: slots)
         } catch {
             cleanUp()

@@ -8,6 +8,9 @@ import Musl
 public enum ProcessError: Error, Equatable, Sendable, CustomStringConvertible {
     /// No executable at the path (`ENOENT`).
     case executableNotFound(String)
+    /// No executable file with this name (given without a `/`) in any directory of the search path (the
+    /// child's `PATH`, else this process's): the name and the search path.
+    case notFoundInPath(String, searchPath: String)
     /// The executable (or the working directory) may not be used (`EACCES`, `EPERM`).
     case permissionDenied(String)
     /// An argument that cannot be used (an empty argument list, a limit below 0).
@@ -21,6 +24,7 @@ public enum ProcessError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .executableNotFound(let path): "no executable at \(path)"
+        case .notFoundInPath(let name, let searchPath): "no executable named '\(name)' in PATH (\(searchPath))"
         case .permissionDenied(let path): "permission denied: \(path)"
         case .invalidArgument(let what): "invalid argument: \(what)"
         case .loopShutDown: "the loop is shutting down"
