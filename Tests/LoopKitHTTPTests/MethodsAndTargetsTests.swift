@@ -89,6 +89,18 @@ struct MethodsAndTargetsTests {
         for value in invalid { #expect(!HTTPRequestParser.isValidAuthority(value.utf8), "\(value)") }
     }
 
+    /// Found by QueryAuthorityFuzzer (Fuzz/Corpus/QueryAuthorityFuzzer/regression-authority-*): a `%` not
+    /// followed by two hex digits, and brackets around what is not an IPv6 address, passed the check.
+    @Test func anAuthorityHasWellFormedEscapesAndIPv6Literals() {
+        let valid = ["ex%41mple.com", "%7e", "[::]", "[1:2:3:4:5:6:7:8]", "[1:2:3:4:5:6:7::]", "[::ffff:192.0.2.1]",
+                     "[2001:db8::1]:443", "[1::2:3.4.5.6]"]
+        let invalid = ["ex%zzmple.com", "a%4", "%", "a%", "%4g", "[1.2.3.4]", "[:::]", "[1::2::3]", "[1:2:3:4:5:6:7:8:9]",
+                       "[1:2:3:4:5:6:7]", "[12345::]", "[::1.2.3.04]", "[::1.2.3.256]", "[1.2.3.4::]", "[:1::]",
+                       "[fe80::1%25eth0]", "[v1.fe]"]
+        for value in valid { #expect(HTTPRequestParser.isValidAuthority(value.utf8), "\(value)") }
+        for value in invalid { #expect(!HTTPRequestParser.isValidAuthority(value.utf8), "\(value)") }
+    }
+
     @Test func theParserSplitsAbsoluteFormAndTakesItsAuthority() throws {
         #expect(HTTPRequestParser.splitAbsoluteForm("http://h:1/a?b")! == ("http", "h:1", "/a?b"))
         #expect(HTTPRequestParser.splitAbsoluteForm("HTTPS://h")! == ("https", "h", "/"))

@@ -439,9 +439,9 @@ public struct HTTPRequestParser: Sendable {
         return (String(scheme).lowercased(), String(rest[..<pathStart]), path)
     }
 
-    /// Whether `value` is `uri-host [ ":" port ]` (RFC 3986 §3.2.2 and §3.2.3): an IP literal in brackets,
-    /// or a registered name / IPv4 address of unreserved, percent-encoded and sub-delimiter characters,
-    /// then an optional decimal port. Empty is valid (an empty authority).
+    /// Whether `value` is `uri-host [ ":" port ]` (RFC 3986 §3.2.2 and §3.2.3): an IPv6 address in brackets
+    /// (no IPvFuture, no zone), or a registered name / IPv4 address of unreserved characters, `%XX` escapes
+    /// and sub-delimiters, then an optional port of at most five digits. Empty is valid (an empty authority).
     static func isValidAuthority(_ value: String.UTF8View) -> Bool {
         if let valid = value.withContiguousStorageIfAvailable({ isValidAuthority(bytes: $0) }) { return valid }
         return Array(value).withUnsafeBufferPointer { isValidAuthority(bytes: $0) }
@@ -452,7 +452,7 @@ public struct HTTPRequestParser: Sendable {
         var portStart: Int?
         if bytes.first == UInt8(ascii: "[") {
             guard let close = bytes.firstIndex(of: UInt8(ascii: "]")), close > 1,
-                  bytes[1..<close].allSatisfy({ ASCII.hexValue($0) != nil || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") })
+                  isIPv6Address(UnsafeBufferPointer(rebasing: bytes[1..<close]))
             else { return false }
             if close + 1 < bytes.count {
                 guard bytes[close + 1] == UInt8(ascii: ":") else { return false }
@@ -464,13 +464,78 @@ public struct HTTPRequestParser: Sendable {
                 portStart = colon + 1
                 hostEnd = colon
             }
-            for byte in bytes[..<hostEnd] where !isRegisteredNameByte(byte) { return false }
+            var index = 0
+            while index < hostEnd {
+                if bytes[index] == UInt8(ascii: "%") {
+                    // pct-encoded: "%" and two hex digits, never a bare "%".
+                    guard index + 2 < hostEnd, ASCII.hexValue(bytes[index + 1]) != nil, ASCII.hexValue(bytes[index + 2]) != nil
+                    else { return false }
+                    index += 3
+                    continue
+                }
+                guard isRegisteredNameByte(bytes[index]) else { return false }
+                index += 1
+            }
         }
         guard let portStart else { return true }
         return bytes.count - portStart <= 5 && bytes[portStart...].allSatisfy(ASCII.isDigit)
     }
 
-    /// A byte of a registered name or IPv4 address: unreserved, sub-delimiter or `%` (RFC 3986 §3.2.2).
+    /// Whether `bytes` is RFC 3986's `IPv6address`: eight groups of one to four hex digits separated by `:`,
+    /// the last two of which may be an IPv4 address, or fewer with one `::` standing for the missing ones.
+    static func isIPv6Address(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard bytes.count >= 2 && bytes.count <= 45 else { return false }
+        // The one "::", if any, splits the address into the groups before it and the groups after it.
+        var elision: Int?
+        var index = 0
+        while index + 1 < bytes.count {
+            if bytes[index] == UInt8(ascii: ":") && bytes[index + 1] == UInt8(ascii: ":") {
+                guard elision == nil else { return false }
+                elision = index
+                index += 2
+                continue
+            }
+            index += 1
+        }
+        /// The groups of `part` (empty: none), an IPv4 address counting as two and allowed only last when
+        /// `mayEndInIPv4`; nil when a group is malformed.
+        func groups(_ part: Slice<UnsafeBufferPointer<UInt8>>, mayEndInIPv4: Bool) -> Int? {
+            guard !part.isEmpty else { return 0 }
+            var count = 0
+            let pieces = part.split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false)
+            for (position, piece) in pieces.enumerated() {
+                if piece.count >= 1 && piece.count <= 4 && piece.allSatisfy({ ASCII.hexValue($0) != nil }) {
+                    count += 1
+                } else if mayEndInIPv4 && position == pieces.count - 1 && isIPv4Address(piece) {
+                    count += 2
+                } else {
+                    return nil
+                }
+            }
+            return count
+        }
+        if let elision {
+            guard let before = groups(bytes[..<elision], mayEndInIPv4: false),
+                  let after = groups(bytes[(elision + 2)...], mayEndInIPv4: true) else { return false }
+            return before + after <= 7
+        }
+        return groups(bytes[...], mayEndInIPv4: true) == 8
+    }
+
+    /// Whether `bytes` is RFC 3986's `IPv4address`: four decimal octets (0-255, no leading zero) and dots.
+    static func isIPv4Address(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
+        let octets = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard octets.count == 4 else { return false }
+        for octet in octets {
+            guard octet.count >= 1 && octet.count <= 3, octet.allSatisfy(ASCII.isDigit),
+                  octet.count == 1 || octet.first != UInt8(ascii: "0"),
+                  octet.reduce(0, { $0 * 10 + Int($1 &- UInt8(ascii: "0")) }) <= 255 else { return false }
+        }
+        return true
+    }
+
+    /// A byte of a registered name or IPv4 address: unreserved or sub-delimiter (RFC 3986 §3.2.2); `%`
+    /// starts an escape, checked by the caller.
     @inline(__always)
     private static func isRegisteredNameByte(_ byte: UInt8) -> Bool {
         switch byte {
@@ -478,7 +543,7 @@ public struct HTTPRequestParser: Sendable {
             true
         case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "!"), UInt8(ascii: "$"),
              UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"),
-             UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="), UInt8(ascii: "%"):
+             UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="):
             true
         default:
             false
