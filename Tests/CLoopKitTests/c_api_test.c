@@ -1323,6 +1323,84 @@ static void test_files(void) {
     lk_loop_destroy(loop);
 }
 
+/* Waits (up to 5 s) until the shared pool runs at least n items. */
+static int wait_pool_active(size_t n) {
+    for (int i = 0; i < 5000; i++) {
+        lk_work_pool_info info;
+        lk_work_pool_get_info(NULL, &info);
+        if (info.active >= n) return 1;
+        usleep(1000);
+    }
+    return 0;
+}
+
+/* Waits (up to 5 s) until the shared pool runs nothing. */
+static int wait_pool_idle(void) {
+    for (int i = 0; i < 5000; i++) {
+        lk_work_pool_info info;
+        lk_work_pool_get_info(NULL, &info);
+        if (info.active == 0 && info.queued == 0) return 1;
+        usleep(1000);
+    }
+    return 0;
+}
+
+/* Found by CABIFuzzer (Fuzz/Corpus/CABIFuzzer/regression-fs-read-in-flight-at-shutdown): a file call still in
+ * its system call when the loop shuts down gets its cb with LK_ECANCELED at once; a host may release its buffer
+ * there, so the call must never touch it afterwards. It used to: the read filled the freed buffer (ASan:
+ * heap-use-after-free), and a write sent whatever the host had put in its buffer since. */
+static void test_files_in_flight_at_shutdown(void) {
+    lk_loop *loop = begin("lk_fs_* in flight when the loop shuts down: the host's memory untouched after cb");
+    int reading[2], writing[2];
+    CHECK_EQ(pipe(reading), 0);
+    CHECK_EQ(pipe(writing), 0);
+    /* The write's pipe full, so the write waits in write() on its pool thread. */
+    fcntl(writing[1], F_SETFL, O_NONBLOCK);
+    static char filler[4096];
+    size_t filled = 0;
+    for (;;) {
+        ssize_t n = write(writing[1], filler, sizeof filler);
+        if (n <= 0) break;
+        filled += (size_t)n;
+    }
+    fcntl(writing[1], F_SETFL, 0);
+
+    unsigned char *buffer = malloc(16);
+    memset(buffer, 0xAA, 16);
+    char *bytes = malloc(8);
+    memcpy(bytes, "ORIGINAL", 8);
+    fs_result_t rd = {0, 99, -1, 0, 0, loop}, wr = {0, 99, -1, 0, 0, loop};
+    CHECK_EQ(lk_fs_read(loop, reading[0], buffer, 16, -1, fs_done, &rd), LK_OK);
+    CHECK_EQ(lk_fs_write(loop, writing[1], bytes, 8, -1, fs_done, &wr), LK_OK);
+    CHECK(wait_pool_active(2)); /* both in their system calls */
+    CHECK_EQ(lk_loop_destroy(loop), LK_OK);
+    CHECK(rd.calls == 1 && rd.status == LK_ECANCELED && wr.calls == 1 && wr.status == LK_ECANCELED);
+
+    /* The host reuses its memory after the cbs; then both system calls end. */
+    memcpy(bytes, "REUSED!!", 8);
+    CHECK_EQ(write(reading[1], "0123456789abcdef", 16), 16);
+    char *drained = malloc(filled + 8);
+    size_t got = 0;
+    while (got < filled + 8) {
+        ssize_t n = read(writing[0], drained + got, filled + 8 - got);
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    CHECK(wait_pool_idle());
+    CHECK_EQ(got, filled + 8);
+    CHECK(memcmp(drained + filled, "ORIGINAL", 8) == 0); /* the bytes as they were at the call */
+    int untouched = 1;
+    for (int i = 0; i < 16; i++) untouched &= buffer[i] == 0xAA;
+    CHECK(untouched); /* the read wrote LoopKit's memory, never the host's buffer after its cb */
+    free(drained);
+    free(buffer);
+    free(bytes);
+    close(reading[0]);
+    close(reading[1]);
+    close(writing[0]);
+    close(writing[1]);
+}
+
 /* ---- UDP ------------------------------------------------------------------------------------------- */
 
 typedef struct {
@@ -1419,6 +1497,11 @@ static void test_udp_on(const char *host) {
     CHECK_EQ(lk_udp_set_multicast_ttl(client, 1), LK_OK);
     CHECK_EQ(lk_udp_set_multicast_loop(client, 1), LK_OK);
     CHECK_EQ(lk_udp_set_broadcast(client, 1), LK_OK);
+    /* Found by CABIFuzzer (regression-udp-flag-any-nonzero-is-on): the header said 0 or 1 with LK_EINVAL
+     * past them, the library takes any non-zero as on, as libuv's uv_udp_set_broadcast does; the header now says so. */
+    CHECK_EQ(lk_udp_set_broadcast(client, -1), LK_OK);
+    CHECK_EQ(lk_udp_set_multicast_loop(client, 2), LK_OK);
+    CHECK_EQ(lk_udp_set_broadcast(client, 0), LK_OK);
     CHECK_EQ(lk_udp_set_traffic_class(client, 256), LK_EINVAL);
     CHECK_EQ(lk_udp_join_group(server, "10.0.0.1", NULL), LK_EINVAL);
     CHECK_EQ(lk_udp_join_group(server, strcmp(host, "::1") == 0 ? "ff02::4242" : "239.255.42.98", "lo"), LK_OK);
@@ -2062,6 +2145,7 @@ int main(int argc, char **argv) {
     test_process();
     test_work_pool();
     test_files();
+    test_files_in_flight_at_shutdown();
     test_udp();
     test_fs_watch();
     test_child();

@@ -346,12 +346,16 @@ typedef struct lk_fs_info {
 typedef void (*lk_fs_fn)(void *ctx, int status, int64_t result);
 
 /* The file-system calls, each run on the shared work pool (lk_work_pool_get_info(NULL, ...)) with its
- * completion cb(ctx, status, result) on the loop's thread, exactly once. cb may be NULL. Paths are
- * copied before the call returns; buffers (lk_fs_read, lk_fs_write) and *out (lk_fs_stat) must stay valid
- * until cb runs. The corresponding libuv calls are uv_fs_open, uv_fs_close, uv_fs_read, uv_fs_write,
- * uv_fs_stat, uv_fs_unlink, uv_fs_rename and uv_fs_mkdir.
- * Errors (no callback then): LK_EINVAL (NULL loop, path, buffer or out; fd < 0), LK_ETHREAD,
- * LK_ECLOSED (the loop has shut down), LK_EAGAIN (the pool's queue is full). */
+ * completion cb(ctx, status, result) on the loop's thread, exactly once. cb may be NULL. Paths and the
+ * bytes of lk_fs_write are copied before the call returns; lk_fs_read's buffer and lk_fs_stat's *out must
+ * stay valid until cb runs, and are written only on the loop's thread, just before a cb with LK_OK (the
+ * system call fills LoopKit's own memory: a read takes len bytes of it while it runs). A call still running
+ * when the loop shuts down gets its cb with LK_ECANCELED at once and ends on its pool thread without touching
+ * the host's memory, so the cb may release it. The corresponding libuv calls are uv_fs_open, uv_fs_close,
+ * uv_fs_read, uv_fs_write, uv_fs_stat, uv_fs_unlink, uv_fs_rename and uv_fs_mkdir.
+ * Errors (no callback then): LK_EINVAL (NULL loop, path, buffer or out; fd < 0; len over SSIZE_MAX),
+ * LK_ENOMEM (no memory for the bytes of lk_fs_read or lk_fs_write), LK_ETHREAD, LK_ECLOSED (the loop has
+ * shut down), LK_EAGAIN (the pool's queue is full). */
 
 /* open(path, flags | O_CLOEXEC, mode); result: the new descriptor. */
 LK_EXTERN int lk_fs_open(lk_loop *loop, const char *path, int flags, int mode, lk_fs_fn cb, void *ctx);
@@ -499,10 +503,10 @@ LK_EXTERN int lk_udp_queued(const lk_udp *udp);
 
 /* Socket options, each effective for what is sent from now on. Errors: LK_EINVAL (NULL, out of range, not
  * a multicast group, unknown interface), LK_ETHREAD, LK_ECLOSED, LK_ESYS.
- *   broadcast          SO_BROADCAST (0 or 1)
+ *   broadcast          SO_BROADCAST (0 off, any other value on)
  *   ttl                IP_TTL / IPV6_UNICAST_HOPS (1...255)
  *   multicast_ttl      IP_MULTICAST_TTL / IPV6_MULTICAST_HOPS (0...255)
- *   multicast_loop     IP_MULTICAST_LOOP / IPV6_MULTICAST_LOOP (0 or 1)
+ *   multicast_loop     IP_MULTICAST_LOOP / IPV6_MULTICAST_LOOP (0 off, any other value on)
  *   traffic_class      IP_TOS / IPV6_TCLASS (0...255; the two low bits are ECN)
  *   join/leave_group   IP_ADD/DROP_MEMBERSHIP, IPV6_ADD/DROP_MEMBERSHIP; interface NULL: the system's pick */
 LK_EXTERN int lk_udp_set_broadcast(lk_udp *udp, int on);
