@@ -95,7 +95,7 @@ test-sanitize: deps
 ## with libFuzzer and AddressSanitizer. One -sanitize=fuzzer,address for swiftc: SwiftPM passes its sanitizers
 ## in no fixed order, and with `-sanitize=address` last swiftc drops libFuzzer's coverage. UBSan: swiftc
 ## refuses -sanitize=undefined on Linux. One product at a time (a whole-package build also builds plugins).
-FUZZ_TARGETS   ?= RequestParserFuzzer ChunkedBodyFuzzer WebSocketFrameFuzzer ServerSentEventFuzzer TLSServerFuzzer
+FUZZ_TARGETS   ?= RequestParserFuzzer ChunkedBodyFuzzer WebSocketFrameFuzzer ServerSentEventFuzzer TLSServerFuzzer QueryAuthorityFuzzer CABIFuzzer
 FUZZ_SECONDS   ?= 60
 FUZZ_SANITIZE  := --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address
 FUZZ_BIN       := Fuzz/.build/debug

@@ -14,6 +14,7 @@ let package = Package(
     dependencies: [
         .package(name: "LoopKit", path: "../"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // What the targets share: the request parser driven in pieces, a deterministic split generator, checks.
@@ -55,6 +56,25 @@ let package = Package(
                 .product(name: "LoopKitNet", package: "LoopKit"),
                 .product(name: "LoopKitTesting", package: "LoopKit"),
             ]
+        ),
+        // Query strings and authorities against references from RFC 3986 and WHATWG URL: the parser accepts a
+        // Host exactly when the grammar does (else a typed error), absolute-form parts reassemble, the query's
+        // lookups agree with a byte-level split and decoder, percent-decoding round trips.
+        .executableTarget(
+            name: "QueryAuthorityFuzzer",
+            dependencies: [
+                "FuzzSupport",
+                .product(name: "LoopKitHTTP", package: "LoopKit"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The C ABI (loopkit.h) called in the order the input dictates on a real loop: every call returns a documented
+        // code, every promised callback runs once, nothing crashes or leaks. Calls go through the header's C
+        // declarations into libLoopKitC, as a C host's do.
+        .executableTarget(
+            name: "CABIFuzzer",
+            dependencies: ["FuzzSupport", .product(name: "LoopKitC", package: "LoopKit")]
         ),
         // The server-sent event encoder against the HTML standard's event-stream decoder.
         .executableTarget(
