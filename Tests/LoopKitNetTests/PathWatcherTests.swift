@@ -185,6 +185,33 @@ struct PathWatcherTests {
         }
     }
 
+    @Test("Overlapping watches share the kernel's watch: unwatching one path keeps what the other needs")
+    func overlappingWatches() throws {
+        try inTemporaryDirectory { directory in
+            #expect(mkdir(directory + "/inner", 0o755) == 0)
+            let driver = try LoopDriver()
+            let watcher = try PathWatcher(on: driver.loop)
+            try watcher.watch(directory + "/inner")
+            try watcher.watch(directory, recursive: true)
+            #expect(watcher.watchCount == 2)  // inner is one watch, needed by both
+            var told: [String] = []
+            watcher.onEvents { told += $0.map(\.path) }
+            try watcher.unwatch(directory + "/inner")
+            append("x", to: directory + "/inner/x")  // still under the recursive watch
+            _ = try driver.step()
+            #expect(told == [directory + "/inner/x"])
+            try watcher.watch(directory + "/inner")
+            try watcher.unwatch(directory)
+            #expect(watcher.watchCount == 1)
+            told = []
+            append("y", to: directory + "/inner/y")  // the inner watch is still there
+            append("z", to: directory + "/z")  // the outer one is gone
+            _ = try driver.step()
+            #expect(told == [directory + "/inner/y"])
+            watcher.close()
+        }
+    }
+
     @Test("Errors are typed and say what failed: a missing path, the watch limit, the instance limit, a closed watcher")
     func typedErrors() throws {
         try inTemporaryDirectory { directory in

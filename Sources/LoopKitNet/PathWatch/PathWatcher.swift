@@ -54,8 +54,9 @@ public final class PathWatcher: @unchecked Sendable {  // loop-confined: every e
     /// A watch descriptor's directory or file.
     struct Entry {
         var path: String
-        /// The watched path (a key of `roots`) it belongs to.
-        let root: String
+        /// The watched paths (keys of `roots`) it serves: a directory under two of them is one inotify watch
+        /// (the kernel gives one descriptor per inode), removed when neither needs it.
+        var roots: Set<String>
         let isDirectory: Bool
     }
 
@@ -201,7 +202,9 @@ public final class PathWatcher: @unchecked Sendable {  // loop-confined: every e
 
     /// Watches `path`: a directory (its entries and itself) or a file.
     ///
-    /// Watching a path that is already watched replaces its watch (with the new `recursive`).
+    /// Watching a path that is already watched replaces its watch (with the new `recursive`). Watched paths
+    /// may overlap (a directory, and a recursive watch of its parent): the kernel's one watch of a directory
+    /// serves both, events are told once, and ``unwatch(_:)`` of one keeps what the other needs.
     ///
     /// - Parameters:
     ///   - path: The path; a trailing `/` is dropped. A symbolic link is followed.
@@ -221,7 +224,7 @@ public final class PathWatcher: @unchecked Sendable {  // loop-confined: every e
         if roots[root] != nil { try unwatch(root) }
         let wd = try Inotify.addWatch(fd, root)
         let isDirectory = Inotify.isDirectory(root) || entries[wd]?.isDirectory == true
-        if entries[wd] == nil { entries[wd] = Entry(path: root, root: root, isDirectory: isDirectory) }
+        hold(wd, path: root, for: root, isDirectory: isDirectory)
         roots[root] = Root(recursive: recursive && isDirectory, wd: wd)
         if recursive && isDirectory {
             do {
@@ -249,12 +252,30 @@ public final class PathWatcher: @unchecked Sendable {  // loop-confined: every e
         removeWatches(of: root)
     }
 
-    /// Removes every watch that belongs to `root`.
-    private func removeWatches(of root: String) {
-        for (wd, entry) in entries where entry.root == root {
+    /// Records that `root` needs the watch `wd` of `path`.
+    private func hold(_ wd: Int32, path: String, for root: String, isDirectory: Bool) {
+        if entries[wd] == nil {
+            entries[wd] = Entry(path: path, roots: [root], isDirectory: isDirectory)
+        } else {
+            entries[wd]!.roots.insert(root)
+        }
+    }
+
+    /// Gives up `root`'s need of the watch `wd`; the watch is removed when no watched path needs it.
+    private func release(_ wd: Int32, from root: String) {
+        guard var entry = entries[wd] else { return }
+        entry.roots.remove(root)
+        if entry.roots.isEmpty {
             Inotify.removeWatch(fd, wd)
             entries[wd] = nil
+        } else {
+            entries[wd] = entry
         }
+    }
+
+    /// Gives up every watch `root` needs.
+    private func removeWatches(of root: String) {
+        for (wd, entry) in entries where entry.roots.contains(root) { release(wd, from: root) }
     }
 
     /// `path` without trailing slashes ("/" stays).
@@ -285,7 +306,7 @@ public final class PathWatcher: @unchecked Sendable {  // loop-confined: every e
                 default: throw error
                 }
             }
-            if entries[wd] == nil { entries[wd] = Entry(path: path, root: root, isDirectory: true) }
+            hold(wd, path: path, for: root, isDirectory: true)
             try followSubdirectories(of: path, root: root, telling: tell)
         }
     }
@@ -294,7 +315,7 @@ public final class PathWatcher: @unchecked Sendable {  // loop-confined: every e
     private func followNewDirectory(_ path: String, root: String, telling tell: (String, Bool) -> Void) {
         do throws(PathWatchError) {
             let wd = try Inotify.addWatch(fd, path, onlyDirectory: true)
-            if entries[wd] == nil { entries[wd] = Entry(path: path, root: root, isDirectory: true) }
+            hold(wd, path: path, for: root, isDirectory: true)
             try followSubdirectories(of: path, root: root, telling: tell)
         } catch {
             switch error {
@@ -307,10 +328,9 @@ public final class PathWatcher: @unchecked Sendable {  // loop-confined: every e
     /// Stops watching a directory of a recursive watch that was renamed away, and what is under it.
     private func stopFollowing(_ path: String, root: String) {
         let prefix = path + "/"
-        for (wd, entry) in entries where entry.root == root && (entry.path == path || entry.path.hasPrefix(prefix)) {
+        for (wd, entry) in entries where entry.roots.contains(root) && (entry.path == path || entry.path.hasPrefix(prefix)) {
             guard roots[root]?.wd != wd else { continue }
-            Inotify.removeWatch(fd, wd)
-            entries[wd] = nil
+            release(wd, from: root)
         }
     }
 
@@ -466,7 +486,7 @@ public final class PathWatcher: @unchecked Sendable {  // loop-confined: every e
             if event.name.isEmpty {
                 // The watched file or directory itself. A subdirectory's own removal or rename is told by
                 // its parent, with its name.
-                let isRoot = roots[entry.root]?.wd == event.wd
+                let isRoot = entry.roots.contains { roots[$0]?.wd == event.wd }
                 if isRoot, mask & UInt32(IN_DELETE_SELF) != 0 { changes.insert(.removed) }
                 if isRoot, mask & UInt32(IN_MOVE_SELF) != 0 { changes.insert(.movedFrom) }
                 if !changes.isEmpty { tell(entry.path, changes, entry.isDirectory) }
@@ -474,10 +494,12 @@ public final class PathWatcher: @unchecked Sendable {  // loop-confined: every e
             }
             let path = Self.join(entry.path, event.name)
             if !changes.isEmpty { tell(path, changes, isDirectory) }
-            guard isDirectory, roots[entry.root]?.recursive == true else { continue }
-            if mask & UInt32(IN_MOVED_FROM) != 0 { stopFollowing(path, root: entry.root) }
-            if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
-                followNewDirectory(path, root: entry.root) { found, isDirectory in tell(found, .created, isDirectory) }
+            guard isDirectory else { continue }
+            for root in entry.roots where roots[root]?.recursive == true {
+                if mask & UInt32(IN_MOVED_FROM) != 0 { stopFollowing(path, root: root) }
+                if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
+                    followNewDirectory(path, root: root) { found, isDirectory in tell(found, .created, isDirectory) }
+                }
             }
         }
         return batch
@@ -486,7 +508,7 @@ public final class PathWatcher: @unchecked Sendable {  // loop-confined: every e
     /// The kernel ended a watch (`IN_IGNORED`: its path was removed, or the watch was removed).
     private func watchEnded(_ wd: Int32, _ entry: Entry) {
         entries[wd] = nil
-        if let root = roots[entry.root], root.wd == wd { roots[entry.root] = nil }
+        for root in entry.roots where roots[root]?.wd == wd { roots[root] = nil }
     }
 
     /// Hands a batch to the handler, or to the async consumer.
