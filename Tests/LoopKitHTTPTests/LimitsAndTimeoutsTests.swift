@@ -80,6 +80,24 @@ struct LimitsAndTimeoutsTests {
         #expect(try client.readUntilClosed().isEmpty)
     }
 
+    /// Seen in the soak (a client that stalls mid-body on `/upload`): once a handler reads the body as a
+    /// stream, the server has handed the request over, so a stalled body closes the connection without a 408.
+    @Test(arguments: HTTPTestMode.allCases)
+    func aStreamedBodyThatStallsIsClosedWithoutA408(mode: HTTPTestMode) throws {
+        var router = HTTPRouter()
+        router.on(.post, "/count", bodyLimit: nil) { _, body in
+            var count = 0
+            for try await chunk in body { count += chunk.count }
+            return .text("received \(count)")
+        }
+        var configuration = HTTPServer.Configuration()
+        configuration.bodyTimeout = .milliseconds(100)
+        let client = try HTTPTestClient(router: router, configuration: configuration, mode: mode)
+        try client.send("POST /count HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc")
+        try client.advance(by: .milliseconds(150))
+        #expect(try client.readUntilClosed().isEmpty)
+    }
+
     @Test(arguments: HTTPTestMode.allCases)
     func silentConnectionIsClosedWithoutAResponse(mode: HTTPTestMode) throws {
         let client = try client(mode) { $0.idleTimeout = .milliseconds(100) }

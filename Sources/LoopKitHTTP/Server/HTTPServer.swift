@@ -32,7 +32,9 @@ public final class HTTPServer: Service, Sendable {
         public var limits: HTTPParserLimits
         /// How long a client may take to send a whole request head (default 10 s); then 408 and close.
         public var headTimeout: Duration = .seconds(10)
-        /// How long a body may take between its head and its end (default 30 s); then 408 and close.
+        /// How long a body may take between its head and its end (default 30 s); then 408 and close. A body
+        /// its handler reads as a stream (`router.on(_:_:bodyLimit:)`) was handed over with the request: when
+        /// the client holds such a body back that long, the connection is closed without a 408.
         public var bodyTimeout: Duration = .seconds(30)
         /// How long a kept-alive connection may stay idle between requests (default 60 s); then closed.
         public var idleTimeout: Duration = .seconds(60)
