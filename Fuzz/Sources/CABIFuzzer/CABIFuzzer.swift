@@ -92,6 +92,10 @@ final class Host {
     var watches: [OpaquePointer] = []
     var signals: [(handle: OpaquePointer?, signum: Int32)] = []
     var udps: [OpaquePointer] = []
+    /// Children not freed: id -> (handle, exited); ids of children whose on_exit ran.
+    var children: [Int: OpaquePointer] = [:]
+    var exitedChildren: Set<Int> = []
+    var pathWatches: [(handle: OpaquePointer, stopped: Bool)] = []
     /// Jobs and works whose one callback has not run: id -> handle (nil without one).
     var jobs: [Int: OpaquePointer?] = [:]
     var works: [Int: OpaquePointer?] = [:]
@@ -131,7 +135,7 @@ final class Host {
     func perform(_ op: UInt8, _ program: inout Program) {
         let loop = self.loop!
         let accepting: Set<Int32> = isShutDown ? [closed] : [ok]
-        switch op % 26 {
+        switch op % 29 {
         case 0:  // enqueue
             let status = lk_loop_enqueue(loop, { _ in current!.queuedRan += 1 }, nil)
             expect(status, accepting, "lk_loop_enqueue")
@@ -294,6 +298,12 @@ final class Host {
                 expect(lk_signal_cancel(handle), [ok], "lk_signal_cancel")
                 signals.remove(at: index)
             }
+        case 26:  // a child process
+            childSpawn(&program)
+        case 27:  // a child's calls
+            childCall(&program)
+        case 28:  // path watching
+            pathWatchCall(&program)
         default:  // a few iterations
             for _ in 0..<program.int(1...4) {
                 let status = lk_loop_run_once(loop, 0)
@@ -496,6 +506,148 @@ final class Host {
         }
     }
 
+    // MARK: Child processes and path watching
+
+    func childSpawn(_ program: inout Program) {
+        let loop = self.loop!
+        let kind = program.int(0...5)
+        let file = ["/bin/cat", "/bin/true", "sh", "/nonexistent/x", scratch.folder, "sh"][kind]
+        let arguments: [String] = kind == 5 ? ["-c", "echo out; echo err >&2; exit 3"] : []
+        let stdio = (0..<3).map { _ in Int32([LK_CHILD_NULL, LK_CHILD_PIPE, LK_CHILD_PIPE, 7][program.int(0...3)]) }
+        let flags = UInt32(program.int(0...2))
+        let badDirectory = program.int(0...7) == 0
+        let timeout = program.bool() ? UInt64(program.int(1...50)) * 1_000_000 : 0
+        let child = id()
+        var out: OpaquePointer?
+        let status = withCStrings([file] + arguments + [badDirectory ? "/nonexistent" : scratch.folder]) { strings in
+            var args: [UnsafePointer<CChar>?] = Array(strings[1..<(1 + arguments.count)]) + [nil]
+            return args.withUnsafeMutableBufferPointer { args in
+                var options = lk_child_options()
+                options.file = strings[0]
+                options.args = UnsafePointer(args.baseAddress)
+                options.cwd = strings.last!
+                options.stdio = (stdio[0], stdio[1], stdio[2])
+                options.flags = flags
+                options.timeout_ns = timeout
+                return lk_child_spawn(loop, &options, { context, handle, exitStatus, signal in
+                    current!.childExited(Int(bitPattern: context), handle, exitStatus, signal)
+                }, program.bool() ? { context, handle, fd, data, length in
+                    current!.childOutput(Int(bitPattern: context), handle, fd, data, length)
+                } : nil, UnsafeMutableRawPointer(bitPattern: child), &out)
+            }
+        }
+        if stdio.contains(7) || flags > 1 || badDirectory {
+            expect(status, isShutDown ? [invalid, closed] : [invalid], "lk_child_spawn with a bad option")
+        } else if isShutDown {
+            expect(status, [closed], "lk_child_spawn after shutdown")
+        } else if kind == 3 || kind == 4 {
+            expect(status, [system], "lk_child_spawn(\(file))")
+            fuzzCheck(lk_last_errno() == (kind == 3 ? ENOENT : EACCES), "lk_child_spawn(\(file)): errno \(lk_last_errno())")
+        } else {
+            expect(status, [ok, system], "lk_child_spawn(\(file))")  // EAGAIN, EMFILE
+        }
+        if status == ok {
+            fuzzCheck(lk_child_pid(out) > 0, "a child without a pid")
+            children[child] = out!
+        }
+    }
+
+    func childCall(_ program: inout Program) {
+        guard let (child, handle) = children.randomElement(using: &program) else { return }
+        switch program.int(0...5) {
+        case 0:
+            let signum = [0, SIGTERM, SIGKILL, SIGUSR1, 65][program.int(0...4)]
+            let status = lk_child_kill(handle, signum)
+            if signum < 1 || signum > 64 { expect(status, [invalid], "lk_child_kill(\(signum))") } else {
+                expect(status, [ok, system], "lk_child_kill(\(signum))")
+            }
+        case 1:
+            expect(lk_child_terminate(handle, UInt64(program.int(0...20)) * 1_000_000), [ok], "lk_child_terminate")
+        case 2:
+            let bytes = [UInt8](repeating: 0x41, count: program.int(0...2000))
+            expect(lk_child_write(handle, bytes, bytes.count), [ok, invalid, closed, again], "lk_child_write")
+        case 3:
+            expect(lk_child_close_stdin(handle), [ok, invalid, closed], "lk_child_close_stdin")
+        case 4:
+            fuzzCheck(lk_child_pid(handle) > 0, "lk_child_pid after the start")
+        default:
+            expect(lk_child_free(handle), [ok], "lk_child_free")
+            children.removeValue(forKey: child)
+        }
+    }
+
+    func childExited(_ child: Int, _ handle: OpaquePointer?, _ exitStatus: Int32, _ signal: Int32) {
+        fuzzCheck(lk_loop_is_current(loop) == 1, "on_exit off the loop's thread")
+        fuzzCheck(children[child] == handle, "on_exit for a child freed or unknown (\(child))")
+        fuzzCheck(exitedChildren.insert(child).inserted, "on_exit twice for child \(child)")
+        fuzzCheck((0...255).contains(exitStatus) && (0...64).contains(signal), "exit \(exitStatus), signal \(signal)")
+        if child % 5 == 0 {  // freed inside its own callback, as allowed
+            expect(lk_child_free(handle), [ok], "lk_child_free inside on_exit")
+            children.removeValue(forKey: child)
+        }
+    }
+
+    func childOutput(_ child: Int, _ handle: OpaquePointer?, _ fd: Int32, _ data: UnsafeRawPointer?, _ length: Int) {
+        fuzzCheck(lk_loop_is_current(loop) == 1, "on_output off the loop's thread")
+        fuzzCheck(children[child] == handle, "on_output for a child freed or unknown")
+        fuzzCheck(fd == 1 || fd == 2, "on_output for fd \(fd)")
+        fuzzCheck(length == 0 || data != nil, "on_output without its bytes")
+    }
+
+    func pathWatchCall(_ program: inout Program) {
+        let loop = self.loop!
+        let path = [scratch.folder, scratch.folder + "/f0", scratch.folder + "/nonexistent", ""][program.int(0...3)]
+        let flags = UInt32(program.int(0...2))
+        let action = pathWatches.isEmpty ? 0 : program.int(0...4)
+        let index = pathWatches.isEmpty ? 0 : program.int(0...(pathWatches.count - 1))
+        let expected: (Set<Int32>, String)
+        let status: Int32
+        switch action {
+        case 0:
+            guard pathWatches.count < 3 else { return }
+            var out: OpaquePointer?
+            status = lk_fs_watch_start(loop, path, flags, { _, watch, path, changes in
+                current!.pathChanged(watch, path, changes)
+            }, nil, &out)
+            if path.isEmpty || flags > 1 { expected = (isShutDown ? [invalid, closed] : [invalid], "lk_fs_watch_start(\(path), \(flags))") }
+            else if isShutDown { expected = ([closed], "lk_fs_watch_start after shutdown") }
+            else { expected = ([ok, system], "lk_fs_watch_start(\(path))") }  // ENOENT (f0 may not exist), ENOSPC, EMFILE
+            if status == ok { pathWatches.append((out!, false)) }
+        case 1:
+            let watch = pathWatches[index]
+            status = lk_fs_watch_add(watch.handle, path, flags)
+            expected = (path.isEmpty || flags > 1 || watch.stopped || isShutDown ? [invalid, closed] : [ok, system], "lk_fs_watch_add(\(path), \(flags))")
+        case 2:
+            let watch = pathWatches[index]
+            status = lk_fs_watch_remove(watch.handle, path)
+            expected = ([ok, invalid, closed], "lk_fs_watch_remove(\(path))")
+        case 3:
+            status = lk_fs_watch_stop(pathWatches[index].handle)
+            expected = (pathWatches[index].stopped || isShutDown ? [closed] : [ok], "lk_fs_watch_stop")
+            pathWatches[index].stopped = true
+        default:
+            status = lk_fs_watch_free(pathWatches[index].handle)
+            expected = ([ok], "lk_fs_watch_free")
+            pathWatches.remove(at: index)
+        }
+        expect(status, expected.0, expected.1)
+    }
+
+    func pathChanged(_ watch: OpaquePointer?, _ path: UnsafePointer<CChar>?, _ changes: Int32) {
+        fuzzCheck(lk_loop_is_current(loop) == 1, "a path watch's fn off the loop's thread")
+        guard let index = pathWatches.firstIndex(where: { $0.handle == watch }) else {
+            fuzzCheck(false, "a path watch's fn after it was freed")
+            return
+        }
+        fuzzCheck(!pathWatches[index].stopped, "a path watch's fn after it was stopped")
+        fuzzCheck(path != nil && changes != 0 && changes & ~255 == 0, "a path watch's fn with changes \(changes)")
+        expect(lk_fs_watch_free(watch), [busy], "lk_fs_watch_free inside its own fn")
+        if changes & Int32(LK_FS_REMOVED) != 0 {
+            expect(lk_fs_watch_stop(watch), [ok], "lk_fs_watch_stop inside its own fn")
+            pathWatches[index].stopped = true
+        }
+    }
+
     // MARK: NULL
 
     /// Every call with a NULL handle, callback or out-parameter: LK_EINVAL (or the documented value).
@@ -574,11 +726,23 @@ final class Host {
         for watch in watches { expect(lk_watch_cancel(watch), [ok], "lk_watch_cancel") }
         for signal in signals { if let handle = signal.handle { expect(lk_signal_cancel(handle), [ok], "lk_signal_cancel") } }
         for udp in udps { expect(lk_udp_close(udp), [ok], "lk_udp_close") }
+        for (index, watch) in pathWatches.enumerated() where index % 2 == 0 {
+            expect(lk_fs_watch_free(watch.handle), [ok], "lk_fs_watch_free")
+        }
+        pathWatches = pathWatches.enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
         timers = []; watches = []; signals = []; udps = []
         // Some iterations first (or not), so work is both done and still pending when the loop is freed.
         if !isShutDown { for _ in 0..<3 { _ = lk_loop_run_once(loop, 0) } }
         isShutDown = true  // what lk_loop_destroy's shutdown runs sees a loop that refuses new work
         expect(lk_loop_destroy(loop), [ok], "lk_loop_destroy")
+        // Every child the loop's shutdown found running was killed and told; handles are freed after it.
+        for (child, handle) in children {
+            fuzzCheck(exitedChildren.contains(child), "child \(child) not told of its end by the loop's shutdown")
+            expect(lk_child_free(handle), [ok], "lk_child_free after the loop")
+        }
+        children = [:]
+        for watch in pathWatches { expect(lk_fs_watch_free(watch.handle), [ok], "lk_fs_watch_free after the loop") }
+        pathWatches = []
         // A pool thread blocked in read() on the pipe: release it (its cb has run, cancelled, with the loop).
         if blockingPipe.write >= 0 { _ = write(blockingPipe.write, "0123456789abcdef", 16) }
         if let pool { expect(lk_work_pool_destroy(pool), [ok], "lk_work_pool_destroy") }
@@ -634,4 +798,11 @@ extension Range where Bound == Int {
         guard !isEmpty else { return nil }
         return lowerBound + program.int(0...(count - 1))
     }
+}
+
+/// `strings` as C strings for the duration of `body`.
+func withCStrings<Result>(_ strings: [String], _ body: ([UnsafePointer<CChar>]) -> Result) -> Result {
+    let copies = strings.map { strdup($0)! }
+    defer { copies.forEach { free($0) } }
+    return body(copies.map { UnsafePointer($0) })
 }
