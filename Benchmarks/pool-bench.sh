@@ -4,6 +4,7 @@
 # cores as a server's would.
 #   1. offload round trip of an empty closure (loop -> pool -> loop): loop.offload vs NIOThreadPool.runIfActive
 #   2. a 1 GiB file read through the pool, page cache warm: FileSystem.chunks(of:) vs NIOFileSystem readChunks()
+#   3. a 1M-item offload burst from loop.process: the loop's busy time per iteration against its 4 ms budget
 #   POOL_BENCH: the release binary. ROUNDS (9), ROUND_TRIPS (20000), BENCH_FILE (/tmp/loopkit-pool-bench-1GiB,
 #   created once, 1 GiB; removed at the end unless KEEP_FILE=1).
 set -euo pipefail
