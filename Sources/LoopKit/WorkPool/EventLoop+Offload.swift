@@ -1,3 +1,4 @@
+import Synchronization
 extension EventLoop {
     /// Runs `work` on a work pool, off the loop, and returns its result to the awaiting task.
     ///
@@ -58,16 +59,13 @@ extension EventLoop {
         completion: @escaping @Sendable (Result<Value, any Error>) -> Void
     ) throws -> OffloadedWork {
         guard isCurrent else { throw EventLoopError.wrongThread(operation: "offload(to:_:completion:)") }
-        let delivery = OffloadDelivery(loop: self, completion: completion)
-        let item = WorkItem(
-            run: { delivery.deliver(Result { try work() }) },
-            cancel: { reason in delivery.deliver(.failure(reason)) })
         let core = pool.core
+        let delivery = OffloadDelivery(loop: self, work: work, completion: completion)
+        let item = WorkItem(delivery)
         // Registered first, so a shutdown that another thread begins meanwhile is seen here, not missed.
-        let registered = addShutdownObserver(ObjectIdentifier(delivery)) {
-            core.cancel(item, reason: EventLoopError.cancelled)
-            delivery.complete(with: .failure(EventLoopError.cancelled))
-        }
+        // The observer captures the delivery alone, which is then the closure's context (no allocation).
+        delivery.submitting(item, to: core)
+        let registered = addShutdownObserver(ObjectIdentifier(delivery)) { delivery.loopShutDown() }
         guard registered else { throw EventLoopError.shutDown }
         do {
             try core.submit(item)
@@ -79,15 +77,44 @@ extension EventLoop {
     }
 }
 
-/// Hands an offloaded work's outcome to its completion on the loop, exactly once: the first of the
-/// delivery (queued from the pool thread) and the loop's shutdown observer wins.
-final class OffloadDelivery<Value: Sendable>: Sendable {
+/// One offload's body on the pool and its hand-over to the completion on the loop, exactly once: the
+/// first of the delivery (queued from the pool thread) and the loop's shutdown observer wins.
+///
+/// One object for what were three closures and a delivery: the pool runs it (``WorkBody``), and the
+/// loop's shutdown observer calls it.
+final class OffloadDelivery<Value: Sendable>: WorkBody {
     private let loop: EventLoop
-    private let completion: Lock<(@Sendable (Result<Value, any Error>) -> Void)?>
+    private let work: @Sendable () throws -> Value
+    /// Called once, on the loop's thread, by the first of the delivery and the shutdown observer to run
+    /// (``isCompleted`` says which). Not behind a lock: a lock's payload would be a type generic over
+    /// `Value`, whose metadata Swift would look up at run time on every offload.
+    private let completion: @Sendable (Result<Value, any Error>) -> Void
+    private let isCompleted = Atomic<Bool>(false)
+    /// The item and its pool, for a loop shutdown to cancel it (set before the item is submitted).
+    private let submission = Lock<(item: WorkItem, core: WorkPoolCore)?>(nil)
 
-    init(loop: EventLoop, completion: @escaping @Sendable (Result<Value, any Error>) -> Void) {
+    init(loop: EventLoop, work: @escaping @Sendable () throws -> Value,
+         completion: @escaping @Sendable (Result<Value, any Error>) -> Void) {
         self.loop = loop
-        self.completion = Lock(completion)
+        self.work = work
+        self.completion = completion
+    }
+
+    /// Remembers the item that carries this body and its pool, before the item is submitted.
+    func submitting(_ item: WorkItem, to core: WorkPoolCore) {
+        submission.withLock { $0 = (item, core) }
+    }
+
+    /// On a pool thread: runs the work and delivers what it returned or threw.
+    func run(onPoolThread: Void) { deliver(Result { try work() }) }
+
+    /// The work never ran: delivers why.
+    func cancelled(_ reason: any Error) { deliver(.failure(reason)) }
+
+    /// On the loop, as it shuts down: cancels the item if no thread has taken it, and completes now.
+    func loopShutDown() {
+        if let (item, core) = submission.withLock({ $0 }) { core.cancel(item, reason: EventLoopError.cancelled) }
+        complete(with: .failure(EventLoopError.cancelled))
     }
 
     /// From a pool thread (or a cancelling thread): queues the completion on the loop (R13). Taken until
@@ -106,10 +133,7 @@ final class OffloadDelivery<Value: Sendable>: Sendable {
 
     /// On the loop: runs the completion if it has not run.
     func complete(with result: Result<Value, any Error>) {
-        let completion = completion.withLock { completion in
-            defer { completion = nil }
-            return completion
-        }
-        completion?(result)
+        guard !isCompleted.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        completion(result)
     }
 }

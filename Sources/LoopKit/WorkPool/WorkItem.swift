@@ -6,11 +6,13 @@ import Synchronization
 /// cancelled. Whoever wins the compare-exchange out of `queued` (a pool thread starting it, or a
 /// cancellation) takes the body, so exactly one of `run` and `cancel` is ever called, once.
 final class WorkItem: Sendable {
-    /// What the item does: `run` on a pool thread, or `cancel` (from whichever thread cancelled it) with
-    /// the reason it never ran.
-    struct Body: Sendable {
+    /// What the item does, as two closures.
+    struct Body: WorkBody {
         let run: @Sendable () -> Void
         let cancel: @Sendable (any Error) -> Void
+
+        func run(onPoolThread: Void) { run() }
+        func cancelled(_ reason: any Error) { cancel(reason) }
     }
 
     enum State: UInt8, AtomicRepresentable {
@@ -18,10 +20,15 @@ final class WorkItem: Sendable {
     }
 
     private let state = Atomic<State>(.created)
-    private let body: Lock<Body?>
+    private let body: Lock<(any WorkBody)?>
 
     init(run: @escaping @Sendable () -> Void, cancel: @escaping @Sendable (any Error) -> Void) {
         body = Lock(Body(run: run, cancel: cancel))
+    }
+
+    /// An item whose body is an object of its own (no closure contexts to allocate).
+    init(_ body: any WorkBody) {
+        self.body = Lock(body)
     }
 
     /// Whether the item was cancelled (before it started).
@@ -54,18 +61,25 @@ final class WorkItem: Sendable {
 
     /// Runs the body (after ``markRunning()`` succeeded), releasing it afterwards.
     func run() {
-        takeBody()?.run()
+        takeBody()?.run(onPoolThread: ())
     }
 
     /// Tells the waiter the work never ran (after ``markCancelled()`` succeeded, or when the pool refused it).
     func reportCancelled(_ reason: any Error) {
-        takeBody()?.cancel(reason)
+        takeBody()?.cancelled(reason)
     }
 
-    private func takeBody() -> Body? {
+    private func takeBody() -> (any WorkBody)? {
         body.withLock { body in
             defer { body = nil }
             return body
         }
     }
+}
+
+/// What a ``WorkItem`` does: ``run(onPoolThread:)`` on a pool thread, or ``cancelled(_:)`` (from whichever
+/// thread cancelled it) with the reason it never ran; exactly one of them, once.
+protocol WorkBody: Sendable {
+    func run(onPoolThread: Void)
+    func cancelled(_ reason: any Error)
 }

@@ -106,15 +106,11 @@ public final class WorkPool: Sendable {
         #endif
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
-                let item = WorkItem(
-                    run: {
-                        let result = Result { try work() }
-                        #if LOOPKIT_TSAN
-                        handOver.releasing()
-                        #endif
-                        continuation.resume(with: result)
-                    },
-                    cancel: { reason in continuation.resume(throwing: reason) })
+                #if LOOPKIT_TSAN
+                let item = WorkItem(ResumingBody(work, continuation: continuation, handOver: handOver))
+                #else
+                let item = WorkItem(ResumingBody(work, continuation: continuation))
+                #endif
                 cancellation.attach(item, to: core)
                 do {
                     try core.submit(item)
@@ -181,6 +177,38 @@ final class CancellationRelay: Sendable {
         }
         if let (item, core) = attached { core.cancel(item, reason: CancellationError()) }
     }
+}
+
+/// The body of ``WorkPool/run(_:)``'s item: runs the work and resumes the awaiting task with its outcome,
+/// or with the reason it never ran. One object, where two closures needed two contexts.
+final class ResumingBody<Value: Sendable>: WorkBody {
+    private let work: @Sendable () throws -> Value
+    private let continuation: CheckedContinuation<Value, any Error>
+    #if LOOPKIT_TSAN
+    private let handOver: SanitizerKey
+
+    init(_ work: @escaping @Sendable () throws -> Value, continuation: CheckedContinuation<Value, any Error>,
+         handOver: SanitizerKey) {
+        self.work = work
+        self.continuation = continuation
+        self.handOver = handOver
+    }
+    #else
+    init(_ work: @escaping @Sendable () throws -> Value, continuation: CheckedContinuation<Value, any Error>) {
+        self.work = work
+        self.continuation = continuation
+    }
+    #endif
+
+    func run(onPoolThread: Void) {
+        let result = Result { try work() }
+        #if LOOPKIT_TSAN
+        handOver.releasing()
+        #endif
+        continuation.resume(with: result)
+    }
+
+    func cancelled(_ reason: any Error) { continuation.resume(throwing: reason) }
 }
 
 extension WorkPool {
