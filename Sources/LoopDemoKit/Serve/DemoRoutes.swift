@@ -67,7 +67,7 @@ public enum DemoRoutes {
             return .text("job \(id) has already finished: \(state) (\(job.progress.description))\n", status: .conflict)
         }
         router.get("/hello") { _ in
-            HTTPServerResponse(status: .ok, headerFields: [.contentType: "text/plain"], body: .bytes(hello))
+            HTTPServerResponse(status: .ok, headerFields: plainText, body: .bytes(hello))
         }
         // Any size in constant memory: each chunk of the request body goes back out as a chunk of the
         // response body; the client's reading paces the server's reading of the upload. Under a limit, a
@@ -128,6 +128,8 @@ public enum DemoRoutes {
     }
 
     static let hello = Array("Hello, World!".utf8)
+    /// Built once: a fields literal per response costs about 800 instructions.
+    static let plainText: HTTPFields = [.contentType: "text/plain"]
 
     /// The time each `/work` job may take per loop iteration.
     public static let workBudget = ProcessingBudget.time(.milliseconds(1))

@@ -32,14 +32,15 @@ extension HTTPServerResponse {
     public static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok,
                             encoder: JSONEncoder? = nil) throws -> HTTPServerResponse {
         let data = try (encoder ?? JSONCoders.encoder).encode(value)
-        return HTTPServerResponse(status: status, headerFields: [.contentType: JSONCoders.contentType],
-                                  body: .bytes(Array(data)))
+        return HTTPServerResponse(status: status, headerFields: JSONCoders.contentTypeFields, body: .bytes(Array(data)))
     }
 }
 
 /// The coders used when a caller gives none (both are thread-safe: their options are read under a lock).
 enum JSONCoders {
     static let contentType = "application/json; charset=utf-8"
+    /// `Content-Type` for JSON, built once and shared (see ``HTTPServerResponse/plainTextFields``).
+    static let contentTypeFields: HTTPFields = [.contentType: contentType]
     static let encoder = JSONEncoder()
     static let decoder = JSONDecoder()
 }

@@ -24,9 +24,12 @@ public struct HTTPServerResponse: Sendable {
     ///   - text: The body.
     ///   - status: The status (200 by default).
     public static func text(_ text: String, status: HTTPResponse.Status = .ok) -> HTTPServerResponse {
-        HTTPServerResponse(status: status, headerFields: [.contentType: "text/plain; charset=utf-8"],
-                           body: .bytes(Array(text.utf8)))
+        HTTPServerResponse(status: status, headerFields: plainTextFields, body: .bytes(Array(text.utf8)))
     }
+
+    /// `Content-Type: text/plain; charset=utf-8`, built once and shared (a copy is a retain): a fields
+    /// literal built per response cost about 800 instructions of a keep-alive `/hello`.
+    static let plainTextFields: HTTPFields = [.contentType: "text/plain; charset=utf-8"]
 }
 
 /// The body of a response: bytes known up front, or a stream written with backpressure.
