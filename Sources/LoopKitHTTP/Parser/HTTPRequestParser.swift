@@ -1,5 +1,11 @@
 import HTTPTypes
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// An incremental HTTP/1.1 request parser (RFC 9112) over borrowed bytes.
 ///
 /// The caller keeps the bytes it has received in one buffer, calls ``parse(_:)`` with all of them, drops
@@ -130,26 +136,30 @@ public struct HTTPRequestParser: Sendable {
     /// Finds the LF of the CRLFCRLF that ends the head, enforcing the line-ending rule and the size limits.
     private mutating func findHeadEnd(_ bytes: UnsafeRawBufferPointer, from scanned: Int) throws(HTTPRequestError) -> Int? {
         let count = bytes.count
+        guard let base = bytes.baseAddress else { return nil }
         var index = scanned
         var sawLineEnd = scanned > 0  // the request line ended within the bytes already scanned
         while index < count {
-            let byte = bytes[index]
+            // The next LF, found by memchr; every byte before it is another byte of the line.
+            let found = memchr(base + index, Int32(ASCII.lf), count - index)
+            let lineFeed = found.map { base.distance(to: UnsafeRawPointer($0)) } ?? count
             // A limit is broken at the first byte past it, whatever follows: the error is the same whether
             // the bytes after it have arrived or not (a later bare LF does not turn it into another error).
-            if byte != ASCII.lf {
-                if !sawLineEnd && index >= limits.maxRequestLineLength { throw .requestLineTooLong }
-                if sawLineEnd && index >= limits.maxHeadSize { throw .headTooLarge }
+            // Some byte in index..<lineFeed lies at or past the limit when the last of them does.
+            let limit = sawLineEnd ? limits.maxHeadSize : limits.maxRequestLineLength
+            if lineFeed > index && lineFeed - 1 >= limit {
+                throw sawLineEnd ? .headTooLarge : .requestLineTooLong
             }
-            if byte == ASCII.lf {
-                guard index > 0 && bytes[index - 1] == ASCII.cr else { throw .invalidLineEnding }
-                if !sawLineEnd {
-                    sawLineEnd = true
-                    if index + 1 > limits.maxRequestLineLength { throw .requestLineTooLong }
-                }
-                if index >= 3 && bytes[index - 2] == ASCII.lf {
-                    if index + 1 > limits.maxHeadSize { throw .headTooLarge }
-                    return index
-                }
+            guard lineFeed < count else { break }
+            index = lineFeed
+            guard index > 0 && bytes[index - 1] == ASCII.cr else { throw .invalidLineEnding }
+            if !sawLineEnd {
+                sawLineEnd = true
+                if index + 1 > limits.maxRequestLineLength { throw .requestLineTooLong }
+            }
+            if index >= 3 && bytes[index - 2] == ASCII.lf {
+                if index + 1 > limits.maxHeadSize { throw .headTooLarge }
+                return index
             }
             index += 1
         }
