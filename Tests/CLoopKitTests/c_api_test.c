@@ -617,18 +617,20 @@ static void test_r8_timers(void) {
     trace_t trace;
     trace_init(&trace, loop);
     int fired = 0;
-    timer_ctx_t t1 = {&trace, "t1@20", loop, &fired}, t2 = {&trace, "t2@10", loop, &fired},
-                t3 = {&trace, "t3@20", loop, &fired}, t4 = {&trace, "t4@10", loop, &fired};
+    /* Each start takes "now" as its base, so the two delays are far apart: under valgrind on a loaded machine
+       consecutive calls can be more than 10 ms apart, and 10 ms against 20 ms then changed the order. */
+    timer_ctx_t t1 = {&trace, "t1@200", loop, &fired}, t2 = {&trace, "t2@10", loop, &fired},
+                t3 = {&trace, "t3@200", loop, &fired}, t4 = {&trace, "t4@10", loop, &fired};
     lk_timer *h1, *h2, *h3, *h4;
-    CHECK_EQ(lk_timer_start(loop, 20000000, 0, timer_mark, &t1, &h1), LK_OK);
+    CHECK_EQ(lk_timer_start(loop, 200000000, 0, timer_mark, &t1, &h1), LK_OK);
     CHECK_EQ(lk_timer_start(loop, 10000000, 0, timer_mark, &t2, &h2), LK_OK);
-    CHECK_EQ(lk_timer_start(loop, 20000000, 0, timer_mark, &t3, &h3), LK_OK);
+    CHECK_EQ(lk_timer_start(loop, 200000000, 0, timer_mark, &t3, &h3), LK_OK);
     CHECK_EQ(lk_timer_start(loop, 10000000, 0, timer_mark, &t4, &h4), LK_OK);
     while (fired < 4) lk_loop_run_once(loop, 1);
     /* Iteration numbers depend on real time; the order may not. */
     CHECK(strstr(trace.text, "t2@10") < strstr(trace.text, "t4@10"));
-    CHECK(strstr(trace.text, "t4@10") < strstr(trace.text, "t1@20"));
-    CHECK(strstr(trace.text, "t1@20") < strstr(trace.text, "t3@20"));
+    CHECK(strstr(trace.text, "t4@10") < strstr(trace.text, "t1@200"));
+    CHECK(strstr(trace.text, "t1@200") < strstr(trace.text, "t3@200"));
     lk_timer_cancel(h1);
     lk_timer_cancel(h2);
     lk_timer_cancel(h3);

@@ -250,14 +250,18 @@ struct WorkPoolTests {
         let pool = try WorkPool(threads: 1)
         defer { pool.shutdown() }
         let gate = Gate()
+        let started = DispatchSemaphore(value: 0)
         let outcomes = Strings()
-        try loop.offload(to: pool, { gate.wait(); return 1 }) { result in
+        try loop.offload(to: pool, { started.signal(); gate.wait(); return 1 }) { result in
             outcomes.append(result.failure as? EventLoopError == .cancelled ? "cancelled" : "ran")
         }
         let ran = Counter()
         try loop.offload(to: pool, { ran.bump() }) { result in
             outcomes.append(result.failure as? EventLoopError == .cancelled ? "cancelled" : "ran")
         }
+        // The pool's one thread holds the first work (a state, not an order): had the shutdown cancelled the
+        // first before it started, the freed thread could take the second before its cancellation came.
+        started.wait()
         loop.shutdown()
         #expect(outcomes.all == ["cancelled", "cancelled"])
         gate.open()  // the running work ends; its result is dropped
