@@ -199,6 +199,35 @@ struct WorkPoolTests {
         #expect(completions.count == 2)
     }
 
+    @Test("Refused work keeps nothing: its work and completion are released at once, and its loop with them")
+    func refusedWorkIsReleased() throws {
+        final class Witness: Sendable {}
+        let pool = try WorkPool(threads: 1, queueLimit: 1)
+        defer { pool.shutdown() }
+        let gate = Gate()
+        weak var refusedWitness: Witness?
+        weak var refusedLoop: EventLoop?
+        do {
+            let driver = try LoopDriver()
+            refusedLoop = driver.loop
+            try driver.loop.offload(to: pool, { gate.wait() }) { _ in }
+            spin { pool.activeCount == 1 }
+            try driver.loop.offload(to: pool, { () }) { _ in }
+            let witness = Witness()
+            refusedWitness = witness
+            #expect(throws: WorkPoolError.queueFull(limit: 1)) {
+                try driver.loop.offload(to: pool, { _ = witness }) { _ in _ = witness }
+            }
+            #expect(refusedWitness != nil)  // still held here, by `witness`
+            gate.open()
+            pool.waitUntilIdle()
+            try driver.runUntilIdle()
+            driver.loop.shutdown()
+        }
+        #expect(refusedWitness == nil)
+        #expect(refusedLoop == nil)
+    }
+
     @Test("Cancelling offloaded work before it starts completes it with CancellationError on the loop, in a later drain")
     func cancellingTheHandle() throws {
         let driver = try LoopDriver()

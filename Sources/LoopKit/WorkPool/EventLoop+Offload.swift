@@ -64,7 +64,6 @@ extension EventLoop {
         let item = WorkItem(delivery)
         // Registered first, so a shutdown that another thread begins meanwhile is seen here, not missed.
         // The observer captures the delivery alone, which is then the closure's context (no allocation).
-        delivery.submitting(item, to: core)
         let registered = addShutdownObserver(ObjectIdentifier(delivery)) { delivery.loopShutDown() }
         guard registered else { throw EventLoopError.shutDown }
         do {
@@ -73,6 +72,11 @@ extension EventLoop {
             removeShutdownObserver(ObjectIdentifier(delivery))
             throw error
         }
+        // Only once the pool has the item: the delivery and the item then hold each other until a pool thread
+        // or a cancellation takes the item's body, which every queued item's end does. A refused item is
+        // never taken, and would keep the pair (and this loop) alive. The observer runs on this thread, so
+        // not before this line.
+        delivery.submitting(item, to: core)
         return OffloadedWork(item: item, core: core)
     }
 }
@@ -90,7 +94,7 @@ final class OffloadDelivery<Value: Sendable>: WorkBody {
     /// `Value`, whose metadata Swift would look up at run time on every offload.
     private let completion: @Sendable (Result<Value, any Error>) -> Void
     private let isCompleted = Atomic<Bool>(false)
-    /// The item and its pool, for a loop shutdown to cancel it (set before the item is submitted).
+    /// The item and its pool, for a loop shutdown to cancel it (set once the pool has accepted the item).
     private let submission = Lock<(item: WorkItem, core: WorkPoolCore)?>(nil)
 
     init(loop: EventLoop, work: @escaping @Sendable () throws -> Value,
@@ -100,7 +104,7 @@ final class OffloadDelivery<Value: Sendable>: WorkBody {
         self.completion = completion
     }
 
-    /// Remembers the item that carries this body and its pool, before the item is submitted.
+    /// Remembers the item that carries this body and its pool, once the pool has accepted it.
     func submitting(_ item: WorkItem, to core: WorkPoolCore) {
         submission.withLock { $0 = (item, core) }
     }
