@@ -39,8 +39,9 @@ final class RawClient {
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        // A safety net against a hung test, not a timing assertion.
-        var timeout = timeval(tv_sec: 20, tv_usec: 0)
+        // A safety net against a hung test, not a timing assertion: long enough for the README's 1M-item job
+        // under the thread sanitizer on a loaded machine (it took more than 20 s there).
+        var timeout = timeval(tv_sec: 120, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
@@ -55,7 +56,13 @@ final class RawClient {
 
     deinit { Glibc.close(fd) }
 
-    enum ClientError: Error { case connectFailed(Int32), closedEarly, malformed(String) }
+    enum ClientError: Error { case connectFailed(Int32), closedEarly, timedOut, malformed(String) }
+
+    /// The last read gave up at the safety timeout (rather than seeing the end of the stream).
+    private(set) var lastReadTimedOut = false
+
+    /// Why a read found no more bytes: the end of the stream, or the safety timeout.
+    private var endOfInput: ClientError { lastReadTimedOut ? .timedOut : .closedEarly }
 
     func send(_ text: String) { send(Array(text.utf8)) }
 
@@ -73,6 +80,7 @@ final class RawClient {
     func fill() -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65536)
         let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        lastReadTimedOut = count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
         guard count > 0 else { return false }
         buffer += chunk[..<count]
         return true
@@ -85,12 +93,12 @@ final class RawClient {
                 buffer.removeFirst(lf + 1)
                 return line
             }
-            guard fill() else { throw ClientError.closedEarly }
+            guard fill() else { throw endOfInput }
         }
     }
 
     private func readExactly(_ count: Int) throws -> [UInt8] {
-        while buffer.count < count { guard fill() else { throw ClientError.closedEarly } }
+        while buffer.count < count { guard fill() else { throw endOfInput } }
         let bytes = Array(buffer[..<count])
         buffer.removeFirst(count)
         return bytes
