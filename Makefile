@@ -111,7 +111,8 @@ test-fuzz-corpus: fuzz-build
 	@mkdir -p $(FUZZ_WORK)
 	@for target in $(FUZZ_TARGETS); do \
 		echo "==> $$target: $$(ls Fuzz/Corpus/$$target | wc -l) corpus inputs"; \
-		$(FUZZ_ENV) $(FUZZ_BIN)/$$target -runs=0 Fuzz/Corpus/$$target > $(FUZZ_WORK)/$$target-corpus.log 2>&1; \
+		$(FUZZ_ENV) $(FUZZ_BIN)/$$target -runs=0 -artifact_prefix=$(FUZZ_WORK)/$$target- Fuzz/Corpus/$$target \
+			> $(FUZZ_WORK)/$$target-corpus.log 2>&1; \
 		status=$$?; grep -E "INITED|DONE" $(FUZZ_WORK)/$$target-corpus.log; \
 		[ $$status -eq 0 ] || { tail -60 $(FUZZ_WORK)/$$target-corpus.log; echo "==> $$target failed on its corpus"; exit 1; }; \
 	done
