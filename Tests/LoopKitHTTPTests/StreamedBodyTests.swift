@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Foundation
 import HTTPTypes
 import LoopKit
 import LoopKitNet
@@ -110,7 +111,11 @@ struct StreamedBodyTests {
             let fd = client.fd
             // The blocking sends run on a thread of their own: blocked in send(2) on a thread of Swift's
             // cooperative pool (two here), they starved the other tests' tasks under the thread sanitizer.
-            let sender = Task { try await onOwnThread {
+            // The thread starts here, not from a task: a task waits for a pool thread to start, and in a full
+            // run under the sanitizer the pool stayed busy past `eventually`'s bound (the request never came).
+            let senderDone = DispatchSemaphore(value: 0)
+            Thread {
+                defer { senderDone.signal() }
                 var head = Array("POST /stall HTTP/1.1\r\nHost: t\r\nContent-Length: \(total)\r\n\r\n".utf8)
                 _ = head.withUnsafeMutableBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 let chunk = [UInt8](repeating: 7, count: 64 * 1024)
@@ -121,7 +126,7 @@ struct StreamedBodyTests {
                     left -= count
                     sent.add(count, ordering: .relaxed)
                 }
-            } }
+            }.start()
             // Wait until the sender is stuck: the server reads nothing more while the handler does not.
             #expect(try await eventually { !bodies.all.isEmpty })
             var previous = -1
@@ -137,7 +142,7 @@ struct StreamedBodyTests {
             let buffered = try await body.loop.perform { body.bufferedCount }
             #expect(buffered <= body.bufferLimit + 64 * 1024)  // the limit, plus at most the read that crossed it
             gate.open()
-            try await sender.value
+            try await onOwnThread { senderDone.wait() }
             #expect(try client.readResponse().text == "received \(total)")
         }
     }
