@@ -193,4 +193,14 @@ struct ChildProcessTests {
         #expect(told == .signaled(SIGKILL))
         #expect(kill(child.pid, 0) != 0)  // reaped: no such process (not a zombie)
     }
+
+    /// Found by CABIFuzzer (lk_child_spawn after shutdown gave LK_ESYS for a missing executable, not LK_ECLOSED).
+    @Test("A loop that has shut down refuses a spawn before anything is looked up or started")
+    func aShutDownLoopRefusesASpawnFirst() throws {
+        let driver = try LoopDriver()
+        driver.loop.shutdown()
+        #expect(throws: ProcessError.loopShutDown) { try ChildProcess.spawn("/no/such/program", on: driver.loop) }
+        #expect(throws: ProcessError.loopShutDown) { try ChildProcess.spawn("no-such-program-in-path", on: driver.loop) }
+        #expect(throws: ProcessError.loopShutDown) { try ChildProcess.spawn("/bin/true", on: driver.loop) }
+    }
 }

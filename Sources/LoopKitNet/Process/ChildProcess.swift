@@ -93,6 +93,9 @@ public final class ChildProcess: @unchecked Sendable {  // loop-confined: every 
         standardError: StandardIO = .pipe, timeout: Duration? = nil, on loop: EventLoop
     ) throws(ProcessError) -> ChildProcess {
         precondition(loop.isCurrent, "ChildProcess.spawn called off its loop's thread")
+        // Before anything is looked up or started: a loop that has shut down refuses, whatever the executable
+        // (CABIFuzzer: a missing one gave ENOENT, an existing one was started and killed).
+        guard loop.isAcceptingWork else { throw .loopShutDown }
         _ = Socket.ignoreSIGPIPE
         let path = executable.contains("/") ? executable : try Spawn.find(executable, in: Spawn.searchPath(for: environment))
         var parentEnds: [Int32?] = [nil, nil, nil]
