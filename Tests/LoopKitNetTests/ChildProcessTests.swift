@@ -101,10 +101,16 @@ struct ChildProcessTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("loopkit-path-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        #expect(FileManager.default.createFile(atPath: directory + "/not-executable", contents: Data("#!/bin/sh\n".utf8),
-                                               attributes: [.posixPermissions: 0o644]))
-        #expect(FileManager.default.createFile(atPath: directory + "/greet", contents: Data("#!/bin/sh\necho hello from $0\n".utf8),
-                                               attributes: [.posixPermissions: 0o755]))
+        // Written through a close-on-exec descriptor: one that a child spawned meanwhile by another test inherited
+        // would keep the script open for writing, and its exec would fail with ETXTBSY.
+        func write(_ text: String, to path: String, mode: mode_t) -> Bool {
+            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+            guard fd >= 0 else { return false }
+            defer { close(fd) }
+            return Array(text.utf8).withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) == $0.count }
+        }
+        #expect(write("#!/bin/sh\n", to: directory + "/not-executable", mode: 0o644))
+        #expect(write("#!/bin/sh\necho hello from $0\n", to: directory + "/greet", mode: 0o755))
         let (found, own, argv0) = try await onLoop(loop) { () async throws -> (ProcessTermination, String, String) in
             let found = try await ChildProcess.run("sh", arguments: ["-c", "exit 7"], on: loop)  // this process's PATH
             let own = try await ChildProcess.run("greet", environment: ["PATH=/no/such/directory:\(directory)"], on: loop)
