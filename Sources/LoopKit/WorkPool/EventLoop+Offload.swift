@@ -110,7 +110,7 @@ final class OffloadDelivery<Value: Sendable>: WorkBody {
     }
 
     /// On a pool thread: runs the work and delivers what it returned or threw.
-    func run(onPoolThread: Void) { deliver(Result { try work() }) }
+    func perform() { deliver(Result { try work() }) }
 
     /// The work never ran: delivers why.
     func cancelled(_ reason: any Error) { deliver(.failure(reason)) }

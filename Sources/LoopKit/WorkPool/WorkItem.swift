@@ -11,7 +11,7 @@ final class WorkItem: Sendable {
         let run: @Sendable () -> Void
         let cancel: @Sendable (any Error) -> Void
 
-        func run(onPoolThread: Void) { run() }
+        func perform() { run() }
         func cancelled(_ reason: any Error) { cancel(reason) }
     }
 
@@ -61,7 +61,7 @@ final class WorkItem: Sendable {
 
     /// Runs the body (after ``markRunning()`` succeeded), releasing it afterwards.
     func run() {
-        takeBody()?.run(onPoolThread: ())
+        takeBody()?.perform()
     }
 
     /// Tells the waiter the work never ran (after ``markCancelled()`` succeeded, or when the pool refused it).
@@ -77,9 +77,9 @@ final class WorkItem: Sendable {
     }
 }
 
-/// What a ``WorkItem`` does: ``run(onPoolThread:)`` on a pool thread, or ``cancelled(_:)`` (from whichever
+/// What a ``WorkItem`` does: ``perform()`` on a pool thread, or ``cancelled(_:)`` (from whichever
 /// thread cancelled it) with the reason it never ran; exactly one of them, once.
 protocol WorkBody: Sendable {
-    func run(onPoolThread: Void)
+    func perform()
     func cancelled(_ reason: any Error)
 }

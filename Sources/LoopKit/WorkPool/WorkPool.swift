@@ -200,7 +200,7 @@ final class ResumingBody<Value: Sendable>: WorkBody {
     }
     #endif
 
-    func run(onPoolThread: Void) {
+    func perform() {
         let result = Result { try work() }
         #if LOOPKIT_TSAN
         handOver.releasing()
