@@ -37,7 +37,7 @@ struct VirtualCostTests {
         let clock = driver.clock
         let client = try HTTPTestClient(router: Self.router(cost: { clock.advance(by: .microseconds(100)) }), driver: driver)
         let response = try client.execute(.get, "/work")
-        #expect(Self.progressEvents(in: response.text) >= 20)   // 40 items per 4 ms slice: 25 slices
+        #expect(Self.progressEvents(in: response.text) >= 20)   // 35 items per 4 ms slice: 29 slices
         #expect(response.text.contains("event: finished"))
     }
 }

@@ -10,10 +10,11 @@ extension EventLoop {
     ///   `U(0) | P(0) | U(1) P(1) | … | U(n-1) P(n-1) | U(n) C`.
     /// - With a time budget (the default, 4 ms) each iteration processes as many items as fit, reading the
     ///   loop's clock once every few items (the stride adapts to the measured cost per item). The budget is
-    ///   for the whole iteration: each chunk leaves room for the rest of the iteration as last measured
-    ///   (timers, I/O, other work, progress deliveries; at most half the budget), and when the last chunk
-    ///   used more than half the budget, `completion` runs in the next iteration. For items far cheaper
-    ///   than the budget, no iteration runs items for longer than the budget plus an eighth of it.
+    ///   for the whole iteration: each chunk leaves room for the rest of the iteration as lately measured
+    ///   (timers, I/O, other work, progress deliveries, completions of offloaded work; at most three
+    ///   quarters of the budget) and for a stride's overrun (an eighth), and when the last chunk used more
+    ///   than half the budget, `completion` runs in the next iteration. For items far cheaper than the
+    ///   budget, no iteration runs items for longer than the budget.
     ///
     /// A throwing `each` stops the job: no later item runs, and `completion` receives
     /// ``ProcessingOutcome/failed(_:)`` in the same iteration. Cancel with ``ProcessingJob/cancel()`` from

@@ -52,6 +52,11 @@ final class ProcessingRun {
     /// measured cost holds (4 ms budget: 0.5 ms).
     static let checkDivisor: UInt64 = 8
 
+    /// The most of a budget the rest of an iteration is granted: a chunk always keeps an eighth of the
+    /// budget (three quarters for the rest, an eighth for the check window), so the job goes on however
+    /// busy its loop is.
+    static func largestRest(of budget: UInt64) -> UInt64 { budget / 4 * 3 }
+
     /// Reports `next` to the progress and to `update`, unless it was already reported.
     func report() {
         guard reported != next else { return }
@@ -87,10 +92,11 @@ final class ProcessingRun {
             } else {
                 let start = loop.timeSource.nanoseconds()
                 if lastStepEnd > 0, start > lastStepEnd {
-                    // Smoothed, each sample capped at half the budget, so that one long pause (the
-                    // thread waiting for a core) costs later chunks little.
-                    let rest = min(start - lastStepEnd, budget / 2)
-                    restOfIteration = restOfIteration == 0 ? rest : (restOfIteration * 3 + rest) / 4
+                    // The largest rest lately: a new sample counts at once, an old one fades by an eighth
+                    // an iteration. The rest varies (the completions of offloaded work arrive in bursts),
+                    // and a chunk sized for its average leaves every larger one over the budget.
+                    let rest = min(start - lastStepEnd, Self.largestRest(of: budget))
+                    restOfIteration = max(rest, restOfIteration - restOfIteration / 8)
                 }
                 try runChunk(from: start)
                 report()
@@ -112,12 +118,13 @@ final class ProcessingRun {
     /// Budget mode: items until the budget is spent, reading the clock once per `stride` items and
     /// sizing each stride from the measured cost so that it takes at most a small share of the budget.
     ///
-    /// The chunk's share is the budget less the rest of the iteration as last measured (at most half the
-    /// budget), so that the iteration as a whole, not only its chunk, keeps to the budget.
+    /// The chunk's share is the budget less the rest of the iteration as lately measured (at most three
+    /// quarters of the budget) and less one check window, the most a stride runs past its deadline: the
+    /// iteration as a whole, not only its chunk, keeps within the budget.
     private func runChunk(from start: UInt64) throws {
         let clock = loop.timeSource
-        let deadline = start &+ (budget - min(restOfIteration, budget / 2))
         let window = max(1, budget / Self.checkDivisor)
+        let deadline = start &+ (budget - window - min(restOfIteration, Self.largestRest(of: budget)))
         var lastRead = start
         var stride = max(1, min(self.stride, total - next))
         while next < total {
