@@ -8,6 +8,7 @@ import LoopKitNet
 import Synchronization
 import Testing
 @testable import LoopKitHTTP
+import LoopKitHTTPTesting
 
 /// The routes of the streamed-body tests.
 private func streamingRouter(gate: Gate = Gate(), bodies: Recorder<HTTPRequestBody> = Recorder()) -> HTTPRouter {
@@ -243,5 +244,21 @@ struct StreamedBodyTests {
             try await eventually { !outcome.all.isEmpty }
             #expect(outcome.all == [HTTPBodyError.connectionClosed.description])
         }
+    }
+
+    @Test func aSecondReaderWhileOneWaitsStopsTheProcess() async throws {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            var router = HTTPRouter()
+            router.on(.post, "/two-readers", bodyLimit: nil) { _, body in
+                Task(executorPreference: body.loop) { for try await _ in body {} }
+                for try await _ in body {}
+                return .text("read")
+            }
+            let client = try! HTTPTestClient(router: router)
+            try! client.send("POST /two-readers HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n")
+            try! client.runUntilIdle()
+        }
+        let message = String(decoding: try #require(result).standardErrorContent, as: UTF8.self)
+        #expect(message.contains("HTTPRequestBody has one consumer at a time"))
     }
 }

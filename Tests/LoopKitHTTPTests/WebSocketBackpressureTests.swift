@@ -3,6 +3,7 @@ import LoopKit
 import Synchronization
 import Testing
 @testable import LoopKitHTTP
+import LoopKitHTTPTesting
 
 /// A WebSocket's sends wait for a slow reader: the server never buffers more than its high-water mark
 /// (and one message) however much the handler has to send.
@@ -52,5 +53,20 @@ struct WebSocketBackpressureTests {
             #expect(received == Self.messageCount)
             #expect(try await eventually { finished.isSet })
         }
+    }
+
+    @Test func aSecondMessagesReaderWhileOneWaitsStopsTheProcess() async throws {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            var router = HTTPRouter()
+            router.webSocket("/ws/two-readers") { _, socket in
+                Task(executorPreference: socket.loop) { for try await _ in socket.messages {} }
+                for try await _ in socket.messages {}
+            }
+            let client = try! HTTPTestClient(router: router)
+            _ = try! client.webSocket("/ws/two-readers")
+            try! client.runUntilIdle()
+        }
+        let message = String(decoding: try #require(result).standardErrorContent, as: UTF8.self)
+        #expect(message.contains("WebSocket.messages has one consumer at a time"))
     }
 }

@@ -100,4 +100,15 @@ struct InMemoryPairTests {
         try driver.step(5)
         #expect(reasons.all == ["client: closed locally", "server: closed by the peer"])
     }
+
+    @Test func aSecondInboundConsumerWhileOneWaitsStopsTheProcess() async throws {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let driver = try! LoopDriver()
+            let server = try! InMemoryConnectionPair(driver: driver).server
+            for _ in 0..<2 { Task(executorPreference: driver.loop) { for try await _ in server.inbound {} } }
+            _ = try! driver.step(2)
+        }
+        let message = String(decoding: try #require(result).standardErrorContent, as: UTF8.self)
+        #expect(message.contains("TCPConnection.inbound has one consumer at a time"))
+    }
 }

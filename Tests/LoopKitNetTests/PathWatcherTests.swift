@@ -319,7 +319,8 @@ struct PathWatcherTests {
             _ = try driver.runUntilIdle()
             #expect(outcomes.all.sorted() == ["cancel: nil", "close: nil",
                                               "shutdown: \(PathWatchError.loopShutDown)"])
-            #expect(cancelled.readWaiter == nil && closed.readWaiter == nil && shutDown.readWaiter == nil)
+            let anyWaits = cancelled.readWaiter.isWaiting || closed.readWaiter.isWaiting || shutDown.readWaiter.isWaiting
+            #expect(!anyWaits)
         }
     }
 
@@ -391,5 +392,17 @@ struct PathWatcherTests {
             }.start()
             done.wait()
         }
+    }
+
+    @Test("A second events consumer while one waits stops the process")
+    func aSecondEventsConsumerTraps() async throws {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let driver = try! LoopDriver()
+            let watcher = try! PathWatcher(watching: "/tmp", on: driver.loop)
+            for _ in 0..<2 { Task(executorPreference: driver.loop) { for try await _ in watcher.events {} } }
+            _ = try! driver.step(2)
+        }
+        let message = String(decoding: try #require(result).standardErrorContent, as: UTF8.self)
+        #expect(message.contains("PathWatcher.events has one consumer at a time"))
     }
 }

@@ -442,4 +442,16 @@ struct UDPTests {
             done.wait()
         }
     }
+
+    @Test("A second datagrams consumer while one waits stops the process")
+    func aSecondDatagramsConsumerTraps() async throws {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let driver = try! LoopDriver()
+            let socket = try! UDPSocket.bind(host: "127.0.0.1", port: 0, on: driver.loop)
+            for _ in 0..<2 { Task(executorPreference: driver.loop) { for try await _ in socket.datagrams {} } }
+            _ = try! driver.step(2)
+        }
+        let message = String(decoding: try #require(result).standardErrorContent, as: UTF8.self)
+        #expect(message.contains("UDPSocket.datagrams has one consumer at a time"))
+    }
 }

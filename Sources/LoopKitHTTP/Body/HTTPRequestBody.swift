@@ -43,7 +43,8 @@ public final class HTTPRequestBody: AsyncSequence, @unchecked Sendable {  // loo
     /// Bytes received in all.
     private(set) var receivedCount = 0
     private var ending: Result<HTTPFields?, HTTPBodyError>?
-    private var waiter: UnsafeContinuation<Result<Bytes?, HTTPBodyError>, Never>?
+    /// The async consumer, while it waits for a chunk.
+    private var waiter = SingleConsumerWaiter<Bytes, HTTPBodyError>()
     private var chunkHandler: ((Bytes) -> Void)?
     private var endHandler: ((Result<HTTPFields?, HTTPBodyError>) -> Void)?
     /// The handler has started reading (what `Expect: 100-continue` waits for).
@@ -105,7 +106,7 @@ public final class HTTPRequestBody: AsyncSequence, @unchecked Sendable {  // loo
     /// Call on the loop's thread, once per body.
     public func read(_ onChunk: @escaping (Bytes) -> Void, onEnd: @escaping (Result<HTTPFields?, HTTPBodyError>) -> Void) {
         precondition(loop.isCurrent, "HTTPRequestBody.read(_:onEnd:) called off its loop's thread")
-        precondition(chunkHandler == nil && waiter == nil, "HTTPRequestBody is read by one consumer at a time")
+        precondition(chunkHandler == nil && !waiter.isWaiting, "HTTPRequestBody is read by one consumer at a time")
         chunkHandler = onChunk
         endHandler = onEnd
         startReading()
@@ -136,19 +137,17 @@ public final class HTTPRequestBody: AsyncSequence, @unchecked Sendable {  // loo
     func next() async throws(HTTPBodyError) -> Bytes? {
         precondition(loop.isCurrent, "HTTPRequestBody read off its loop's thread")
         startReading()
-        if let chunk = takeChunk() { return chunk }
-        if let ending { return try ending.map { _ in nil }.get() }
-        precondition(waiter == nil && chunkHandler == nil, "HTTPRequestBody is read by one consumer at a time")
-        let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Bytes?, HTTPBodyError>, Never>) in
-            if let chunk = takeChunk() {
-                continuation.resume(returning: .success(chunk))
-            } else if let ending {
-                continuation.resume(returning: ending.map { _ in nil })
-            } else {
-                waiter = continuation
-            }
+        return try await SingleConsumerWaiter.next(readyNow: { readyNow() }) { continuation in
+            precondition(chunkHandler == nil, "HTTPRequestBody is read by one consumer at a time")
+            waiter.park(continuation, for: "HTTPRequestBody")
         }
-        return try result.get()
+    }
+
+    /// What the async consumer gets without waiting: a chunk, the end or the error; nil when it must wait.
+    private func readyNow() -> Result<Bytes?, HTTPBodyError>? {
+        if let chunk = takeChunk() { return .success(chunk) }
+        if let ending { return ending.map { _ in nil } }
+        return nil
     }
 
     // MARK: From the connection (loop thread)
@@ -165,9 +164,8 @@ public final class HTTPRequestBody: AsyncSequence, @unchecked Sendable {  // loo
             return
         }
         let chunk = Bytes(copying: bytes)
-        if let waiter {
-            self.waiter = nil
-            waiter.resume(returning: .success(chunk))
+        if waiter.isWaiting {
+            waiter.resume(returning: chunk)
         } else if let chunkHandler {
             chunkHandler(chunk)
         } else {
@@ -181,10 +179,7 @@ public final class HTTPRequestBody: AsyncSequence, @unchecked Sendable {  // loo
         guard ending == nil else { return }
         ending = result
         connection = nil
-        if let waiter, bufferedCount == 0 {
-            self.waiter = nil
-            waiter.resume(returning: result.map { _ in nil })
-        }
+        if bufferedCount == 0 { waiter.resumeIfWaiting(with: result.map { _ in nil }) }
         if chunkHandler != nil { finishCallbacks(result) }
     }
 

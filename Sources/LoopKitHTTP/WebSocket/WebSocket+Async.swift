@@ -1,3 +1,5 @@
+import LoopKit
+
 extension WebSocket {
     /// The messages as they arrive, as an `AsyncSequence`; one reader at a time.
     ///
@@ -32,8 +34,7 @@ extension WebSocket {
             /// The next message, or nil after a clean close. Call on the socket's loop's thread.
             /// - Throws: The ``WebSocketError`` that ended the socket.
             public mutating func next() async throws(WebSocketError) -> WebSocketMessage? {
-                if let ready = socket.readyMessage() { return try ready.get() }
-                return try await withUnsafeContinuation { socket.waitForMessage($0) }.get()
+                try await SingleConsumerWaiter.next(readyNow: { socket.readyMessage() }) { socket.waitForMessage($0) }
             }
 
             /// The next message, or nil after a clean close. Call on the socket's loop's thread.
@@ -44,8 +45,7 @@ extension WebSocket {
             /// - Throws: The ``WebSocketError`` that ended the socket.
             @inlinable
             public mutating func next(isolation actor: isolated (any Actor)?) async throws(WebSocketError) -> WebSocketMessage? {
-                if let ready = socket.readyMessage() { return try ready.get() }
-                return try await withUnsafeContinuation(isolation: actor) { socket.waitForMessage($0) }.get()
+                try await SingleConsumerWaiter.next(isolation: actor, readyNow: { socket.readyMessage() }) { socket.waitForMessage($0) }
             }
         }
     }
@@ -58,8 +58,7 @@ extension WebSocket {
         return core.value.takeMessage()
     }
 
-    /// Parks the suspended `messages` reader until a message or the end (it is resumed at once when one
-    /// is there already). Loop thread.
+    /// Parks the suspended `messages` reader until a message or the end. Loop thread.
     @usableFromInline
     func waitForMessage(_ continuation: UnsafeContinuation<Result<WebSocketMessage?, WebSocketError>, Never>) {
         core.value.waitForMessage(continuation)

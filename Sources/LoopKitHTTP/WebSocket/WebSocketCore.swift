@@ -31,7 +31,7 @@ final class WebSocketCore: ConnectionHandler {
     private var queueHead = 0
     private var queuedBytes = 0
     /// The `messages` reader, suspended.
-    private var waiter: UnsafeContinuation<Result<WebSocketMessage?, WebSocketError>, Never>?
+    private var waiter = SingleConsumerWaiter<WebSocketMessage, WebSocketError>()
     /// Set once the TCP connection has ended: nil for a clean close handshake, else the error.
     @exclusivity(unchecked) private(set) var ending: WebSocketError??
     /// Why this side failed the connection (a violation, a ping timeout), reported at the end.
@@ -163,9 +163,8 @@ final class WebSocketCore: ConnectionHandler {
     private func deliver(_ message: WebSocketMessage) {
         if let messageHandler {
             messageHandler(message)
-        } else if let waiter {
-            self.waiter = nil
-            waiter.resume(returning: .success(message))
+        } else if waiter.isWaiting {
+            waiter.resume(returning: message)
         } else {
             queue.append(message)
             queuedBytes += message.byteCount
@@ -191,20 +190,15 @@ final class WebSocketCore: ConnectionHandler {
         return nil
     }
 
-    /// Parks the suspended `messages` reader until a message or the end; resumes it at once when one is
-    /// there already (the task may have hopped between looking and suspending).
+    /// Parks the suspended `messages` reader until a message or the end.
     func waitForMessage(_ continuation: UnsafeContinuation<Result<WebSocketMessage?, WebSocketError>, Never>) {
-        if let ready = takeMessage() {
-            continuation.resume(returning: ready)
-            return
-        }
-        precondition(waiter == nil && messageHandler == nil, "WebSocket messages are read by one consumer at a time")
-        waiter = continuation
+        precondition(messageHandler == nil, "WebSocket messages are read by one consumer at a time")
+        waiter.park(continuation, for: "WebSocket.messages")
     }
 
     /// Sets the callback reader; it first gets what is queued.
     func setMessageHandler(_ handler: @escaping (WebSocketMessage) -> Void) {
-        precondition(waiter == nil, "WebSocket messages are read by one consumer at a time")
+        precondition(!waiter.isWaiting, "WebSocket messages are read by one consumer at a time")
         messageHandler = handler
         while queueHead < queue.count, case .success(let message?)? = takeMessage() { handler(message) }
         readBufferedInput()
@@ -321,10 +315,7 @@ final class WebSocketCore: ConnectionHandler {
         keepAliveTimer = nil
         pongTimer = nil
         closeTimer = nil
-        if let waiter, queueHead == queue.count {
-            self.waiter = nil
-            waiter.resume(returning: error.map { .failure($0) } ?? .success(nil))
-        }
+        if queueHead == queue.count { waiter.resumeIfWaiting(with: error.map { .failure($0) } ?? .success(nil)) }
         let handlers = closeHandlers
         closeHandlers = []
         messageHandler = nil

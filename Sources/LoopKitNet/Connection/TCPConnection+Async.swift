@@ -48,19 +48,10 @@ extension TCPConnection {
     /// The next inbound chunk; suspends until bytes arrive or the input ends. Loop thread only.
     func nextInboundChunk() async throws(NetError) -> Bytes? {
         checkThread("inbound")
-        if let chunk = inboundReadyNow() { return try chunk.get() }
-        precondition(readWaiter == nil, "TCPConnection.inbound has one consumer at a time")
-        let result = await withUnsafeContinuation { continuation in
-            // The task may have hopped before this runs (from an actor's isolation, say): look again, or
-            // bytes that arrived meanwhile would wait for a read event that never comes.
-            if let ready = inboundReadyNow() {
-                continuation.resume(returning: ready)
-            } else {
-                readWaiter = continuation
-                updateReadInterest()
-            }
+        return try await SingleConsumerWaiter.next(readyNow: { inboundReadyNow() }) { continuation in
+            readWaiter.park(continuation, for: "TCPConnection.inbound")
+            updateReadInterest()
         }
-        return try result.get()
     }
 
     /// What a reader gets without waiting: a chunk, the end, or the error; nil when it must wait.

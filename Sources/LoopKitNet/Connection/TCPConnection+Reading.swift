@@ -89,7 +89,7 @@ extension TCPConnection {
             return
         }
         let transfer: Socket.Transfer
-        if input.isEmpty && (handlerReads || readWaiter != nil) {
+        if input.isEmpty && (handlerReads || readWaiter.isWaiting) {
             // Nothing left over: read into the loop's shared buffer and lend the bytes there.
             let limit = min(shared.readCapacity, profile.options.readHighWaterMark)
             transfer = readSome(into: shared.read, count: limit)
@@ -158,9 +158,8 @@ extension TCPConnection {
     /// Hands freshly read bytes to whoever reads: a waiting `inbound` reader gets them as a chunk, the
     /// read handler is lent them; what is left unconsumed is kept.
     private func deliver(_ bytes: UnsafeRawBufferPointer, fromSharedBuffer: Bool) {
-        if let waiter = readWaiter {
-            readWaiter = nil
-            waiter.resume(returning: .success(Bytes(copying: bytes)))
+        if readWaiter.isWaiting {
+            readWaiter.resume(returning: Bytes(copying: bytes))
             return
         }
         guard handlerReads else {
@@ -179,9 +178,8 @@ extension TCPConnection {
     /// Hands the bytes held in the connection's own buffer to whoever reads.
     func deliverInput() {
         guard !input.isEmpty else { return }
-        if let waiter = readWaiter {
-            readWaiter = nil
-            waiter.resume(returning: .success(takeInputChunk()))
+        if readWaiter.isWaiting {
+            readWaiter.resume(returning: takeInputChunk())
             return
         }
         guard handlerReads, input.count != declinedCount else {

@@ -70,7 +70,8 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
     /// The handler was replaced while it was lent bytes: what it left is offered to the new one.
     var handlerWasReplaced = false
     var closeHandlers: [(CloseReason) -> Void] = []
-    var readWaiter: UnsafeContinuation<Result<Bytes?, NetError>, Never>?
+    /// The `inbound` consumer, while it waits for bytes.
+    var readWaiter = SingleConsumerWaiter<Bytes, NetError>()
     var writeWaiters: [UnsafeContinuation<Result<Void, NetError>, Never>] = []
     /// The TLS layer of ``transport``, if the connection speaks TLS.
     let tls: TLSTransport?
@@ -339,10 +340,7 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
             transport.shutdownOutput()
         case .endInput:
             updateReadInterest()
-            if let waiter = readWaiter {
-                readWaiter = nil
-                waiter.resume(returning: .success(nil))
-            }
+            readWaiter.resumeIfWaiting(with: .success(nil))
             handler?.connectionInputEnded(self)
         case .finish(let reason):
             finish(reason, reset: false)
@@ -377,10 +375,7 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
             connectWaiter = nil
             waiter.resume(returning: .failure(reason == .shutDown ? .loopShutDown : .connectionClosed(reason)))
         }
-        if let waiter = readWaiter {
-            readWaiter = nil
-            waiter.resume(returning: reason.isClean ? .success(nil) : .failure(.connectionClosed(reason)))
-        }
+        readWaiter.resumeIfWaiting(with: reason.isClean ? .success(nil) : .failure(.connectionClosed(reason)))
         let writers = writeWaiters
         writeWaiters = []
         for writer in writers {

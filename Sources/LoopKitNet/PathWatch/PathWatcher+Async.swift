@@ -58,17 +58,13 @@ extension PathWatcher {
         }
         if let ready = eventReadyNow() { return try ready.get() }
         if Task.isCancelled { return nil }
-        precondition(readWaiter == nil, "PathWatcher.events has one consumer at a time")
         nextWaiterToken &+= 1
         let token = nextWaiterToken
         let result = await withTaskCancellationHandler {
-            await withUnsafeContinuation { continuation in
-                if let ready = eventReadyNow() {
-                    continuation.resume(returning: ready)
-                } else {
-                    readWaiter = (token, continuation)
-                    updateReadInterest()
-                }
+            await SingleConsumerWaiter.waitForOutcome(readyNow: { eventReadyNow() }) { continuation in
+                readWaiter.park(continuation, for: "PathWatcher.events")
+                readWaiterToken = token
+                updateReadInterest()
             }
         } onCancel: {
             cancelWaiter(token)
@@ -81,9 +77,8 @@ extension PathWatcher {
     private func cancelWaiter(_ token: UInt64) {
         do {
             try loop.enqueue { [self] in
-                guard let waiter = readWaiter, waiter.token == token else { return }  // resumed already
-                readWaiter = nil
-                waiter.continuation.resume(returning: .success(nil))
+                guard readWaiter.isWaiting, readWaiterToken == token else { return }  // resumed already
+                readWaiter.resumeIfWaiting(with: .success(nil))
             }
         } catch {
             // The loop is shutting down: its shutdown observer closes the watcher and resumes the waiter.

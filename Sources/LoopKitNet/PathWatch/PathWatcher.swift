@@ -85,7 +85,9 @@ public final class PathWatcher: @unchecked Sendable {  // loop-confined: every e
     var inbound: [PathEvent] = []
     var inboundHead = 0
     var asyncConsumerStarted = false
-    var readWaiter: (token: UInt64, continuation: UnsafeContinuation<Result<PathEvent?, PathWatchError>, Never>)?
+    var readWaiter = SingleConsumerWaiter<PathEvent, PathWatchError>()
+    /// Which call of `nextEvent()` the waiter is (a cancellation resumes only its own).
+    var readWaiterToken: UInt64 = 0
     var nextWaiterToken: UInt64 = 0
 
     /// The watcher's own reference, held while it is open.
@@ -391,10 +393,7 @@ public final class PathWatcher: @unchecked Sendable {  // loop-confined: every e
         fd = -1
         entries = [:]
         roots = [:]
-        if let waiter = readWaiter {
-            readWaiter = nil
-            waiter.continuation.resume(returning: reason == .closed ? .success(nil) : .failure(reason))
-        }
+        readWaiter.resumeIfWaiting(with: reason == .closed ? .success(nil) : .failure(reason))
         if !inDispatch { eventsHandler = nil }  // a running handler is released when it returns
         errorHandler = nil
         let retained = keepAlive
@@ -521,10 +520,9 @@ public final class PathWatcher: @unchecked Sendable {  // loop-confined: every e
             return
         }
         var first = 0
-        if let waiter = readWaiter {
-            readWaiter = nil
+        if readWaiter.isWaiting {
             first = 1
-            waiter.continuation.resume(returning: .success(batch[0]))
+            readWaiter.resume(returning: batch[0])
         }
         inbound.append(contentsOf: batch[first...])
         updateReadInterest()

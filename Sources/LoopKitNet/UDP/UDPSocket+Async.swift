@@ -51,17 +51,10 @@ extension UDPSocket {
             asyncConsumerStarted = true
             updateReadInterest()
         }
-        if let ready = datagramReadyNow() { return try ready.get() }
-        precondition(readWaiter == nil, "UDPSocket.datagrams has one consumer at a time")
-        let result = await withUnsafeContinuation { continuation in
-            if let ready = datagramReadyNow() {
-                continuation.resume(returning: ready)
-            } else {
-                readWaiter = continuation
-                updateReadInterest()
-            }
+        return try await SingleConsumerWaiter.next(readyNow: { datagramReadyNow() }) { continuation in
+            readWaiter.park(continuation, for: "UDPSocket.datagrams")
+            updateReadInterest()
         }
-        return try result.get()
     }
 
     /// What a consumer gets without waiting: a datagram, the end, or the error; nil when it must wait.

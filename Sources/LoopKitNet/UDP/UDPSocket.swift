@@ -79,7 +79,7 @@ public final class UDPSocket: @unchecked Sendable {  // loop-confined: every ent
     var inbound: [UDPDatagram] = []
     var inboundHead = 0
     var asyncConsumerStarted = false
-    var readWaiter: UnsafeContinuation<Result<UDPDatagram?, UDPError>, Never>?
+    var readWaiter = SingleConsumerWaiter<UDPDatagram, UDPError>()
 
     /// The socket's own reference, held while it is open.
     var keepAlive: Unmanaged<UDPSocket>?
@@ -333,10 +333,7 @@ public final class UDPSocket: @unchecked Sendable {  // loop-confined: every ent
         fd = -1
         outbound.removeAll()
         outboundHead = 0
-        if let waiter = readWaiter {
-            readWaiter = nil
-            waiter.resume(returning: reason == .closed ? .success(nil) : .failure(reason))
-        }
+        readWaiter.resumeIfWaiting(with: reason == .closed ? .success(nil) : .failure(reason))
         let writers = writeWaiters
         writeWaiters = []
         for writer in writers { writer.resume(returning: .failure(reason)) }
@@ -415,10 +412,9 @@ public final class UDPSocket: @unchecked Sendable {  // loop-confined: every ent
             return
         }
         var first = 0
-        if let waiter = readWaiter {
-            readWaiter = nil
+        if readWaiter.isWaiting {
             first = 1
-            waiter.resume(returning: .success(receiveBuffers.datagram(0).copied()))
+            readWaiter.resume(returning: receiveBuffers.datagram(0).copied())
         }
         for index in first..<count { inbound.append(receiveBuffers.datagram(index).copied()) }
         updateReadInterest()
