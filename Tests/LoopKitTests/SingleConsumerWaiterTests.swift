@@ -41,8 +41,8 @@ private final class NumberSource: @unchecked Sendable {  // loop-confined: the t
 
     /// The producer: hands `number` to the waiting consumer, or keeps it.
     func produce(_ number: Int) {
-        if waiter.isWaiting {
-            waiter.resume(returning: number)
+        if let consumer = waiter.unpark() {
+            consumer.resume(returning: number)
         } else {
             buffer.append(number)
         }
@@ -51,7 +51,7 @@ private final class NumberSource: @unchecked Sendable {  // loop-confined: the t
     /// The producer ends the source, cleanly (nil) or with `failure`.
     func end(_ failure: SourceFailure?) {
         ending = .some(failure)
-        waiter.resumeIfWaiting(with: failure.map { .failure($0) } ?? .success(nil))
+        waiter.unpark()?.resume(with: failure.map { .failure($0) } ?? .success(nil))
     }
 }
 

@@ -13,6 +13,9 @@
 ///         updateReadInterest()  // backpressure: a waiting consumer wants bytes
 ///     }
 /// }
+///
+/// // The producer, on the loop: to the waiting consumer, or into the buffer.
+/// if let consumer = readWaiter.unpark() { consumer.resume(returning: chunk) } else { buffer.append(chunk) }
 /// ```
 ///
 /// The rules it owns:
@@ -23,10 +26,10 @@
 ///   otherwise wait for an event that never comes, so the closure looks again and resumes at once.
 /// - **One consumer.** Parking a second continuation while one waits stops the process (a precondition,
 ///   checked in release builds too) with a message naming the sequence.
-/// - **Exactly once.** ``resume(returning:)`` and ``resumeIfWaiting(with:)`` take the continuation out
-///   before resuming it, and the type is not copyable, so no copy can resume it again. The producer calls
-///   ``resume(returning:)`` with an element, and ``resumeIfWaiting(with:)`` with the end, the failure or
-///   the loop's shutdown, whichever it sees first.
+/// - **Exactly once.** The producer takes the parked consumer out with ``unpark()`` and resumes it with an
+///   element, the end, the failure or the loop's shutdown, whichever it sees first: the waiter is empty
+///   from then on, and neither the waiter nor the ``ParkedConsumer`` is copyable, so no copy can resume the
+///   continuation again.
 ///
 /// Resuming only enqueues the consumer's task on its executor: a task resumed from a callback runs in the
 /// drain (phase 3) of the same iteration (the loop's ordering contract, rule R2; R14 and R16 for datagrams
@@ -101,7 +104,7 @@ package struct SingleConsumerWaiter<Element: Sendable, Failure: Error>: ~Copyabl
         }
     }
 
-    /// Parks the suspended consumer until ``resume(returning:)`` or ``resumeIfWaiting(with:)``.
+    /// Parks the suspended consumer until the producer ``unpark()``s it.
     ///
     /// A second consumer while one waits is a programmer error: it stops the process with
     /// "`sequence` has one consumer at a time".
@@ -117,22 +120,41 @@ package struct SingleConsumerWaiter<Element: Sendable, Failure: Error>: ~Copyabl
         self.continuation = continuation
     }
 
-    /// Resumes the waiting consumer with `element`. A consumer must be waiting (``isWaiting``).
+    /// Takes the parked consumer out, to be resumed (once) with an element, the end, the failure or the
+    /// loop's shutdown; nil when none waits.
+    ///
+    /// The consumer is resumed after this access to the waiter has ended, so no call runs inside an access
+    /// to its owner's property: the compiler then drops the runtime's exclusivity checks on it, as it did
+    /// for the bare optional continuation this replaced.
     ///
     /// Loop thread.
     @inlinable
-    package mutating func resume(returning element: Element) {
-        guard let continuation = continuation.take() else { preconditionFailure("no consumer waits for an element") }
-        continuation.resume(returning: .success(element))
+    package mutating func unpark() -> ParkedConsumer? {
+        guard let continuation else { return nil }
+        self.continuation = nil
+        return ParkedConsumer(continuation)
     }
 
-    /// Resumes the waiting consumer, if one waits, with `outcome`: the end (`.success(nil)`), the failure
-    /// or the loop's shutdown; does nothing when none waits.
-    ///
-    /// Loop thread.
-    @inlinable
-    package mutating func resumeIfWaiting(with outcome: @autoclosure () -> Outcome) {
-        guard let continuation = continuation.take() else { return }
-        continuation.resume(returning: outcome())
+    /// A consumer taken out of its waiter by ``unpark()``: resumed exactly once (it is not copyable, and
+    /// resuming consumes it).
+    @usableFromInline
+    package struct ParkedConsumer: ~Copyable {
+        @usableFromInline let continuation: UnsafeContinuation<Outcome, Never>
+
+        @inlinable
+        init(_ continuation: UnsafeContinuation<Outcome, Never>) { self.continuation = continuation }
+
+        /// Resumes the consumer with `element`. Its task runs in the loop's next drain. Loop thread.
+        @inlinable
+        package consuming func resume(returning element: Element) {
+            continuation.resume(returning: .success(element))
+        }
+
+        /// Resumes the consumer with `outcome`: the end (`.success(nil)`), the failure or the loop's
+        /// shutdown. Loop thread.
+        @inlinable
+        package consuming func resume(with outcome: Outcome) {
+            continuation.resume(returning: outcome)
+        }
     }
 }

@@ -164,8 +164,8 @@ public final class HTTPRequestBody: AsyncSequence, @unchecked Sendable {  // loo
             return
         }
         let chunk = Bytes(copying: bytes)
-        if waiter.isWaiting {
-            waiter.resume(returning: chunk)
+        if let consumer = waiter.unpark() {
+            consumer.resume(returning: chunk)
         } else if let chunkHandler {
             chunkHandler(chunk)
         } else {
@@ -179,7 +179,7 @@ public final class HTTPRequestBody: AsyncSequence, @unchecked Sendable {  // loo
         guard ending == nil else { return }
         ending = result
         connection = nil
-        if bufferedCount == 0 { waiter.resumeIfWaiting(with: result.map { _ in nil }) }
+        if bufferedCount == 0 { waiter.unpark()?.resume(with: result.map { _ in nil }) }
         if chunkHandler != nil { finishCallbacks(result) }
     }
 

@@ -163,8 +163,8 @@ final class WebSocketCore: ConnectionHandler {
     private func deliver(_ message: WebSocketMessage) {
         if let messageHandler {
             messageHandler(message)
-        } else if waiter.isWaiting {
-            waiter.resume(returning: message)
+        } else if let consumer = waiter.unpark() {
+            consumer.resume(returning: message)
         } else {
             queue.append(message)
             queuedBytes += message.byteCount
@@ -315,7 +315,7 @@ final class WebSocketCore: ConnectionHandler {
         keepAliveTimer = nil
         pongTimer = nil
         closeTimer = nil
-        if queueHead == queue.count { waiter.resumeIfWaiting(with: error.map { .failure($0) } ?? .success(nil)) }
+        if queueHead == queue.count { waiter.unpark()?.resume(with: error.map { .failure($0) } ?? .success(nil)) }
         let handlers = closeHandlers
         closeHandlers = []
         messageHandler = nil

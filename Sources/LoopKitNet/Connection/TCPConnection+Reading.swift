@@ -158,8 +158,8 @@ extension TCPConnection {
     /// Hands freshly read bytes to whoever reads: a waiting `inbound` reader gets them as a chunk, the
     /// read handler is lent them; what is left unconsumed is kept.
     private func deliver(_ bytes: UnsafeRawBufferPointer, fromSharedBuffer: Bool) {
-        if readWaiter.isWaiting {
-            readWaiter.resume(returning: Bytes(copying: bytes))
+        if let consumer = readWaiter.unpark() {
+            consumer.resume(returning: Bytes(copying: bytes))
             return
         }
         guard handlerReads else {
@@ -178,8 +178,8 @@ extension TCPConnection {
     /// Hands the bytes held in the connection's own buffer to whoever reads.
     func deliverInput() {
         guard !input.isEmpty else { return }
-        if readWaiter.isWaiting {
-            readWaiter.resume(returning: takeInputChunk())
+        if let consumer = readWaiter.unpark() {
+            consumer.resume(returning: takeInputChunk())
             return
         }
         guard handlerReads, input.count != declinedCount else {

@@ -340,7 +340,7 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
             transport.shutdownOutput()
         case .endInput:
             updateReadInterest()
-            readWaiter.resumeIfWaiting(with: .success(nil))
+            readWaiter.unpark()?.resume(with: .success(nil))
             handler?.connectionInputEnded(self)
         case .finish(let reason):
             finish(reason, reset: false)
@@ -375,7 +375,7 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
             connectWaiter = nil
             waiter.resume(returning: .failure(reason == .shutDown ? .loopShutDown : .connectionClosed(reason)))
         }
-        readWaiter.resumeIfWaiting(with: reason.isClean ? .success(nil) : .failure(.connectionClosed(reason)))
+        readWaiter.unpark()?.resume(with: reason.isClean ? .success(nil) : .failure(.connectionClosed(reason)))
         let writers = writeWaiters
         writeWaiters = []
         for writer in writers {

@@ -77,8 +77,8 @@ extension PathWatcher {
     private func cancelWaiter(_ token: UInt64) {
         do {
             try loop.enqueue { [self] in
-                guard readWaiter.isWaiting, readWaiterToken == token else { return }  // resumed already
-                readWaiter.resumeIfWaiting(with: .success(nil))
+                guard readWaiterToken == token, let consumer = readWaiter.unpark() else { return }  // resumed already
+                consumer.resume(with: .success(nil))
             }
         } catch {
             // The loop is shutting down: its shutdown observer closes the watcher and resumes the waiter.

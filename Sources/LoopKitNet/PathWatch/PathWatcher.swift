@@ -393,7 +393,7 @@ public final class PathWatcher: @unchecked Sendable {  // loop-confined: every e
         fd = -1
         entries = [:]
         roots = [:]
-        readWaiter.resumeIfWaiting(with: reason == .closed ? .success(nil) : .failure(reason))
+        readWaiter.unpark()?.resume(with: reason == .closed ? .success(nil) : .failure(reason))
         if !inDispatch { eventsHandler = nil }  // a running handler is released when it returns
         errorHandler = nil
         let retained = keepAlive
@@ -520,9 +520,9 @@ public final class PathWatcher: @unchecked Sendable {  // loop-confined: every e
             return
         }
         var first = 0
-        if readWaiter.isWaiting {
+        if let consumer = readWaiter.unpark() {
             first = 1
-            readWaiter.resume(returning: batch[0])
+            consumer.resume(returning: batch[0])
         }
         inbound.append(contentsOf: batch[first...])
         updateReadInterest()

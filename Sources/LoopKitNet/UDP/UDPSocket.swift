@@ -333,7 +333,7 @@ public final class UDPSocket: @unchecked Sendable {  // loop-confined: every ent
         fd = -1
         outbound.removeAll()
         outboundHead = 0
-        readWaiter.resumeIfWaiting(with: reason == .closed ? .success(nil) : .failure(reason))
+        readWaiter.unpark()?.resume(with: reason == .closed ? .success(nil) : .failure(reason))
         let writers = writeWaiters
         writeWaiters = []
         for writer in writers { writer.resume(returning: .failure(reason)) }
@@ -412,9 +412,9 @@ public final class UDPSocket: @unchecked Sendable {  // loop-confined: every ent
             return
         }
         var first = 0
-        if readWaiter.isWaiting {
+        if let consumer = readWaiter.unpark() {
             first = 1
-            readWaiter.resume(returning: receiveBuffers.datagram(0).copied())
+            consumer.resume(returning: receiveBuffers.datagram(0).copied())
         }
         for index in first..<count { inbound.append(receiveBuffers.datagram(index).copied()) }
         updateReadInterest()
