@@ -137,11 +137,11 @@ struct TodoList {
 /// The todo API of Serving HTTP, on `store`.
 func todoRouter(store: TodoStore) -> HTTPRouter {
     var router = HTTPRouter()
-    router.post("/todos") { request in
+    router.post("/todos", .inTask) { request in
         let new = try request.decode(as: NewTodo.self)
         return try .json(await store.add(new.title), status: .created)
     }
-    router.get("/todos/:id") { request in
+    router.get("/todos/:id", .inTask) { request in
         let id = try request.parameters.require("id", as: Int.self)
         guard let todo = await store.todo(id) else { throw HTTPError(.notFound, "no todo \(id)") }
         return try .json(todo)
@@ -161,7 +161,7 @@ var todos: [Substring: String] { given() }
 var router: HTTPRouter {
     var router = HTTPRouter()
     router.get("/hello") { _ in .text("Hello, World!") }
-    router.webSocket("/ws/echo") { request, socket in
+    router.webSocket("/ws/echo", .inTask) { request, socket in
         for try await message in socket.messages { try await socket.send(message) }
     }
     return router

@@ -124,11 +124,11 @@ func example_README_199(router: inout HTTPRouter, configuration: inout HTTPServe
 func example_README_212(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
 
     var router = HTTPRouter()
-    router.get("/hello") { _ in .text("Hello, World!") }                        // sync: on the loop thread
+    router.get("/hello") { _ in .text("Hello, World!") }                        // inline: on the loop thread
     router.get("/todos/:id") { request in                                       // a thrown HTTPError is its status
         guard let todo = todos[request.parameters["id"] ?? ""] else { throw HTTPError(.notFound) }
         return .text(todo) }
-    router.get("/sum") { request async throws in                                 // async: a task on the loop
+    router.get("/sum", .inTask) { request in                                    // .inTask: a task on the loop
         try await request.loop.process(0..<1_000_000, each: { _ in }); return .text("done") }
     router.on(.post, "/upload", bodyLimit: nil) { request, body in              // streamed, constant memory
         var count = 0; for try await chunk in body { count += chunk.count }; return .text("\(count)") }
@@ -137,15 +137,15 @@ func example_README_212(router: inout HTTPRouter, configuration: inout HTTPServe
     try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm], logger: logger).run()
 }
 
-// README.md:243
-func example_README_243(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
-    router.webSocket("/ws/echo") { request, socket in
+// README.md:249
+func example_README_249(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    router.webSocket("/ws/echo", .inTask) { request, socket in
         for try await message in socket.messages { try await socket.send(message) }
     }
     router.get("/clock") { _ in
         .events { events in try await events.send(ServerSentEvent(event: "tick", data: "\(ContinuousClock.now)")) }
     }
-    router.get("/jobs/:id/events") { request in                     // jobs: an actor, id → TaskProgress
+    router.get("/jobs/:id/events", .inTask) { request in                     // jobs: an actor, id → TaskProgress
         guard let progress = await jobs.progress(of: try request.parameters.require("id", as: Int.self)) else {
             throw HTTPError(.notFound)
         }
@@ -153,8 +153,8 @@ func example_README_243(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:267
-@Suite("README.md:267") struct Example_README_267 {
+// README.md:273
+@Suite("README.md:273") struct Example_README_273 {
     @Test func timerFiresAfterQueuedWork() throws {
         let driver = try LoopDriver()                 // a loop on a VirtualClock
         let trace = OrderTrace(driver.loop)
@@ -171,8 +171,8 @@ func example_README_243(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:290
-func example_README_290(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:296
+func example_README_296(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try LoopMetrics.record(loop, name: "main")                 // iteration duration, poll wait, queue depth, …
     router.use(HTTPServerMetrics.middleware())                 // http.server.request.duration, …
     HTTPServerMetrics.record(into: &configuration)             // http.server.open_connections
@@ -188,8 +188,8 @@ func example_ArrayProcessing_11(router: inout HTTPRouter, configuration: inout H
     job.cancel()
 }
 
-// Sources/LoopKit/LoopKit.docc/ArrayProcessing.md:99
-func example_ArrayProcessing_99(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKit/LoopKit.docc/ArrayProcessing.md:104
+func example_ArrayProcessing_104(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try await loop.process(records, each: { record in index.add(record) })   // Sendable closures
 }
 
@@ -354,16 +354,16 @@ func example_ServingHTTP_15(router: inout HTTPRouter, configuration: inout HTTPS
     try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm], logger: logger).run()
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:36
-func example_ServingHTTP_36(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
-    router.get("/work") { (request: HTTPServerRequest) async throws -> HTTPServerResponse in
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:40
+func example_ServingHTTP_40(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    router.get("/work", .inTask) { request in
         try await request.loop.process(items, each: { crunch($0) })   // 4 ms per iteration, then I/O
         return .text("done")
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:58
-func example_ServingHTTP_58(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:72
+func example_ServingHTTP_72(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     actor TodoStore {
         private var todos: [Int: Todo] = [:]
         private var nextID = 1
@@ -379,28 +379,28 @@ func example_ServingHTTP_58(router: inout HTTPRouter, configuration: inout HTTPS
     let group = try LoopGroup(threads: 2)
     let store = TodoStore()
     var router = HTTPRouter()
-    router.post("/todos") { request in
+    router.post("/todos", .inTask) { request in
         let new = try request.decode(as: NewTodo.self)
         return try .json(await store.add(new.title), status: .created)
     }
-    router.get("/todos/:id") { request in
+    router.get("/todos/:id", .inTask) { request in
         let id = try request.parameters.require("id", as: Int.self)
         guard let todo = await store.todo(id) else { throw HTTPError(.notFound, "no todo \(id)") }
         return try .json(todo)
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:91
-func example_ServingHTTP_91(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:105
+func example_ServingHTTP_105(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let todos = LoopBound(TodoList(), on: group.loops[0])
-    router.post("/todos") { request in
+    router.post("/todos", .inTask) { request in
         let new = try request.decode(as: NewTodo.self)
         return try .json(await todos.perform { $0.add(new.title) }, status: .created)
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:102
-func example_ServingHTTP_102(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:116
+func example_ServingHTTP_116(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let hits = Dictionary(uniqueKeysWithValues: group.loops.map { (ObjectIdentifier($0), LoopBound(0, on: $0)) })
     router.get("/hello") { request in
         hits[ObjectIdentifier(request.loop)]!.value += 1                        // this loop's own count
@@ -408,8 +408,8 @@ func example_ServingHTTP_102(router: inout HTTPRouter, configuration: inout HTTP
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:125
-func example_ServingHTTP_125(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:139
+func example_ServingHTTP_139(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     struct NewTodo: Codable { var title: String }
     struct Todo: Codable { var id: Int; var title: String; var done: Bool }
 
@@ -419,8 +419,8 @@ func example_ServingHTTP_125(router: inout HTTPRouter, configuration: inout HTTP
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:148
-func example_ServingHTTP_148(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:162
+func example_ServingHTTP_162(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.get("/todos/:id") { request in
         let id = try request.parameters.require("id", as: Int.self)             // /todos/x: 400
         return .text("todo \(id)")
@@ -432,8 +432,8 @@ func example_ServingHTTP_148(router: inout HTTPRouter, configuration: inout HTTP
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:170
-func example_ServingHTTP_170(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:184
+func example_ServingHTTP_184(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.on(.post, "/upload", bodyLimit: nil) { request, body in      // any size, constant memory
         var count = 0
         for try await chunk in body { count += chunk.count }
@@ -446,8 +446,8 @@ func example_ServingHTTP_170(router: inout HTTPRouter, configuration: inout HTTP
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:207
-func example_ServingHTTP_207(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:221
+func example_ServingHTTP_221(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     var router = HTTPRouter()
     router.use(CORSMiddleware(allowedOrigin: .only(["https://app.example"])))   // preflights answered here
     router.use(before: { request in                                           // inline: 401 before the route
@@ -461,8 +461,8 @@ func example_ServingHTTP_207(router: inout HTTPRouter, configuration: inout HTTP
     router.get("/items") { request in .text("[]") }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:243
-func example_ServingHTTP_243(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:257
+func example_ServingHTTP_257(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     var router = HTTPRouter()
     router.use(AccessLogMiddleware())                     // every request
     router.get("/health") { _ in .text("ok") }
@@ -552,18 +552,18 @@ func example_TestingHTTPHandlers_117(router: inout HTTPRouter, configuration: in
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:22
-func example_WebSocketsAndEvents_22(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:23
+func example_WebSocketsAndEvents_23(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     var router = HTTPRouter()
-    router.webSocket("/ws/echo") { request, socket in
+    router.webSocket("/ws/echo", .inTask) { request, socket in
         for try await message in socket.messages {
             try await socket.send(message)
         }
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:34
-func example_WebSocketsAndEvents_34(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:37
+func example_WebSocketsAndEvents_37(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.webSocket("/ws/shout") { request, socket in
         socket.onMessage { message in
             guard case .text(let text) = message else { return }
@@ -573,15 +573,15 @@ func example_WebSocketsAndEvents_34(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:47
-func example_WebSocketsAndEvents_47(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:50
+func example_WebSocketsAndEvents_50(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.webSocket("/chat", shouldUpgrade: { request in
         request.head.headerFields[.authorization] == nil ? .refuse(status: .unauthorized) : .accept
     }) { request, socket in }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:63
-func example_WebSocketsAndEvents_63(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:66
+func example_WebSocketsAndEvents_66(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
 
     final class ChatRoom: Sendable {
         private let members = Mutex<[Int: AsyncStream<String>.Continuation]>([:])
@@ -599,7 +599,7 @@ func example_WebSocketsAndEvents_63(router: inout HTTPRouter, configuration: ino
     }
 
     let room = ChatRoom()
-    router.webSocket("/chat") { request, socket in
+    router.webSocket("/chat", .inTask) { request, socket in
         let name = try request.require(query: "name")
         let (id, outbox) = room.join()
         defer { room.leave(id); room.broadcast("\(name) left") }
@@ -614,8 +614,8 @@ func example_WebSocketsAndEvents_63(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:135
-func example_WebSocketsAndEvents_135(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:138
+func example_WebSocketsAndEvents_138(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.get("/clock") { _ in
         .events { events in
             while true {
@@ -626,27 +626,27 @@ func example_WebSocketsAndEvents_135(router: inout HTTPRouter, configuration: in
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:155
-func example_WebSocketsAndEvents_155(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:158
+func example_WebSocketsAndEvents_158(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     actor Jobs {                                  // every loop's handlers reach it with `await`
         var running: [Int: TaskProgress] = [:]
         func progress(of id: Int) -> TaskProgress? { running[id] }
     }
     let jobs = Jobs()
 
-    router.get("/jobs/:id/events") { request in
+    router.get("/jobs/:id/events", .inTask) { request in
         let id = try request.parameters.require("id", as: Int.self)           // 400 when not a number
         guard let progress = await jobs.progress(of: id) else { throw HTTPError(.notFound, "no job \(id)") }
         return .progressEvents(progress)
     }
-    router.webSocket("/ws/jobs/:id") { request, socket in
+    router.webSocket("/ws/jobs/:id", .inTask) { request, socket in
         let id = try request.parameters.require("id", as: Int.self)
         if let progress = await jobs.progress(of: id) { try await socket.send(progress: progress) }
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:187
-func example_WebSocketsAndEvents_187(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:190
+func example_WebSocketsAndEvents_190(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.get("/reports/:id/events") { request in
         let job = try request.loop.process(rows, each: { render($0) }, completion: { _ in })
         return .progressEvents(job.progress, cancelsWhenAbandoned: true)

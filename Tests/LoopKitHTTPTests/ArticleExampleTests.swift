@@ -39,12 +39,12 @@ struct ArticleExampleTests {
 
     static func progressRouter(jobs: Jobs) -> HTTPRouter {
         var router = HTTPRouter()
-        router.get("/jobs/:id/events") { request in
+        router.get("/jobs/:id/events", .inTask) { request in
             let id = try request.parameters.require("id", as: Int.self)           // 400 when not a number
             guard let progress = await jobs.progress(of: id) else { throw HTTPError(.notFound, "no job \(id)") }
             return .progressEvents(progress)
         }
-        router.webSocket("/ws/jobs/:id") { request, socket in
+        router.webSocket("/ws/jobs/:id", .inTask) { request, socket in
             let id = try request.parameters.require("id", as: Int.self)
             if let progress = await jobs.progress(of: id) { try await socket.send(progress: progress) }
         }

@@ -15,7 +15,7 @@ struct HTTPErrorTests {
             guard request.parameters["id"] == "1" else { throw HTTPError(.notFound, "no todo \(request.parameters["id"] ?? "")") }
             return .text("todo 1")
         }
-        router.get("/async") { (_: HTTPServerRequest) async throws -> HTTPServerResponse in
+        router.get("/async", .inTask) { _ in
             await Task.yield()
             throw HTTPError(.tooManyRequests, headerFields: [.retryAfter: "30"])
         }

@@ -18,12 +18,12 @@ struct HTTPTestClientLoopsTests {
     /// of the loop that served.
     static func router(group: LoopGroup?, counter: Counter, bound: LoopBound<Int>) -> HTTPRouter {
         var router = HTTPRouter()
-        router.get("/count") { _ in .text("\(await counter.increment())") }
+        router.get("/count", .inTask) { _ in .text("\(await counter.increment())") }
         router.get("/bound") { _ in
             bound.value += 1
             return .text("\(bound.value)")
         }
-        router.get("/other-loop") { _ in
+        router.get("/other-loop", .inTask) { _ in
             .text("\(try await bound.perform { value -> Int in value += 1; return value })")
         }
         router.get("/loop") { request in

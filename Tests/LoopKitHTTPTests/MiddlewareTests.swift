@@ -141,7 +141,7 @@ struct MiddlewareTests {
         var router = HTTPRouter()
         router.use(TraceMiddleware(name: "a"))
         router.use { request, next in try await next(request) }
-        router.get("/") { (request: HTTPServerRequest) async throws -> HTTPServerResponse in
+        router.get("/", .inTask) { request in
             await Task.yield()
             return try echoTrace(request)
         }

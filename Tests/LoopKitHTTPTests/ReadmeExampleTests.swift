@@ -9,8 +9,8 @@ struct ReadmeExampleTests {
     @Test func readmeServerAnswersBothRoutes() async throws {
         let group = try LoopGroup(threads: 2)
         var router = HTTPRouter()
-        router.get("/hello") { _ in .text("Hello, World!") }                        // sync: on the loop thread
-        router.get("/sum") { request async throws in                                 // async: a task on the loop
+        router.get("/hello") { _ in .text("Hello, World!") }                        // inline: on the loop thread
+        router.get("/sum", .inTask) { request in                                    // .inTask: a task on the loop
             try await request.loop.process(0..<1_000_000, each: { _ in }); return .text("done") }
         let server = HTTPServer(group: group, configuration: .init(port: 0), router: router, logger: quietLogger)
         let port = try server.start()

@@ -24,9 +24,9 @@ struct RoutingTests {
 
     @Test func putPatchAndDeleteTakeAsyncHandlersAsGetAndPostDo() throws {
         var router = HTTPRouter()
-        router.put("/items/:id") { (request: HTTPServerRequest) async throws -> HTTPServerResponse in .text("put \(request.parameters["id"] ?? "")") }
-        router.patch("/items/:id") { (_: HTTPServerRequest) async throws -> HTTPServerResponse in .text("patched") }
-        router.delete("/items/:id") { (_: HTTPServerRequest) async throws -> HTTPServerResponse in .text("deleted") }
+        router.put("/items/:id", .inTask) { request in .text("put \(request.parameters["id"] ?? "")") }
+        router.patch("/items/:id", .inTask) { _ in .text("patched") }
+        router.delete("/items/:id", .inTask) { _ in .text("deleted") }
         let client = try HTTPTestClient(router: router, mode: .inMemory)
         #expect(try client.execute(.put, "/items/7").text == "put 7")
         #expect(try client.execute(.patch, "/items/7").text == "patched")

@@ -204,11 +204,11 @@ func testRouter(gate: Gate = Gate()) -> HTTPRouter {
     router.get("/hello") { _ in HTTPServerResponse(status: .ok, headerFields: [.contentType: "text/plain"], body: .string("Hello, World!")) }
     router.post("/echo") { request in HTTPServerResponse(status: .ok, body: .bytes(request.body)) }
     router.get("/users/:id") { request in .text("user \(request.parameters["id"] ?? "?")") }
-    router.get("/async") { (request: HTTPServerRequest) async throws -> HTTPServerResponse in
+    router.get("/async", .inTask) { request in
         await Task.yield()
         return .text("async on loop: \(request.loop.isCurrent)")
     }
-    router.get("/gate") { (_: HTTPServerRequest) async throws -> HTTPServerResponse in
+    router.get("/gate", .inTask) { _ in
         await gate.wait()
         gate.departures.add(1, ordering: .relaxed)
         return .text("opened")

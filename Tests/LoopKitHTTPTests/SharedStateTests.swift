@@ -36,16 +36,16 @@ struct SharedStateTests {
     static func router(group: LoopGroup, store: TodoStore, list: LoopBound<TodoList>,
                        hits: [ObjectIdentifier: LoopBound<Int>]) -> HTTPRouter {
         var router = HTTPRouter()
-        router.post("/todos") { request in
+        router.post("/todos", .inTask) { request in
             let new = try request.decode(as: NewTodo.self)
             return try .json(await store.add(new.title), status: .created)
         }
-        router.get("/todos/:id") { request in
+        router.get("/todos/:id", .inTask) { request in
             let id = try request.parameters.require("id", as: Int.self)
             guard let todo = await store.todo(id) else { throw HTTPError(.notFound, "no todo \(id)") }
             return try .json(todo)
         }
-        router.post("/list") { request in
+        router.post("/list", .inTask) { request in
             let new = try request.decode(as: NewTodo.self)
             return try .json(await list.perform { $0.add(new.title) }, status: .created)
         }

@@ -85,7 +85,7 @@ struct TracingTests {
         var configuration = HTTPServer.Configuration()
         configuration.tracer = tracer
         var router = HTTPRouter()
-        router.get("/slow") { (_: HTTPServerRequest) async throws -> HTTPServerResponse in
+        router.get("/slow", .inTask) { _ in
             try await Task.sleep(for: .seconds(3600))
             return .text("late")
         }

@@ -22,7 +22,7 @@ struct WebSocketBackpressureTests {
         let sent = Counter()
         let finished = Flag()
         var router = HTTPRouter()
-        router.webSocket("/ws/flood") { _, socket in
+        router.webSocket("/ws/flood", .inTask) { _, socket in
             let payload = [UInt8](repeating: 0x5A, count: Self.messageSize)
             for _ in 0..<Self.messageCount {
                 try await socket.send(.binary(payload))
@@ -58,7 +58,7 @@ struct WebSocketBackpressureTests {
     @Test func aSecondMessagesReaderWhileOneWaitsStopsTheProcess() async throws {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             var router = HTTPRouter()
-            router.webSocket("/ws/two-readers") { _, socket in
+            router.webSocket("/ws/two-readers", .inTask) { _, socket in
                 Task(executorPreference: socket.loop) { for try await _ in socket.messages {} }
                 for try await _ in socket.messages {}
             }

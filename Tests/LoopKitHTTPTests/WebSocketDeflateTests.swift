@@ -127,7 +127,7 @@ struct WebSocketDeflateTests {
         var router = HTTPRouter()
         var plain = WebSocketConfiguration()
         plain.allowsCompression = false
-        router.webSocket("/plain", configuration: plain) { _, socket in try await socket.send(.text("plain")) }
+        router.webSocket("/plain", .inTask, configuration: plain) { _, socket in try await socket.send(.text("plain")) }
         try await withServer(router: router) { (_: HTTPServer, port: Int) async throws in
             let client = try WebSocketClient(port: port, path: "/plain", fields: ["Sec-WebSocket-Extensions: permessage-deflate"])
             #expect(client.response.field("Sec-WebSocket-Extensions") == nil)

@@ -28,7 +28,7 @@ struct WebSocketFanOutTests {
 
     static func router(room: ChatRoom) -> HTTPRouter {
         var router = HTTPRouter()
-        router.webSocket("/chat") { request, socket in
+        router.webSocket("/chat", .inTask) { request, socket in
             let name = try request.require(query: "name")
             let (id, outbox) = room.join()
             defer { room.leave(id); room.broadcast("\(name) left") }

@@ -68,7 +68,7 @@ final class WebSocketClient {
 /// Routes for the WebSocket suites.
 func webSocketTestRouter(events: Recorder<String> = Recorder()) -> HTTPRouter {
     var router = HTTPRouter()
-    router.webSocket("/ws/echo") { _, socket in
+    router.webSocket("/ws/echo", .inTask) { _, socket in
         do {
             for try await message in socket.messages { try await socket.send(message) }
             events.record("ended cleanly")
@@ -80,7 +80,7 @@ func webSocketTestRouter(events: Recorder<String> = Recorder()) -> HTTPRouter {
     var small = WebSocketConfiguration()
     small.maxMessageSize = 1000
     small.maxFrameSize = 600
-    router.webSocket("/ws/small", configuration: small) { _, socket in
+    router.webSocket("/ws/small", .inTask, configuration: small) { _, socket in
         for try await message in socket.messages { try await socket.send(message) }
     }
     router.webSocket("/ws/callbacks") { _, socket in
@@ -90,7 +90,7 @@ func webSocketTestRouter(events: Recorder<String> = Recorder()) -> HTTPRouter {
         }
         socket.onClose { error in events.record("callbacks closed: \(error.map { "\($0)" } ?? "cleanly")") }
     }
-    router.webSocket("/ws/private", shouldUpgrade: { request in
+    router.webSocket("/ws/private", .inTask, shouldUpgrade: { request in
         request.head.headerFields[.authorization] == "Bearer yes" ? .accept(headerFields: [.init("X-Welcome")!: "1"]) : .refuse(status: .forbidden)
     }) { _, socket in
         try await socket.send(.text("welcome"))
@@ -98,14 +98,14 @@ func webSocketTestRouter(events: Recorder<String> = Recorder()) -> HTTPRouter {
     var pinging = WebSocketConfiguration()
     pinging.pingInterval = .milliseconds(20)
     pinging.pingTimeout = .milliseconds(100)
-    router.webSocket("/ws/ping", configuration: pinging) { _, socket in
+    router.webSocket("/ws/ping", .inTask, configuration: pinging) { _, socket in
         do {
             for try await _ in socket.messages {}
         } catch {
             events.record("ping route: \(error)")
         }
     }
-    router.webSocket("/ws/throws") { _, socket in
+    router.webSocket("/ws/throws", .inTask) { _, socket in
         try await socket.send(.text("about to throw"))
         throw WebSocketTestFailure()
     }

@@ -102,7 +102,7 @@ struct HTTPServerMetricsTests {
         var router = HTTPRouter()
         router.use(HTTPServerMetrics.middleware(factory: metrics))
         router.get("/now") { _ in .text("now") }
-        router.get("/later") { (_: HTTPServerRequest) async throws -> HTTPServerResponse in
+        router.get("/later", .inTask) { _ in
             await Task.yield()  // the rest of the handler runs in the next iteration
             return .text("later")
         }

@@ -47,7 +47,7 @@ public enum DemoRoutes {
             // once it has seen the final event (which stops an EventSource that does not close itself).
             return .progressEvents(job.progress, resumingAfter: request.head.headerFields[.lastEventID])
         }
-        router.webSocket("/ws/jobs/:id", shouldUpgrade: { request in
+        router.webSocket("/ws/jobs/:id", .inTask, shouldUpgrade: { request in
             request.parameters["id"].flatMap({ Int($0) }).flatMap(jobs.job) == nil ? .refuse(status: .notFound) : .accept
         }) { request, socket in
             guard let job = request.parameters["id"].flatMap({ Int($0) }).flatMap(jobs.job) else { return }
@@ -109,7 +109,7 @@ public enum DemoRoutes {
                 }
             })
         }
-        router.get("/work") { (request: HTTPServerRequest) async throws -> HTTPServerResponse in
+        router.get("/work", .inTask) { request in
             guard let items = request.query("items").flatMap({ Int($0) }), items >= 0 else {
                 return .text("items=N required\n", status: .badRequest)
             }
@@ -121,7 +121,7 @@ public enum DemoRoutes {
         }
         // A WebSocket that sends every message back (permessage-deflate when the client offers it); the
         // client's reading paces the echo: `send` waits while the output is above the high-water mark.
-        router.webSocket("/ws/echo") { _, socket in
+        router.webSocket("/ws/echo", .inTask) { _, socket in
             for try await message in socket.messages { try await socket.send(message) }
         }
         return router

@@ -2,10 +2,12 @@
 /// the request body collected first, or streamed to the handler as it arrives.
 public enum HTTPHandler: Sendable {
     /// Runs on the connection's loop thread once the body is collected, and returns the response at
-    /// once: the fastest form.
+    /// once, inside the read callback that parsed the request: the fastest form. Made by
+    /// `router.get(path) { … }` (or `router.get(path, .inline) { … }`).
     case sync(@Sendable (HTTPServerRequest) throws -> HTTPServerResponse)
     /// Runs as a `Task` whose executor preference is the connection's loop, once the body is collected:
-    /// it starts on the loop thread (no hop) and may await, for example `loop.process(…)`.
+    /// it starts on the loop thread (no hop) and may await, for example `loop.process(…)`. The connection
+    /// is not read while it runs. Made by `router.get(path, .inTask) { … }` (``HTTPTaskExecution``).
     case async(@Sendable (HTTPServerRequest) async throws -> HTTPServerResponse)
     /// Runs as a `Task` on the connection's loop as soon as the head is parsed, and reads the body as it
     /// arrives (``HTTPRequestBody``), at most `limit` bytes (nil: no limit).

@@ -6,7 +6,12 @@ import HTTPTypes
 /// var router = HTTPRouter()
 /// router.get("/hello") { _ in .text("Hello, World!") }
 /// router.get("/users/:id") { request in .text("user \(request.parameters["id"]!)") }
+/// router.get("/report", .inTask) { request in try await buildReport(request) }
 /// ```
+/// A route's handler runs inline on the loop thread (a synchronous closure, answered inside the read
+/// callback: no task) or, marked ``HTTPTaskExecution/inTask``, as a task on the loop (an async closure;
+/// the connection is not read meanwhile). The marker makes the difference visible where the route is
+/// added: an `await` alone no longer moves a handler into a task without a word (``HTTPTaskExecution``).
 /// Routes are matched in the order they were added. A request no route matches gets 404; one whose path
 /// a route answers for other methods gets 405 with `Allow` (501 for a method the server knows nothing
 /// of); `OPTIONS` answers 204 with `Allow` unless a route of its own does (`OPTIONS *`: every method the
@@ -115,106 +120,6 @@ public struct HTTPRouter: Sendable {
             prepared.hasGroupChains = true
         }
         return prepared
-    }
-
-    /// Adds a synchronous `GET` route (it runs on the loop thread).
-    /// - Parameters:
-    ///   - path: The path pattern.
-    ///   - handler: What runs.
-    public mutating func get(_ path: String, _ handler: @escaping @Sendable (HTTPServerRequest) throws -> HTTPServerResponse) {
-        add(.get, path, .sync(handler))
-    }
-
-    /// Adds an asynchronous `GET` route (a task on the loop's executor).
-    /// - Parameters:
-    ///   - path: The path pattern.
-    ///   - handler: What runs.
-    public mutating func get(_ path: String, _ handler: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse) {
-        add(.get, path, .async(handler))
-    }
-
-    /// Adds a synchronous `POST` route.
-    /// - Parameters:
-    ///   - path: The path pattern.
-    ///   - handler: What runs.
-    public mutating func post(_ path: String, _ handler: @escaping @Sendable (HTTPServerRequest) throws -> HTTPServerResponse) {
-        add(.post, path, .sync(handler))
-    }
-
-    /// Adds an asynchronous `POST` route.
-    /// - Parameters:
-    ///   - path: The path pattern.
-    ///   - handler: What runs.
-    public mutating func post(_ path: String, _ handler: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse) {
-        add(.post, path, .async(handler))
-    }
-
-    /// Adds a synchronous `PUT` route.
-    /// - Parameters:
-    ///   - path: The path pattern.
-    ///   - handler: What runs.
-    public mutating func put(_ path: String, _ handler: @escaping @Sendable (HTTPServerRequest) throws -> HTTPServerResponse) {
-        add(.put, path, .sync(handler))
-    }
-
-    /// Adds an asynchronous `PUT` route (a task on the loop's executor).
-    /// - Parameters:
-    ///   - path: The path pattern.
-    ///   - handler: What runs.
-    public mutating func put(_ path: String, _ handler: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse) {
-        add(.put, path, .async(handler))
-    }
-
-    /// Adds a synchronous `PATCH` route.
-    /// - Parameters:
-    ///   - path: The path pattern.
-    ///   - handler: What runs.
-    public mutating func patch(_ path: String, _ handler: @escaping @Sendable (HTTPServerRequest) throws -> HTTPServerResponse) {
-        add(.patch, path, .sync(handler))
-    }
-
-    /// Adds an asynchronous `PATCH` route (a task on the loop's executor).
-    /// - Parameters:
-    ///   - path: The path pattern.
-    ///   - handler: What runs.
-    public mutating func patch(_ path: String, _ handler: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse) {
-        add(.patch, path, .async(handler))
-    }
-
-    /// Adds a synchronous `DELETE` route.
-    /// - Parameters:
-    ///   - path: The path pattern.
-    ///   - handler: What runs.
-    public mutating func delete(_ path: String, _ handler: @escaping @Sendable (HTTPServerRequest) throws -> HTTPServerResponse) {
-        add(.delete, path, .sync(handler))
-    }
-
-    /// Adds an asynchronous `DELETE` route (a task on the loop's executor).
-    /// - Parameters:
-    ///   - path: The path pattern.
-    ///   - handler: What runs.
-    public mutating func delete(_ path: String, _ handler: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse) {
-        add(.delete, path, .async(handler))
-    }
-
-    /// Adds a synchronous route for any method.
-    /// - Parameters:
-    ///   - method: The method it answers (`.put`, `.patch`, `.delete`, `.options`, …).
-    ///   - path: The path pattern.
-    ///   - handler: What runs, on the loop thread.
-    public mutating func on(_ method: HTTPRequest.Method, _ path: String,
-                            _ handler: @escaping @Sendable (HTTPServerRequest) throws -> HTTPServerResponse) {
-        add(method, path, .sync(handler))
-    }
-
-    /// Adds an asynchronous route for any method (a task on the loop's executor).
-    /// - Parameters:
-    ///   - method: The method it answers.
-    ///   - path: The path pattern.
-    ///   - handler: What runs.
-    public mutating func on(_ method: HTTPRequest.Method, _ path: String,
-                            _ handler: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse) {
-        add(method, path, .async(handler))
     }
 
     /// What a request resolves to.

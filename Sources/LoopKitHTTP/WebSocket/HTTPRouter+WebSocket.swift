@@ -1,13 +1,38 @@
 extension HTTPRouter {
-    /// Adds a `GET` route that upgrades to a WebSocket and runs `handler` with it, as a task on the
-    /// connection's loop; when the handler returns the socket closes with 1000 (1011 when it throws).
+    /// Adds a `GET` route that upgrades to a WebSocket and runs `handler` with it as a task on the
+    /// connection's loop; when the handler returns, the socket closes with 1000 (1011 when it throws).
     ///
     /// ```swift
-    /// router.webSocket("/ws/echo") { request, socket in
+    /// router.webSocket("/ws/echo", .inTask) { request, socket in
     ///     for try await message in socket.messages { try await socket.send(message) }
     /// }
     /// ```
     /// A request that is not a valid upgrade gets 400, or 426 with `Sec-WebSocket-Version: 13`.
+    ///
+    /// `.inTask` says at the call site that the handler is a task whose return closes the socket: without
+    /// it, a closure with an `await` would pick this form over the inline one
+    /// (``webSocket(_:_:configuration:shouldUpgrade:_:)-(_,HTTPInlineExecution,_,_,_)``) silently.
+    ///
+    /// - Parameters:
+    ///   - path: The path pattern.
+    ///   - execution: ``HTTPTaskExecution/inTask``.
+    ///   - configuration: Limits, timeouts and compression.
+    ///   - shouldUpgrade: Decides, from the request, whether to accept; nil accepts every valid upgrade.
+    ///   - handler: Runs with the request and the socket, once the `101` is written.
+    ///
+    /// Build the router on any thread.
+    public mutating func webSocket(
+        _ path: String, _ execution: HTTPTaskExecution, configuration: WebSocketConfiguration = WebSocketConfiguration(),
+        shouldUpgrade: (@Sendable (HTTPServerRequest) async throws -> WebSocketUpgradeDecision)? = nil,
+        _ handler: @escaping @Sendable (HTTPServerRequest, WebSocket) async throws -> Void
+    ) {
+        add(.get, path, .webSocket(WebSocketRoute(configuration: configuration, shouldUpgrade: shouldUpgrade,
+                                                  handler: .async(handler))))
+    }
+
+    /// Adds a `GET` route that upgrades to a WebSocket and runs `handler` with it as a task, without
+    /// saying so at the call site: deprecated, as one `await` added to an inline handler's closure picks
+    /// this form silently (and then the socket closes when the handler returns).
     ///
     /// - Parameters:
     ///   - path: The path pattern.
@@ -16,18 +41,18 @@ extension HTTPRouter {
     ///   - handler: Runs with the request and the socket, once the `101` is written.
     ///
     /// Build the router on any thread.
+    @available(*, deprecated, message: "this async handler runs in a task and the socket closes when it returns: say so with webSocket(path, .inTask) { … }, or drop the await to set callbacks inline")
     public mutating func webSocket(
         _ path: String, configuration: WebSocketConfiguration = WebSocketConfiguration(),
         shouldUpgrade: (@Sendable (HTTPServerRequest) async throws -> WebSocketUpgradeDecision)? = nil,
         _ handler: @escaping @Sendable (HTTPServerRequest, WebSocket) async throws -> Void
     ) {
-        add(.get, path, .webSocket(WebSocketRoute(configuration: configuration, shouldUpgrade: shouldUpgrade,
-                                                  handler: .async(handler))))
+        webSocket(path, .inTask, configuration: configuration, shouldUpgrade: shouldUpgrade, handler)
     }
 
-    /// Adds a `GET` route that upgrades to a WebSocket and hands it to `handler` on the connection's loop
-    /// thread, to set callbacks (``WebSocket/onMessage(_:)``, ``WebSocket/onClose(_:)``): the socket
-    /// lives on after the handler returns, until either side closes it.
+    /// Adds a `GET` route that upgrades to a WebSocket and hands it to `handler` inline, on the
+    /// connection's loop thread, to set callbacks (``WebSocket/onMessage(_:)``, ``WebSocket/onClose(_:)``):
+    /// the socket lives on after the handler returns, until either side closes it.
     ///
     /// ```swift
     /// router.webSocket("/ws/shout") { request, socket in
@@ -51,5 +76,27 @@ extension HTTPRouter {
     ) {
         add(.get, path, .webSocket(WebSocketRoute(configuration: configuration, shouldUpgrade: shouldUpgrade,
                                                   handler: .callback(handler))))
+    }
+
+    /// Adds a `GET` route that upgrades to a WebSocket and hands it to `handler` inline, saying so: the
+    /// same as the form without `.inline`.
+    ///
+    /// ```swift
+    /// router.webSocket("/ws/shout", .inline) { request, socket in socket.onMessage { _ in } }
+    /// ```
+    /// - Parameters:
+    ///   - path: The path pattern.
+    ///   - execution: ``HTTPInlineExecution/inline``.
+    ///   - configuration: Limits, timeouts and compression.
+    ///   - shouldUpgrade: Decides, from the request, whether to accept; nil accepts every valid upgrade.
+    ///   - handler: Runs on the loop's thread with the request and the socket, once the `101` is written.
+    ///
+    /// Build the router on any thread.
+    public mutating func webSocket(
+        _ path: String, _ execution: HTTPInlineExecution, configuration: WebSocketConfiguration = WebSocketConfiguration(),
+        shouldUpgrade: (@Sendable (HTTPServerRequest) async throws -> WebSocketUpgradeDecision)? = nil,
+        _ handler: @escaping @Sendable (HTTPServerRequest, WebSocket) -> Void
+    ) {
+        webSocket(path, configuration: configuration, shouldUpgrade: shouldUpgrade, handler)
     }
 }

@@ -73,29 +73,29 @@ public final class Jobs: Sendable {
 public func makeRouter(store: TodoStore, room: ChatRoom, jobs: Jobs,
                        work: @escaping @Sendable (Int) -> Void = { _ in }) -> HTTPRouter {
     var router = HTTPRouter()
-    router.get("/todos") { _ in try .json(await store.all()) }
-    router.post("/todos") { request in
+    router.get("/todos", .inTask) { _ in try .json(await store.all()) }
+    router.post("/todos", .inTask) { request in
         try .json(await store.add(request.decode(as: TodoDraft.self)), status: .created)
     }
-    router.get("/todos/:id") { request in
+    router.get("/todos/:id", .inTask) { request in
         let id = try request.parameters.require("id", as: Int.self)
         guard let todo = await store.todo(id) else { throw HTTPError(.notFound, "no todo \(id)") }
         return try .json(todo)
     }
-    router.put("/todos/:id") { request in
+    router.put("/todos/:id", .inTask) { request in
         let id = try request.parameters.require("id", as: Int.self)
         guard let todo = await store.update(id, with: try request.decode(as: TodoDraft.self)) else {
             throw HTTPError(.notFound, "no todo \(id)")
         }
         return try .json(todo)
     }
-    router.delete("/todos/:id") { request in
+    router.delete("/todos/:id", .inTask) { request in
         let id = try request.parameters.require("id", as: Int.self)
         guard await store.remove(id) != nil else { throw HTTPError(.notFound, "no todo \(id)") }
         return HTTPServerResponse(status: .noContent)
     }
 
-    router.webSocket("/chat") { request, socket in
+    router.webSocket("/chat", .inTask) { request, socket in
         let name = try request.require(query: "name")
         let (id, outbox) = room.join()
         defer { room.leave(id); room.broadcast("\(name) left") }
