@@ -197,4 +197,17 @@ struct SingleConsumerWaiterTests {
         let message = String(decoding: try #require(result).standardErrorContent, as: UTF8.self)
         #expect(message.contains("NumberSource.numbers has one consumer at a time"))
     }
+
+    #if DEBUG
+    @Test("A parked consumer dropped without being resumed stops a debug build (its task would wait forever)")
+    func droppedConsumerTraps() async {
+        await #expect(processExitsWith: .failure) {
+            let driver = try! LoopDriver()
+            let source = NumberSource()
+            consume(source, on: driver, into: OrderTrace(driver.loop))
+            _ = try! driver.step()
+            _ = source.waiter.unpark()
+        }
+    }
+    #endif
 }

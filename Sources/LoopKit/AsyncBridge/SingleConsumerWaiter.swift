@@ -135,9 +135,10 @@ package struct SingleConsumerWaiter<Element: Sendable, Failure: Error>: ~Copyabl
         return ParkedConsumer(continuation)
     }
 
-    /// A consumer taken out of its waiter by ``unpark()``: resumed exactly once (it is not copyable, and
-    /// resuming consumes it).
-    @usableFromInline
+    /// A consumer taken out of its waiter by ``unpark()``: resumed exactly once. Not copyable, and
+    /// resuming consumes it, so it cannot be resumed twice; dropping it unresumed (its task would never
+    /// go on) stops a debug build.
+    @frozen @usableFromInline
     package struct ParkedConsumer: ~Copyable {
         @usableFromInline let continuation: UnsafeContinuation<Outcome, Never>
 
@@ -147,6 +148,8 @@ package struct SingleConsumerWaiter<Element: Sendable, Failure: Error>: ~Copyabl
         /// Resumes the consumer with `element`. Its task runs in the loop's next drain. Loop thread.
         @inlinable
         package consuming func resume(returning element: Element) {
+            let continuation = continuation
+            discard self
             continuation.resume(returning: .success(element))
         }
 
@@ -154,7 +157,14 @@ package struct SingleConsumerWaiter<Element: Sendable, Failure: Error>: ~Copyabl
         /// shutdown. Loop thread.
         @inlinable
         package consuming func resume(with outcome: Outcome) {
+            let continuation = continuation
+            discard self
             continuation.resume(returning: outcome)
+        }
+
+        @inlinable
+        deinit {
+            assertionFailure("a parked consumer was dropped without being resumed: its task would wait forever")
         }
     }
 }
