@@ -172,8 +172,10 @@ wrk:
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk; \
 	fi
 
-## bench-http: LoopKitHTTP vs NIOHTTP1 vs Hummingbird 2 under wrk, each server pinned to core 0, wrk to core 1
+## bench-http: LoopKitHTTP vs NIOHTTP1, Hummingbird 2 and nginx under wrk, each server pinned to core 0, wrk to core 1
 bench-http: deps wrk
+	@command -v nginx >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nginx; }
 	$(SWIFT) build -c release --product LoopDemo
 	cd Benchmarks && $(SWIFT) build -c release --product NIOHTTPPeer && $(SWIFT) build -c release --product HummingbirdPeer
 	flock /tmp/loopkit-bench.lock Benchmarks/http-bench.sh | tee Benchmarks/RESULTS-http.txt

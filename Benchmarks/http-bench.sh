@@ -2,12 +2,14 @@
 # LoopKitHTTP against a minimal NIOHTTP1 server and Hummingbird 2, in one run (`make bench-http`).
 # Each server is started on its own port, pinned to core 0 (taskset -c 0); wrk runs pinned to core 1
 # with the same settings; one server at a time, servers alternated round by round (ROUNDS, default 5).
+# nginx (Debian's, one process, `return 200`; Benchmarks/nginx-peer.sh) runs in the same rounds as the C anchor.
 #   LOOPDEMO, NIO_PEER, HB_PEER: the three release binaries.  DURATION: wrk's -d (default 10s).
 set -euo pipefail
 DURATION=${DURATION:-5s}
 LOOPDEMO=${LOOPDEMO:-.build/release/LoopDemo}
 NIO_PEER=${NIO_PEER:-Benchmarks/.build/release/NIOHTTPPeer}
 HB_PEER=${HB_PEER:-Benchmarks/.build/release/HummingbirdPeer}
+NGINX_PEER=${NGINX_PEER:-$(dirname "$0")/nginx-peer.sh}
 PORT_BASE=${PORT_BASE:-18400}
 # shellcheck source=bench-lib.sh
 source "$(dirname "$0")/bench-lib.sh"
@@ -60,16 +62,17 @@ round_rps() {
 alternated() {
     local title=$1; shift
     local args=("$@")
-    local lk=() lki=() lkm=() nio=() hb=()
+    local lk=() lki=() lkm=() nio=() hb=() ngx=()
     for round in $(seq 1 "$ROUNDS"); do
         lk+=("$(round_rps $((PORT_BASE + 1)) /hello "${args[@]}" -- "$LOOPDEMO" serve --log-level warning)")
         lki+=("$(LOG=/tmp/loopkit-bench-access.log; round_rps $((PORT_BASE + 2)) /hello "${args[@]}" -- sh -c "exec \"$LOOPDEMO\" serve --log-level info --port \"\$1\" 2>$LOG" sh)")
         lkm+=("$(round_rps $((PORT_BASE + 5)) /hello "${args[@]}" -- "$LOOPDEMO" serve --log-level warning --metrics 0)")
         nio+=("$(round_rps $((PORT_BASE + 3)) /hello "${args[@]}" -- "$NIO_PEER")")
         hb+=("$(round_rps $((PORT_BASE + 4)) /hello "${args[@]}" -- "$HB_PEER")")
+        ngx+=("$(round_rps $((PORT_BASE + 6)) /hello "${args[@]}" -- sh "$NGINX_PEER")")
     done
     echo "$title ($ROUNDS alternated rounds of $DURATION; median req/s; ratio = median of per-round ratios, min-max)"
-    for who in lk lki lkm nio hb; do
+    for who in lk lki lkm nio hb ngx; do
         local -n values=$who
         local label
         case $who in
@@ -78,6 +81,7 @@ alternated() {
             lkm) label="LoopKitHTTP, metrics + request ids (--metrics)" ;;
             nio) label="NIOHTTP1 (1 event loop)" ;;
             hb) label="Hummingbird 2 (1 event loop)" ;;
+            ngx) label="nginx (1 process, return 200)" ;;
         esac
         local med ratios
         med=$(printf '%s\n' "${values[@]}" | median)
@@ -86,6 +90,7 @@ alternated() {
             "$(median <<< "$ratios")" "$(sort -g <<< "$ratios" | head -1)" "$(sort -g <<< "$ratios" | tail -1)" "${values[*]}"
     done
     printf '  metrics on / off (--metrics vs warning, same rounds): %s\n' "$(ratio_summary lkm lk)"
+    printf '  LoopKitHTTP / nginx (log at warning, same rounds): %s\n' "$(ratio_summary lk ngx)"
 }
 
 # upload_row NAME PORT PATH COMMAND...: 1 GiB of zeros streamed by curl (core 1) as a POST body; MB/s and the

@@ -1,0 +1,35 @@
+#!/bin/sh
+# nginx as the plain-HTTP anchor of http-bench.sh: Debian's nginx as one process (no master), access log off,
+# `return 200 "Hello, World!"` on /hello, keep-alive without a request limit. Run as `nginx-peer.sh PORT` (the
+# bench pins it to the server core; nginx inherits that); prints "listening on" once it answers, and stops
+# nginx on SIGTERM.
+set -eu
+port=$1
+dir=$(mktemp -d)
+cat > "$dir/nginx.conf" <<CONF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $dir/nginx.pid;
+error_log $dir/error.log error;
+events { worker_connections 20000; }
+http {
+    access_log off;
+    keepalive_requests 100000000;
+    keepalive_timeout 120s;
+    client_body_temp_path $dir;
+    server {
+        listen 127.0.0.1:$port;
+        location = /hello { default_type text/plain; return 200 "Hello, World!"; }
+    }
+}
+CONF
+nginx -p "$dir" -c "$dir/nginx.conf" 2>/dev/null &
+server=$!
+stop() { kill -TERM "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$dir"; exit 0; }
+trap stop TERM INT
+for _ in $(seq 1 200); do
+    curl -s "http://127.0.0.1:$port/hello" > /dev/null && { echo "listening on 127.0.0.1:$port"; break; }
+    sleep 0.05
+done
+wait "$server"
