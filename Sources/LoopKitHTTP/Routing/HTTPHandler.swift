@@ -18,7 +18,11 @@ public enum HTTPHandler: Sendable {
     case streamingCallback(limit: Int?, @Sendable (HTTPServerRequest, HTTPRequestBody, HTTPResponder) -> Void)
     /// Upgrades the connection to a WebSocket (RFC 6455) once the request head is complete; made by
     /// `router.webSocket(…)`.
-    case webSocket(WebSocketRoute)
+    ///
+    /// Boxed (`indirect`): a route's configuration and closures take 120 bytes inline, and every idle
+    /// keep-alive connection holds a handler twice (its route and its resolution), so unboxed they made
+    /// the enum, and each connection, that much larger. The box is made once, with the route.
+    indirect case webSocket(WebSocketRoute)
 
     /// Whether the handler reads the body as it arrives (it starts at the head).
     var streamsBody: Bool {
