@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// A pool's threads, queue and counters. The threads hold it; its ``WorkPool`` shuts it down when it
 /// goes away, so a pool nobody references does not keep threads forever.
@@ -15,6 +16,8 @@ final class WorkPoolCore: Sendable {
         var counters = Counters()
         /// Threads blocked in ``waitUntilIdle()``.
         var idleWaiters: [DispatchSemaphore] = []
+        /// Pool threads asleep on ``wakeUp`` that no submit has signalled yet.
+        var sleepers = 0
 
         var isIdle: Bool { counters.queued == 0 && counters.active == 0 }
 
@@ -30,8 +33,14 @@ final class WorkPoolCore: Sendable {
     let queueLimit: Int
     let name: String
     private let state = Lock(State())
-    /// Signalled once per queued item and once per thread at shutdown; the threads wait on it.
+    /// What sleeping threads wait on: signalled by a submit that finds a sleeper, and once per sleeper
+    /// at shutdown. A thread that is spinning is not woken: it sees the item by itself.
     private let wakeUp = DispatchSemaphore(value: 0)
+    /// The items queued, mirrored out of the lock for spinning threads to watch.
+    private let pending = Atomic<Int>(0)
+    /// Whether a thread is spinning: at most one spins at a time, so a pool never spins more than one
+    /// core against the loops that feed it.
+    private let spinning = Atomic<Bool>(false)
 
     init(threadCount: Int, queueLimit: Int, name: String) {
         self.threadCount = threadCount
@@ -59,17 +68,21 @@ final class WorkPoolCore: Sendable {
     /// An item cancelled before it was queued is reported cancelled (not an error: its waiter hears it
     /// from the item). Throws, keeping nothing, when the pool is full or shut down.
     func submit(_ item: WorkItem) throws(WorkPoolError) {
-        enum Outcome { case queued, cancelledFirst }
+        enum Outcome { case queued, queuedForASleeper, cancelledFirst }
         let outcome = try state.withLock { (state) throws(WorkPoolError) -> Outcome in
             guard !state.counters.isShutDown else { throw .shutDown }
             guard state.counters.queued < queueLimit else { throw .queueFull(limit: queueLimit) }
             guard item.markQueued() else { return .cancelledFirst }
             state.queue.append(item)
             state.counters.queued += 1
-            return .queued
+            pending.add(1, ordering: .releasing)
+            guard state.sleepers > 0 else { return .queued }
+            state.sleepers -= 1
+            return .queuedForASleeper
         }
         switch outcome {
-        case .queued: wakeUp.signal()
+        case .queued: break
+        case .queuedForASleeper: wakeUp.signal()
         case .cancelledFirst: item.reportCancelled(CancellationError())
         }
     }
@@ -94,7 +107,7 @@ final class WorkPoolCore: Sendable {
     }
 
     func shutdown() {
-        let cancelled = state.withLock { state -> [WorkItem]? in
+        let ended = state.withLock { state -> ([WorkItem], sleepers: Int)? in
             guard !state.counters.isShutDown else { return nil }
             state.counters.isShutDown = true
             var cancelled: [WorkItem] = []
@@ -102,11 +115,13 @@ final class WorkPoolCore: Sendable {
                 state.counters.queued -= 1
                 cancelled.append(item)
             }
-            return cancelled
+            pending.store(0, ordering: .relaxed)
+            defer { state.sleepers = 0 }
+            return (cancelled, state.sleepers)
         }
-        guard let cancelled else { return }
+        guard let (cancelled, sleepers) = ended else { return }
         for item in cancelled { item.reportCancelled(WorkPoolError.cancelled) }
-        for _ in 0..<threadCount { wakeUp.signal() }
+        for _ in 0..<sleepers { wakeUp.signal() }
         wakeIdleWaiters()
     }
 
@@ -125,18 +140,25 @@ final class WorkPoolCore: Sendable {
     }
 
     /// A pool thread: takes items in queue order and runs them, until the pool shuts down.
+    ///
+    /// A thread with nothing to do first spins briefly, watching the queue, when it is in a conversation
+    /// with a loop (its last wait was ended by a submit within ``WakeSpin/limitNanoseconds``, or its last
+    /// spin saw one), as a loop does for its inbox (``WakeSpin``): an offload that answers a completion
+    /// then reaches a running thread, and its submit skips the wake-up. Otherwise it sleeps until a
+    /// submit signals it.
     private func workerLoop() {
-        enum Next { case run(WorkItem), wait, exit }
+        enum Next { case run(WorkItem), idle, exit }
+        var wakeSpin = WakeSpin()
         while true {
-            wakeUp.wait()
             let next = state.withLock { state -> Next in
                 while let item = state.queue.popFirst() {
+                    pending.subtract(1, ordering: .relaxed)
                     guard item.markRunning() else { continue }  // cancelled while queued
                     state.counters.queued -= 1
                     state.counters.active += 1
                     return .run(item)
                 }
-                return state.counters.isShutDown ? .exit : .wait
+                return state.counters.isShutDown ? .exit : .idle
             }
             switch next {
             case .run(let item):
@@ -147,11 +169,43 @@ final class WorkPoolCore: Sendable {
                     return state.takeIdleWaitersIfIdle()
                 }
                 for waiter in waiters { waiter.signal() }
-            case .wait:
-                continue
+            case .idle:
+                if wakeSpin.shouldSpin() {
+                    if spinForWork() {
+                        wakeSpin.spinSawJob()
+                        continue
+                    }
+                    wakeSpin.spinSawNothing()
+                }
+                let mustSleep = state.withLock { state -> Bool in
+                    guard state.queue.count == 0, !state.counters.isShutDown else { return false }
+                    state.sleepers += 1
+                    return true
+                }
+                guard mustSleep else { continue }
+                let start = MonotonicTime.nanoseconds()
+                wakeUp.wait()
+                wakeSpin.waitEnded(afterNanoseconds: MonotonicTime.nanoseconds() &- start, byAnotherThreadsJob: true)
             case .exit:
                 return
             }
         }
+    }
+
+    /// Watches the queue for up to ``WakeSpin/limitNanoseconds``, unless another thread is spinning
+    /// already. Returns whether an item arrived.
+    private func spinForWork() -> Bool {
+        guard !spinning.exchange(true, ordering: .acquiring) else { return false }
+        defer { spinning.store(false, ordering: .releasing) }
+        let deadline = MonotonicTime.nanoseconds() &+ WakeSpin.limitNanoseconds
+        var rounds = 0
+        while pending.load(ordering: .acquiring) == 0 {
+            rounds &+= 1
+            if rounds & 63 == 0 {
+                if MonotonicTime.nanoseconds() >= deadline { return false }
+                ThisThread.yieldCore()  // a loop that shares this core gets it now
+            }
+        }
+        return true
     }
 }
