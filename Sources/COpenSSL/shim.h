@@ -22,6 +22,8 @@ static inline uint64_t loopkit_SSL_CTX_set_safe_options(SSL_CTX *ctx) {
                                     | SSL_OP_CIPHER_SERVER_PREFERENCE);
 }
 static inline long loopkit_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
+/* Read ahead: one read takes what the socket holds (several records), not a record's header and then its body. */
+static inline void loopkit_SSL_CTX_set_read_ahead(SSL_CTX *ctx) { SSL_CTX_set_read_ahead(ctx, 1); }
 static inline long loopkit_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {
     return SSL_set_tlsext_host_name(ssl, name);
 }

@@ -78,6 +78,9 @@ extension TCPConnection {
             let completion = extras?.handshakeCompletion
             extras?.handshakeCompletion = nil
             completion?(nil)
+            // Read ahead may have taken the peer's first records with the handshake's last: the socket will
+            // not announce them, so they are read in the next iteration (unless the completion read them).
+            if !machine.isClosed, tls.hasPendingBytes, wantsToRead { queueTLSRead() }
         case .wantRead:
             if isWriteWatchActive, output.isEmpty {
                 isWriteWatchActive = false

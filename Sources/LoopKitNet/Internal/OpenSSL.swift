@@ -63,6 +63,10 @@ final class SSLContextHandle: @unchecked Sendable {  // an SSL_CTX: shareable on
         // Writes may be partial and retried from a moved buffer: the connection's queue hands out slices.
         _ = loopkit_SSL_CTX_set_mode(raw, Int(SSL_MODE_ENABLE_PARTIAL_WRITE) | Int(SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER)
                                           | Int(SSL_MODE_RELEASE_BUFFERS))
+        // Read ahead, as nginx does: without it OpenSSL reads each record in two calls (its 5-byte header,
+        // then its body), 9 reads for a handshake and one request against 5. What it reads past a record
+        // stays in its buffer, unannounced by the socket: `hasPendingBytes` tells it (`SSL_has_pending`).
+        loopkit_SSL_CTX_set_read_ahead(raw)
         if let ciphers = configuration.cipherList {
             guard SSL_CTX_set_cipher_list(raw, ciphers) == 1 else {
                 throw .tls("cipher list '\(ciphers)': \(OpenSSLErrors.drain(or: "no cipher matched"))")
@@ -489,8 +493,10 @@ final class TLSSession {
         bytesCoalesced &+= total
     }
 
-    /// Decrypted bytes OpenSSL holds that the socket will not announce again.
-    var hasPendingBytes: Bool { SSL_pending(ssl) > 0 }
+    /// Bytes OpenSSL holds that the socket will not announce again: decrypted ones, or, read ahead, records
+    /// not yet decrypted (which `SSL_pending` does not count). The corresponding OpenSSL call is
+    /// `SSL_has_pending`.
+    var hasPendingBytes: Bool { SSL_has_pending(ssl) == 1 }
 
     /// Sends `close_notify`, without waiting for the peer's. The corresponding OpenSSL call is `SSL_shutdown`.
     func sendCloseNotify() {
