@@ -51,14 +51,14 @@ struct UpgradeHandOverTests {
 
     @Test func theHTTPConnectionIsReleasedAtTheUpgrade() throws {
         let harness = try Harness()
-        weak let http = harness.host.servedConnections.first as? HTTPConnection
+        weak let http = harness.host.handlers.first as? HTTPConnection
         #expect(http != nil)
         try harness.pair.client.write(Self.upgradeRequest)
         try harness.driver.runUntilIdle()
         #expect(String(decoding: harness.received, as: UTF8.self).hasPrefix("HTTP/1.1 101"))
         #expect(http == nil)
         #expect(harness.host.connectionCount == 1)  // the same connection, served by the WebSocket now
-        #expect(harness.host.servedConnections.first is UpgradedConnection)
+        #expect(harness.host.handlers.first is WebSocketCore)
     }
 
     @Test func bytesSentRightAfterTheRequestGoToTheWebSocket() throws {

@@ -3,10 +3,10 @@ import LoopKitNet
 // Every deadline of an HTTP connection, checked by its loop's sweep (``HTTPLoopContext``): one per state
 // for what the client must send (head, body, idle), and two for what it must take (write progress, close
 // drain, ``OutputDeadlines``), which hold in every state and, after an upgrade, for the protocol upgraded to
-// (``UpgradedConnection``).
+// (``ServedWebSocket``).
 
 extension HTTPConnection {
-    /// Called by the loop's sweep timer: ends the connection when the client has stopped taking its output,
+    /// Called by the loop's sweep timer (``HTTPLoopContext``): ends the connection when the client has stopped taking its output,
     /// when a close cannot drain, or when its state has lasted too long.
     func checkTimeout(now tick: UInt64) {
         guard !isClosed else { return }

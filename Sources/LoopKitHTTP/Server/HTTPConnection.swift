@@ -10,7 +10,7 @@ import Tracing
 /// Loop-confined: created, used and released on its loop's thread. It is `@unchecked Sendable` only so
 /// the tasks of async handlers and streamed bodies (which run on the same loop's executor) can hold it;
 /// every entry point checks it runs on the loop (in debug builds).
-final class HTTPConnection: ServedConnection, ConnectionHandler, @unchecked Sendable {  // loop-confined: its tasks run on its loop
+final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-confined: its tasks run on its loop
     let context: HTTPLoopContext
     let tcp: TCPConnection
     @exclusivity(unchecked) var machine = HTTPConnectionStateMachine()
@@ -168,7 +168,6 @@ final class HTTPConnection: ServedConnection, ConnectionHandler, @unchecked Send
             self.streamedBody = nil
             streamedBody.end(.failure(.connectionClosed))
         }
-        context.remove(self)
     }
 
     // MARK: Parsing
@@ -659,6 +658,11 @@ final class HTTPConnection: ServedConnection, ConnectionHandler, @unchecked Send
     }
 
     // MARK: Shutdown
+
+    /// The loop's registry drains (graceful shutdown): close now when idle, else after the current response.
+    func connectionShouldDrain(_ connection: TCPConnection) {
+        shutdown()
+    }
 
     /// Graceful shutdown: close now when idle, else after the current response.
     func shutdown() {

@@ -31,6 +31,7 @@ package final class HTTPConnectionHost {
 
     /// Serves `connection` as if a listener had accepted it.
     package func serve(_ connection: TCPConnection) {
+        context.registry.add(connection)
         context.accept(connection)
     }
 
@@ -42,7 +43,7 @@ package final class HTTPConnectionHost {
     package var connectionCount: Int { context.connectionCount }
 
     /// What serves each connection now: an HTTP connection, or what an upgrade handed it to. For tests.
-    var servedConnections: [any ServedConnection] { context.servedConnections }
+    var handlers: [(any ConnectionHandler)?] { context.handlers }
 
     /// Graceful shutdown, as ``HTTPServer/shutdown()`` does on one loop: idle connections close, the
     /// others finish their response; `onFinished` runs once none is left.

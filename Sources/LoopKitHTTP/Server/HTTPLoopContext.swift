@@ -2,7 +2,9 @@ import Logging
 import LoopKit
 import LoopKitNet
 
-/// A server's presence on one loop: its connections, the cached `Date`, the timeout sweep.
+/// A server's presence on one loop: the cached `Date`, the timeout sweep, and the registry its connections
+/// are kept in (LoopKitNet's, shared with the listener's endpoint on this loop: one entry per connection,
+/// one graceful drain).
 ///
 /// Loop-confined: created and used on its loop's thread. It is `@unchecked Sendable` only so the server
 /// can hand it to `loop.invoke` and the sweep timer can capture it; both run on the same loop.
@@ -22,11 +24,10 @@ final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one per lo
     @exclusivity(unchecked) var encoder = HTTPResponseEncoder()
     /// The connection whose bytes the encoder holds, if any.
     var encoderOwner: HTTPConnection?
-    private var connections: [ObjectIdentifier: any ServedConnection] = [:]
+    /// The loop's served connections and their drain; the HTTP connection (or, after an upgrade, the
+    /// WebSocket) is each one's handler.
+    let registry: ConnectionRegistry
     private var sweepTimer: ScheduledTimer?
-    private var forceCloseTimer: ScheduledTimer?
-    private var onFinished: (@Sendable () -> Void)?
-    private(set) var isDraining = false
     /// Tasks of handlers whose request body was collected (async routes, chains with async middleware)
     /// that have not answered yet: what the in-memory test client waits for when its loop goes idle (their
     /// answer may come back from another thread: an actor, another loop's `perform`).
@@ -48,6 +49,8 @@ final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one per lo
         self.router = router.withGroupChains()
         self.logger = logger
         self.tracing = tracing
+        registry = ConnectionRegistry(loop: loop)
+        registry.countChanged = configuration.connectionCountChanged
         scheme = configuration.tls == nil ? "http" : "https"
         let shortest = min(configuration.headTimeout, configuration.bodyTimeout, configuration.idleTimeout,
                            configuration.writeTimeout, configuration.closeTimeout)
@@ -61,98 +64,70 @@ final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one per lo
         closeTimeoutTicks = ticks(configuration.closeTimeout)
     }
 
-    /// What serves each open connection now (for tests).
-    var servedConnections: [any ServedConnection] { Array(connections.values) }
+    /// What serves each open connection now: an HTTP connection, or what an upgrade handed it to (tests).
+    var handlers: [(any ConnectionHandler)?] {
+        var handlers: [(any ConnectionHandler)?] = []
+        registry.forEach { handlers.append($0.handler) }
+        return handlers
+    }
 
     /// The number of open connections.
-    var connectionCount: Int { connections.count }
+    var connectionCount: Int { registry.count }
 
     /// Output queued on every connection and not yet sent.
-    var pendingOutputBytes: Int { connections.values.reduce(0) { $0 + $1.tcp.bufferedOutputCount } }
+    var pendingOutputBytes: Int {
+        var total = 0
+        registry.forEach { total += $0.bufferedOutputCount }
+        return total
+    }
 
     /// Starts the timeout sweep. Call on the loop's thread.
     func start() throws {
         sweepTimer = try loop.schedule(after: sweepInterval, repeating: sweepInterval) { [self] in sweep() }
-        // A loop that shuts down under a running server takes its connections with it: sockets closed,
-        // nothing left watching them. The observer holds the context strongly, as the sweep timer does:
-        // both are dropped in `finish()`, so neither extends its life. (A weak reference would give the
-        // context a side table, and every retain and release of it, one per request copy, the runtime's
-        // slow path.)
-        guard loop.addShutdownObserver(ObjectIdentifier(self), { [self] in loopIsShuttingDown() }) else {
+        // A loop that shuts down under a running server takes its connections with it (the registry's
+        // observer ends them); the sweep stops then. The handler holds the context strongly, as the sweep
+        // timer does: both are dropped in `finish()`, so neither extends its life. (A weak reference would
+        // give the context a side table, and every retain and release of it, one per request copy, the
+        // runtime's slow path.)
+        guard registry.onLoopShutdown({ [self] in finish() }) else {
             throw EventLoopError.shutDown
         }
     }
 
-    /// The loop shuts down (its shutdown observer): close every connection now (the listener's own
-    /// observer stops accepting).
-    private func loopIsShuttingDown() {
-        isDraining = true
-        closeAllNow()
-        finish()
-    }
-
-    /// Serves a connection the server's listener accepted on this loop. Call on the loop's thread.
+    /// Serves a connection registered in ``registry`` (by the listener's endpoint, or the in-memory host).
+    /// Call on the loop's thread.
     func accept(_ tcp: TCPConnection) {
-        guard !isDraining else {
+        guard !registry.isDraining else {
             tcp.abort()
             return
         }
-        let connection = HTTPConnection(context: self, tcp: tcp)
-        connections[ObjectIdentifier(connection)] = connection
-        configuration.connectionCountChanged?(1)
-        connection.start()
-    }
-
-    /// An upgrade: `upgraded` takes `connection`'s place (the same TCP connection; the count is unchanged),
-    /// and the context lets go of the HTTP connection. Call on the loop's thread.
-    func replace(_ connection: HTTPConnection, with upgraded: UpgradedConnection) {
-        guard connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
-        connections[ObjectIdentifier(upgraded)] = upgraded
-    }
-
-    func remove(_ connection: any ServedConnection) {
-        if connections.removeValue(forKey: ObjectIdentifier(connection)) != nil { configuration.connectionCountChanged?(-1) }
-        if isDraining && connections.isEmpty { finish() }
+        HTTPConnection(context: self, tcp: tcp).start()
     }
 
     private func sweep() {
         tick &+= 1
-        guard !connections.isEmpty else { return }
-        for connection in Array(connections.values) { connection.checkTimeout(now: tick) }
+        registry.forEach { tcp in
+            switch tcp.handler {
+            case let http as HTTPConnection: http.checkTimeout(now: tick)
+            case let webSocket as WebSocketCore: webSocket.checkServerDeadlines(now: tick, context: self)
+            default: break  // a TLS handshake under way (its own timer bounds it)
+            }
+        }
     }
 
-    /// Graceful shutdown: stop accepting, close idle connections, let the others finish their current
-    /// response, and close whatever is left at the deadline; `onFinished` runs once every connection is
-    /// gone. Call on the loop's thread.
+    /// Graceful shutdown: the registry's drain (idle connections close, the others finish their current
+    /// response, a WebSocket closes with 1001, whatever is left is aborted at the deadline); `onFinished`
+    /// runs once every connection is gone, or the loop shut down. Call on the loop's thread.
     func shutdown(deadline: Duration, onFinished: @escaping @Sendable () -> Void) {
-        guard !isDraining else { return }
-        isDraining = true
-        self.onFinished = onFinished
-        for connection in Array(connections.values) { connection.shutdown() }
-        if connections.isEmpty {
+        registry.drain(deadline: deadline) { [self] in
             finish()
-            return
-        }
-        do {
-            forceCloseTimer = try loop.schedule(after: deadline) { [self] in closeAllNow() }
-        } catch {
-            closeAllNow()  // the loop is shutting down: no deadline to wait for
+            onFinished()
         }
     }
 
-    /// Closes every connection at once (the graceful deadline passed). Loop thread.
-    private func closeAllNow() {
-        for connection in Array(connections.values) { connection.tcp.abort() }
-    }
-
+    /// Stops the sweep (the drain is over, or the loop shuts down).
     private func finish() {
-        loop.removeShutdownObserver(ObjectIdentifier(self))
         sweepTimer?.cancel()
         sweepTimer = nil
-        forceCloseTimer?.cancel()
-        forceCloseTimer = nil
-        let done = onFinished
-        onFinished = nil
-        done?()
     }
 }

@@ -196,7 +196,9 @@ public final class HTTPServer: Service, Sendable {
                 options.tls = tls.applicationProtocols.isEmpty ? try tls.withApplicationProtocols(["http/1.1"]) : tls
             }
             let byLoop = Dictionary(uniqueKeysWithValues: contexts.map { (ObjectIdentifier($0.loop), $0) })
-            listener = try TCPListener.bind(host: configuration.host, port: configuration.port, on: group, options: options) { tcp in
+            // Each loop's endpoint keeps its connections in the context's registry: one entry per connection.
+            listener = try TCPListener.bind(to: SocketAddress(ipAddress: configuration.host, port: configuration.port),
+                                            on: group, options: options, registries: contexts.map(\.registry)) { tcp in
                 byLoop[ObjectIdentifier(tcp.loop)]?.accept(tcp)
             }
         } catch let error as NetError {

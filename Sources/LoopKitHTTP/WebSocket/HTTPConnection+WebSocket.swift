@@ -182,12 +182,13 @@ extension HTTPConnection {
         self.head = nil
         responseStarted = false
         machine.upgraded()
-        // The hand-over: the upgraded connection takes this one's place among the loop's connections, and
-        // the WebSocket's engine becomes the TCP connection's handler (with the bytes read after the
-        // request). Neither holds this HTTP connection any more: it is released once its caller returns.
+        // The hand-over: the WebSocket's engine becomes the TCP connection's handler (with the bytes read
+        // after the request); the TCP connection stays in the loop's registry, counted once, drained and
+        // swept through its handler. Nothing holds this HTTP connection any more: it is released once its
+        // caller returns.
         isClosed = true
         let socket = WebSocket(tcp: tcp, configuration: route.configuration, deflate: deflate)
-        context.replace(self, with: UpgradedConnection(tcp: tcp, webSocket: socket, context: context))
+        socket.core.value.served = ServedWebSocket(handle: socket)
         socket.core.value.start()
         return socket
     }

@@ -41,6 +41,8 @@ final class WebSocketCore: ConnectionHandler {
     private var keepAliveTimer: ScheduledTimer?
     private var pongTimer: ScheduledTimer?
     private var closeTimer: ScheduledTimer?
+    /// Set when a server's upgrade made this socket (nil on a client's).
+    var served: ServedWebSocket?
 
     init(tcp: TCPConnection, configuration: WebSocketConfiguration, deflate: PerMessageDeflate?) {
         self.tcp = tcp
@@ -70,6 +72,21 @@ final class WebSocketCore: ConnectionHandler {
 
     func connection(_ connection: TCPConnection, closedWith reason: CloseReason) {
         transportClosed()
+        served = nil  // lets go of the handle
+    }
+
+    /// The server drains (graceful shutdown): the close handshake, with 1001.
+    func connectionShouldDrain(_ connection: TCPConnection) {
+        guard !tcp.isClosed else { return }
+        close(code: .goingAway, reason: "server shutting down")
+    }
+
+    /// The server's sweep: resets the connection when the client has stopped taking its output or its
+    /// close cannot drain (``OutputDeadlines``).
+    func checkServerDeadlines(now tick: UInt64, context: HTTPLoopContext) {
+        guard !tcp.isClosed, var deadlines = served?.deadlines else { return }
+        if deadlines.cutIfStuck(tcp, now: tick, context: context) { return }  // closed: `served` is gone
+        served?.deadlines = deadlines
     }
 
     /// A timer on the socket's loop; nil, and the connection dropped, when the loop is shutting down

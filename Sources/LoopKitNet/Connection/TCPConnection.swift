@@ -64,7 +64,7 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
     var isWriteWatchActive = false
 
     /// The one handler: lent the bytes, told of input ending, output draining and the close.
-    var handler: ConnectionHandler?
+    package internal(set) var handler: ConnectionHandler?
     /// The handler takes bytes (false for a closure handler with no read closure, and for none).
     var handlerReads = false
     /// The handler was replaced while it was lent bytes: what it left is offered to the new one.
@@ -80,8 +80,9 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
     let isPlainSocket: Bool
     /// The TLS handshake is under way: readiness drives it, not reads and writes.
     var isHandshaking = false
-    /// The listener endpoint that accepted the connection: kept alive by it, and told when it ends.
-    var endpoint: ListenerEndpoint?
+    /// The registry that keeps the connection (its listener endpoint's, or a server's): kept alive by it,
+    /// and told when it ends.
+    var registry: ConnectionRegistry?
     /// The connection registered a shutdown observer of its own (it was not accepted by a listener).
     let observesShutdown: Bool
     /// What few connections use (addresses asked for, timeouts, a connect, a handshake), kept
@@ -381,10 +382,6 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
         for writer in writers {
             writer.resume(returning: reason.isClean ? .success(()) : .failure(.connectionClosed(reason)))
         }
-        if let endpoint {
-            self.endpoint = nil
-            endpoint.connectionEnded(self)
-        }
         let handlers = closeHandlers
         closeHandlers = []
         let current = handler
@@ -392,6 +389,10 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
         handlerReads = false
         current?.connection(self, closedWith: reason)
         for handler in handlers { handler(reason) }
+        if let registry {  // after the handler and the observers: a drain it ends has nothing left to wait for
+            self.registry = nil
+            registry.connectionEnded(self)
+        }
         let retained = keepAlive
         keepAlive = nil
         retained?.release()

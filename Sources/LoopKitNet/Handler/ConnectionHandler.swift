@@ -25,9 +25,16 @@ public protocol ConnectionHandler: AnyObject {
     /// The connection ended, with `reason`; called once, before the ``TCPConnection/onClose(_:)``
     /// observers. The connection lets go of the handler afterwards. Called on the loop's thread.
     func connection(_ connection: TCPConnection, closedWith reason: CloseReason)
+
+    /// The server drains (a graceful shutdown): close the connection when idle, else once the work under
+    /// way allows (an HTTP response finished, a WebSocket close handshake). The drain aborts what is still
+    /// open at its deadline. By default the connection closes gracefully at once (its output is sent
+    /// first). Called on the loop's thread.
+    func connectionShouldDrain(_ connection: TCPConnection)
 }
 
 extension ConnectionHandler {
+    public func connectionShouldDrain(_ connection: TCPConnection) { connection.close() }
     public func connectionInputEnded(_ connection: TCPConnection) {}
     public func connectionBecameWritable(_ connection: TCPConnection) {}
     public func connection(_ connection: TCPConnection, closedWith reason: CloseReason) {}

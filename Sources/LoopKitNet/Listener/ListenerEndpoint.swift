@@ -7,28 +7,23 @@ import Glibc
 import Musl
 #endif
 
-/// One listening socket on one loop, and the connections it accepted.
+/// One listening socket on one loop; the connections it accepted are kept in its ``ConnectionRegistry``.
 ///
 /// Loop-confined: every mutable property is touched only on `loop`'s thread (methods called from other
-/// threads hop there first); the unchecked conformance stands for that rule. `openConnections` is atomic
-/// so that other threads can read the count.
-final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on its loop's thread only; other threads read its atomics
+/// threads hop there first); the unchecked conformance stands for that rule.
+final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on its loop's thread only; other threads read its registry's atomic count
     let loop: EventLoop
     /// What every connection this endpoint accepts shares.
     let profile: ConnectionProfile
     let acceptor: TCPListener.Acceptor
     let unixPath: String?
-    let openConnections = Atomic<Int>(0)
+    /// The accepted connections (shared with the protocol served on them, when it brought one).
+    let registry: ConnectionRegistry
 
     private var fd: Int32
     private var watch: Watch?
     private var isClosed = false
     private var isPaused = false
-    private var connections: [ObjectIdentifier: TCPConnection] = [:]
-    private var drainWaiters: [UnsafeContinuation<Void, Never>] = []
-    /// Handler tasks that have not returned yet: shutdown waits for them too, so no task is left to be
-    /// scheduled on a loop that shuts down after it.
-    private var runningHandlers = 0
     private var retryTimer: ScheduledTimer?
 
     /// TLS for the accepted connections, if they speak it.
@@ -37,7 +32,7 @@ final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on i
     let failedHandshakes: FailedHandshakes
 
     init(loop: EventLoop, fd: Int32, options: ConnectionOptions, tls: TLSContext?, acceptor: TCPListener.Acceptor,
-         unixPath: String?, failedHandshakes: FailedHandshakes) {
+         unixPath: String?, failedHandshakes: FailedHandshakes, registry: ConnectionRegistry?) {
         self.tls = tls
         self.failedHandshakes = failedHandshakes
         self.loop = loop
@@ -45,6 +40,7 @@ final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on i
         profile = ConnectionProfile(options: options, isTCP: unixPath == nil, accepted: true)
         self.acceptor = acceptor
         self.unixPath = unixPath
+        self.registry = registry ?? ConnectionRegistry(loop: loop)
     }
 
     /// Watches the listening socket on the loop's thread, waiting for that when called elsewhere.
@@ -65,15 +61,15 @@ final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on i
     }
 
     private func registerOnLoop() throws(NetError) {
-        // The loop's shutdown stops accepting and ends the connections accepted here (they have no
-        // observers of their own: one per listener rather than one per connection).
-        guard loop.addShutdownObserver(ObjectIdentifier(self), { [weak self] in self?.loopIsShuttingDown() }) else {
+        // The loop's shutdown stops accepting, and the registry's observer ends the connections accepted
+        // here (they have no observers of their own: one per registry rather than one per connection).
+        guard registry.onLoopShutdown({ [weak self] in self?.closeOnLoop() }) else {
             throw .loopShutDown
         }
         do {
             watch = try loop.watch(fd, for: .readable) { [unowned self] _ in self.acceptAll() }
         } catch {
-            loop.removeShutdownObserver(ObjectIdentifier(self))
+            registry.close()
             if case .libevent(let call, let code) = error { throw .system(call, code) }
             throw .loopShutDown
         }
@@ -123,17 +119,11 @@ final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on i
         onLoop { $0.closeOnLoop() }
     }
 
-    /// The loop shuts down: stop accepting, end every connection accepted here.
-    private func loopIsShuttingDown() {
-        closeOnLoop()
-        for connection in Array(connections.values) { connection.end(.shutDown) }
-    }
-
     func closeOnLoop() {
         guard !isClosed else { return }
         isClosed = true
-        // The observer stays while accepted connections live on: the loop's shutdown ends them.
-        if connections.isEmpty { loop.removeShutdownObserver(ObjectIdentifier(self)) }
+        // The registry's observer stays while accepted connections live on: the loop's shutdown ends them.
+        registry.close()
         retryTimer?.cancel()
         retryTimer = nil
         watch?.cancel()
@@ -154,11 +144,11 @@ final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on i
         await withTaskExecutorPreference(loop) {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
                 if loop.isCurrent {
-                    closeConnectionsOnLoop(deadline: deadline, continuation: continuation)
+                    drainOnLoop(deadline: deadline, continuation: continuation)
                     return
                 }
                 do {
-                    try loop.enqueue { [self] in closeConnectionsOnLoop(deadline: deadline, continuation: continuation) }
+                    try loop.enqueue { [self] in drainOnLoop(deadline: deadline, continuation: continuation) }
                 } catch {
                     continuation.resume()
                 }
@@ -166,25 +156,9 @@ final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on i
         }
     }
 
-    private func closeConnectionsOnLoop(deadline: Duration, continuation: UnsafeContinuation<Void, Never>) {
+    private func drainOnLoop(deadline: Duration, continuation: UnsafeContinuation<Void, Never>) {
         closeOnLoop()
-        if connections.isEmpty, runningHandlers == 0 {
-            continuation.resume()
-            return
-        }
-        drainWaiters.append(continuation)
-        for connection in Array(connections.values) { connection.close() }
-        guard !connections.isEmpty else { return }
-        do {
-            _ = try loop.schedule(after: deadline) { [self] in abortConnections() }
-        } catch {
-            abortConnections()  // the loop is shutting down: no deadline to wait for
-        }
-    }
-
-    /// Aborts every connection still open (the graceful close's deadline passed). Loop thread.
-    private func abortConnections() {
-        for connection in Array(connections.values) { connection.abort() }
+        registry.drain(deadline: deadline) { continuation.resume() }
     }
 
     // MARK: Accepting (loop thread)
@@ -219,10 +193,8 @@ final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on i
             return
         }
         let connection = TCPConnection(loop: loop, transport: transport, profile: profile, connected: true, observesShutdown: false)
-        connection.endpoint = self
         connection.start()
-        connections[ObjectIdentifier(connection)] = connection
-        openConnections.add(1, ordering: .relaxed)
+        registry.add(connection)
         guard tls != nil else {
             hand(connection)
             return
@@ -254,29 +226,13 @@ final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on i
             // `Connection: close` traffic). Nothing there: the read returns EAGAIN and the watch goes on.
             if connection.handlerReads, !connection.machine.isClosed { connection.transportIsReadable() }
         case .task(let handler):
-            runningHandlers += 1
-            Task(executorPreference: loop) { [self] in
+            registry.taskStarted()
+            Task(executorPreference: loop) { [registry] in
                 do { try await handler(connection) } catch {}
                 connection.close()
-                runningHandlers -= 1  // on the loop: the task's executor
-                resumeDrainWaitersIfDone()
+                registry.taskEnded()  // on the loop: the task's executor
             }
         }
-    }
-
-    /// A connection accepted here ended (called by the connection, before its close handlers).
-    func connectionEnded(_ connection: TCPConnection) {
-        guard connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
-        openConnections.subtract(1, ordering: .relaxed)
-        if isClosed, connections.isEmpty { loop.removeShutdownObserver(ObjectIdentifier(self)) }
-        resumeDrainWaitersIfDone()
-    }
-
-    private func resumeDrainWaitersIfDone() {
-        guard connections.isEmpty, runningHandlers == 0, !drainWaiters.isEmpty else { return }
-        let waiters = drainWaiters
-        drainWaiters = []
-        for waiter in waiters { waiter.resume() }
     }
 
     /// `accept` failed for want of descriptors or memory: stop accepting for 100 ms rather than spin on

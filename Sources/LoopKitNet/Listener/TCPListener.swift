@@ -125,8 +125,19 @@ public final class TCPListener: Sendable {
         try bind(to: SocketAddress(ipAddress: host, port: port), on: loops, options: options, handler: handler)
     }
 
+    /// Binds on every loop of `loops`; an endpoint keeps its connections in `registries`' registry for its
+    /// loop (a server that shares it with its endpoints), else in one of its own.
+    package static func bind(
+        to address: SocketAddress, on loops: some AcceptingLoops, options: ListenerOptions = .init(),
+        registries: [ConnectionRegistry], onAccept: @escaping @Sendable (TCPConnection) throws -> Void
+    ) throws(NetError) -> TCPListener {
+        try bind(to: address, loops: loops.acceptingLoops, options: options, acceptor: .callback(onAccept),
+                 registries: registries)
+    }
+
     static func bind(
-        to address: SocketAddress, loops: [EventLoop], options: ListenerOptions, acceptor: Acceptor
+        to address: SocketAddress, loops: [EventLoop], options: ListenerOptions, acceptor: Acceptor,
+        registries: [ConnectionRegistry] = []
     ) throws(NetError) -> TCPListener {
         let reusePort = loops.count > 1
         if let tls = options.tls, tls.role != .server {
@@ -148,7 +159,8 @@ public final class TCPListener: Sendable {
                 }
                 let endpoint = ListenerEndpoint(loop: loop, fd: fd, options: options.connection, tls: options.tls, acceptor: acceptor,
                                                 unixPath: address.family == .unix ? address.host : nil,
-                                                failedHandshakes: failedHandshakes)
+                                                failedHandshakes: failedHandshakes,
+                                                registry: registries.first { $0.loop === loop })
                 endpoints.append(endpoint)
                 try endpoint.register()
             }
@@ -211,7 +223,7 @@ public final class TCPListener: Sendable {
 
     /// The number of open connections this listener accepted, across its loops. Safe from any thread.
     public var connectionCount: Int {
-        endpoints.reduce(0) { $0 + $1.openConnections.load(ordering: .relaxed) }
+        endpoints.reduce(0) { $0 + $1.registry.count }
     }
 }
 

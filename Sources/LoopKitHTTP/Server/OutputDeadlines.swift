@@ -1,17 +1,5 @@
 import LoopKitNet
 
-/// What a loop's ``HTTPLoopContext`` keeps, sweeps and drains: an HTTP/1 connection
-/// (``HTTPConnection``), or the connection an upgrade handed to another protocol
-/// (``UpgradedConnection``). Loop-confined.
-protocol ServedConnection: AnyObject {
-    /// The TCP connection beneath.
-    var tcp: TCPConnection { get }
-    /// The sweep's look: ends the connection when one of its deadlines has passed.
-    func checkTimeout(now tick: UInt64)
-    /// Graceful shutdown: close when idle, else once the work under way allows.
-    func shutdown()
-}
-
 /// The two deadlines on what a client must take, which hold in every state of every protocol: output
 /// that makes no progress for ``HTTPServer/Configuration/writeTimeout`` and a close that cannot drain
 /// within ``HTTPServer/Configuration/closeTimeout`` end the connection with a reset. The state of one

@@ -1,0 +1,8 @@
+/// What a server keeps for a WebSocket its HTTP upgrade made, in the socket's engine (its handler, which
+/// the loop's registry drains and the loop's sweep looks at): the handle, held while the connection is
+/// open (the route's code may drop it; the server still serves the socket, its pings included), and the
+/// deadlines on what the client must take. Loop-confined, like the engine.
+struct ServedWebSocket {
+    let handle: WebSocket
+    var deadlines = OutputDeadlines()
+}

@@ -1,0 +1,154 @@
+import LoopKit
+import Synchronization
+
+/// The connections a server keeps on one loop, and their one graceful drain: a listener endpoint keeps
+/// the connections it accepts here, and a protocol served on them (LoopKitHTTP) shares the endpoint's
+/// registry instead of keeping one of its own. A connection is registered once and leaves on its own
+/// when it ends.
+///
+/// The drain asks what is served on each connection to close (``ConnectionHandler/connectionShouldDrain(_:)``:
+/// at once when idle, else once the work under way allows), aborts what is left at the deadline, and
+/// resumes each of its waiters exactly once: when the last connection has ended, or when the loop shuts
+/// down (its shutdown ends every registered connection).
+///
+/// Loop-confined: created and used on its loop's thread; other threads read ``count`` only.
+package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined: used on its loop's thread only; other threads read its atomic count
+    package let loop: EventLoop
+    private var connections: [ObjectIdentifier: TCPConnection] = [:]
+    private let openConnections = Atomic<Int>(0)
+    /// Called with +1 and -1 as connections are registered and end (a gauge's hook). Loop thread.
+    package var countChanged: (@Sendable (_ delta: Int) -> Void)?
+    /// Tasks serving connections that have not returned yet: a drain waits for them too, so no task is
+    /// left to be scheduled on a loop that shuts down after it.
+    private var runningTasks = 0
+    private var drainWaiters: [() -> Void] = []
+    private var abortTimer: ScheduledTimer?
+    /// What the owners do when the loop shuts down, before the connections end (stop accepting, stop a timer).
+    private var shutdownHandlers: [() -> Void] = []
+    private var isObservingShutdown = false
+    /// Set by ``drain(deadline:whenDrained:)`` and by the loop's shutdown.
+    package private(set) var isDraining = false
+    /// No connection will be registered any more (the endpoint stopped accepting, or a drain began).
+    private var isClosed = false
+
+    /// A registry for connections on `loop`. Any thread.
+    package init(loop: EventLoop) {
+        self.loop = loop
+    }
+
+    /// The registered connections; safe from any thread.
+    package var count: Int { openConnections.load(ordering: .relaxed) }
+
+    /// Watches the loop's shutdown (which ends every connection registered here), first running
+    /// `handler`. Each owner adds its handler; the one observer stays until the registry is closed and
+    /// empty. Returns false when the loop is shutting down. Loop thread.
+    package func onLoopShutdown(_ handler: @escaping () -> Void) -> Bool {
+        if !isObservingShutdown {
+            guard loop.addShutdownObserver(ObjectIdentifier(self), { [self] in loopIsShuttingDown() }) else { return false }
+            isObservingShutdown = true
+        }
+        shutdownHandlers.append(handler)
+        return true
+    }
+
+    /// Registers `connection`: the registry keeps it until it ends. Loop thread.
+    package func add(_ connection: TCPConnection) {
+        connection.registry = self
+        connections[ObjectIdentifier(connection)] = connection
+        openConnections.add(1, ordering: .relaxed)
+        countChanged?(1)
+    }
+
+    /// A registered connection ended (called by the connection, after its handler and close observers).
+    func connectionEnded(_ connection: TCPConnection) {
+        guard connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
+        openConnections.subtract(1, ordering: .relaxed)
+        countChanged?(-1)
+        finishIfDone()
+    }
+
+    /// Calls `body` with every registered connection (a snapshot: `body` may end them). Loop thread.
+    package func forEach(_ body: (TCPConnection) -> Void) {
+        guard !connections.isEmpty else { return }
+        for connection in Array(connections.values) { body(connection) }
+    }
+
+    /// A task serving a connection began; ``taskEnded()`` when it returns. Loop thread.
+    func taskStarted() { runningTasks += 1 }
+
+    /// A task from ``taskStarted()`` returned. Loop thread.
+    func taskEnded() {
+        runningTasks -= 1
+        finishIfDone()
+    }
+
+    /// No connection will be registered any more; the shutdown observer goes once the last one ends.
+    /// Loop thread.
+    package func close() {
+        isClosed = true
+        finishIfDone()
+    }
+
+    /// The graceful drain: closes the registry, asks what is served on each connection to close
+    /// (``ConnectionHandler/connectionShouldDrain(_:)``), aborts what is left after `deadline`, and calls
+    /// `whenDrained` once, when no connection (and no serving task) is left or the loop shuts down.
+    /// Draining again adds a waiter to the drain under way. Loop thread.
+    package func drain(deadline: Duration, whenDrained: @escaping () -> Void) {
+        isClosed = true
+        drainWaiters.append(whenDrained)
+        guard !isDraining else {
+            finishIfDone()
+            return
+        }
+        isDraining = true
+        forEach { connection in
+            if let handler = connection.handler {
+                handler.connectionShouldDrain(connection)
+            } else {
+                connection.close()  // no handler yet (a TLS handshake under way): close as a plain connection
+            }
+        }
+        if !connections.isEmpty {
+            do {
+                abortTimer = try loop.schedule(after: deadline) { [self] in
+                    abortTimer = nil
+                    forEach { $0.abort() }
+                }
+            } catch {
+                forEach { $0.abort() }  // the loop is shutting down: no deadline to wait for
+            }
+        }
+        finishIfDone()
+    }
+
+    /// The loop shuts down: the owners stop, every connection ends, and every drain waiter is resumed.
+    private func loopIsShuttingDown() {
+        isObservingShutdown = false  // the loop drops its observers as it runs them
+        isClosed = true
+        isDraining = true
+        let handlers = shutdownHandlers
+        shutdownHandlers = []
+        for handler in handlers { handler() }
+        forEach { $0.end(.shutDown) }
+        resumeWaiters()
+    }
+
+    private func finishIfDone() {
+        guard isClosed, connections.isEmpty, runningTasks == 0 else { return }
+        abortTimer?.cancel()
+        abortTimer = nil
+        if isObservingShutdown {
+            isObservingShutdown = false
+            shutdownHandlers = []
+            loop.removeShutdownObserver(ObjectIdentifier(self))
+        }
+        resumeWaiters()
+    }
+
+    private func resumeWaiters() {
+        guard !drainWaiters.isEmpty else { return }
+        let waiters = drainWaiters
+        drainWaiters = []
+        for waiter in waiters { waiter() }
+    }
+}

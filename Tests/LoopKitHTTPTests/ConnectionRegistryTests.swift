@@ -1,0 +1,164 @@
+import LoopKit
+import LoopKitNetTesting
+import LoopKitTesting
+import Testing
+@testable import LoopKitHTTP
+@testable import LoopKitNet
+
+/// One registry of a loop's served connections (LoopKitNet's `ConnectionRegistry`), shared by the
+/// listener's endpoint and the HTTP server on it: each connection is registered once, and the one
+/// graceful drain asks what is served on each connection to close.
+@Suite("One connection registry per loop")
+struct ConnectionRegistryTests {
+    /// A host on a stepped loop, serving one in-memory connection, with the count hook's deltas.
+    final class Harness {
+        let driver: LoopDriver
+        let host: HTTPConnectionHost
+        let pair: InMemoryConnectionPair
+        let deltas = Recorder<Int>()
+        var received: [UInt8] = []
+        var clientClosed = false
+
+        init(router: HTTPRouter = testRouter()) throws {
+            driver = try LoopDriver()
+            var configuration = HTTPServer.Configuration()
+            configuration.connectionCountChanged = { [deltas] in deltas.record($0) }
+            host = try HTTPConnectionHost(loop: driver.loop, configuration: configuration, router: router, logger: quietLogger)
+            pair = try InMemoryConnectionPair(driver: driver)
+            pair.client.onRead { [unowned self] bytes in
+                received.append(contentsOf: bytes)
+                return bytes.count
+            }
+            pair.client.onClose { [unowned self] _ in clientClosed = true }
+            host.serve(pair.server)
+        }
+
+        var text: String { String(decoding: received, as: UTF8.self) }
+    }
+
+    @Test func aPlainTCPServerRegistersEachAcceptedConnectionOnce() async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let counts = Recorder<Int>()
+        let registry = ConnectionRegistry(loop: group.loops[0])
+        let listener = try TCPListener.bind(to: SocketAddress(ipAddress: "127.0.0.1", port: 0), on: group.loops[0],
+                                            registries: [registry]) { connection in
+            counts.record(registry.count)  // already registered when the handler gets it
+            try connection.write("hi")
+        }
+        let client = try RawClient(port: listener.localAddress.port)
+        try await eventually { counts.all.count == 1 }
+        #expect(counts.all == [1])
+        #expect(listener.connectionCount == 1)
+        await listener.shutdown(deadline: .seconds(5))
+        #expect(listener.connectionCount == 0)
+        #expect(client.readUntilClosed() == Array("hi".utf8))
+    }
+
+    @Test func anHTTPServerRegistersEachConnectionOnce() async throws {
+        let group = try LoopGroup(threads: 1)
+        let deltas = Recorder<Int>()
+        var configuration = HTTPServer.Configuration()
+        configuration.connectionCountChanged = { deltas.record($0) }
+        let server = HTTPServer(group: group, configuration: configuration, router: testRouter(), logger: quietLogger)
+        let port = try server.start()
+        let client = try RawClient(port: port)
+        #expect(try client.exchange("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n").status == 200)
+        #expect(try await server.openConnectionCount() == 1)
+        #expect(deltas.all == [1])
+        await server.shutdown()
+        #expect(deltas.all == [1, -1])
+        group.shutdown()
+    }
+
+    @Test func theDrainClosesAnIdleHTTPConnectionAtOnce() throws {
+        let harness = try Harness()
+        try harness.pair.client.write("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+        try harness.driver.runUntilIdle()
+        #expect(harness.text.hasPrefix("HTTP/1.1 200"))
+        let finished = Recorder<Bool>()
+        harness.host.shutdown(deadline: .seconds(5)) { finished.record(true) }
+        try harness.driver.runUntilIdle()
+        #expect(harness.clientClosed)
+        #expect(finished.all == [true])
+        #expect(harness.deltas.all == [1, -1])
+    }
+
+    @Test func theDrainLetsABusyHTTPConnectionFinishItsResponse() throws {
+        let harness = try Harness()
+        try harness.pair.client.write("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\nab")
+        try harness.driver.runUntilIdle()
+        let finished = Recorder<Bool>()
+        harness.host.shutdown(deadline: .seconds(5)) { finished.record(true) }
+        try harness.driver.runUntilIdle()
+        #expect(!harness.clientClosed)  // half a body read: the request is under way
+        #expect(finished.all.isEmpty)
+        try harness.pair.client.write("cd")
+        try harness.driver.runUntilIdle()
+        #expect(harness.text.hasPrefix("HTTP/1.1 200"))
+        #expect(harness.text.lowercased().contains("connection: close"))
+        #expect(harness.text.hasSuffix("abcd"))
+        #expect(harness.clientClosed)
+        #expect(finished.all == [true])
+    }
+
+    @Test func theDrainAbortsWhatIsLeftAtItsDeadline() throws {
+        let harness = try Harness()
+        try harness.pair.client.write("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\nab")
+        try harness.driver.runUntilIdle()
+        let finished = Recorder<Bool>()
+        harness.host.shutdown(deadline: .seconds(5)) { finished.record(true) }
+        try harness.driver.advance(by: .seconds(4))
+        #expect(!harness.clientClosed)
+        try harness.driver.advance(by: .seconds(2))
+        #expect(harness.clientClosed)
+        #expect(finished.all == [true])
+        #expect(harness.host.connectionCount == 0)
+    }
+
+    @Test func anUpgradedConnectionStaysCountedOnceAndIsDrainedWith1001() throws {
+        let harness = try Harness(router: webSocketTestRouter())
+        try harness.pair.client.write(UpgradeHandOverTests.upgradeRequest)
+        try harness.driver.runUntilIdle()
+        #expect(harness.text.hasPrefix("HTTP/1.1 101"))
+        #expect(harness.host.connectionCount == 1)
+        #expect(harness.deltas.all == [1])
+        #expect(harness.host.handlers.count == 1)
+        #expect(harness.host.handlers.first is WebSocketCore)
+        let finished = Recorder<Bool>()
+        harness.host.shutdown(deadline: .seconds(5)) { finished.record(true) }
+        try harness.driver.runUntilIdle()
+        let head = try #require(harness.text.range(of: "\r\n\r\n"))
+        let frame = Array(harness.received[harness.text.utf8.distance(from: harness.text.startIndex, to: head.upperBound)...])
+        #expect(frame.first == 0x88)  // FIN + close
+        #expect(frame.count >= 4 && UInt16(frame[2]) << 8 | UInt16(frame[3]) == 1001)
+        #expect(finished.all.isEmpty)  // the close handshake waits for the client's close frame
+    }
+
+    @Test func theDrainResumesItsWaiterOnceWhenTheLoopShutsDownDuringIt() throws {
+        let harness = try Harness()
+        try harness.pair.client.write("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\nab")
+        try harness.driver.runUntilIdle()
+        let finished = Recorder<Bool>()
+        harness.host.shutdown(deadline: .seconds(5)) { finished.record(true) }
+        try harness.driver.runUntilIdle()
+        #expect(finished.all.isEmpty)
+        harness.driver.loop.shutdown()
+        #expect(finished.all == [true])
+        #expect(harness.host.connectionCount == 0)
+        #expect(harness.deltas.all == [1, -1])
+    }
+
+    @Test func aSecondDrainWaitsForTheFirstAndEachWaiterIsResumedOnce() throws {
+        let harness = try Harness()
+        try harness.pair.client.write("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\nab")
+        try harness.driver.runUntilIdle()
+        let finished = Recorder<Int>()
+        harness.host.shutdown(deadline: .seconds(5)) { finished.record(1) }
+        harness.host.shutdown(deadline: .seconds(5)) { finished.record(2) }
+        try harness.pair.client.write("cd")
+        try harness.driver.runUntilIdle()
+        try harness.driver.advance(by: .seconds(6))
+        #expect(finished.all == [1, 2])
+    }
+}
