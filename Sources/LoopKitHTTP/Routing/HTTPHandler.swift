@@ -23,11 +23,15 @@ public enum HTTPHandler: Sendable {
     /// keep-alive connection holds a handler twice (its route and its resolution), so unboxed they made
     /// the enum, and each connection, that much larger. The box is made once, with the route.
     indirect case webSocket(WebSocketRoute)
+    /// Switches the connection to another protocol once the request head is complete, through the
+    /// route's upgrader (``HTTPUpgradeRoute``): the `101`, then the hand-over. Boxed like
+    /// ``webSocket(_:)``.
+    indirect case upgrade(HTTPUpgradeRoute)
 
     /// Whether the handler reads the body as it arrives (it starts at the head).
     var streamsBody: Bool {
         switch self {
-        case .sync, .async, .webSocket: false
+        case .sync, .async, .webSocket, .upgrade: false
         case .streaming, .streamingCallback: true
         }
     }

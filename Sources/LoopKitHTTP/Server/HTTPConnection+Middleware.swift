@@ -30,7 +30,10 @@ extension HTTPConnection {
         case .async(let run)?:
             terminal = run
         case .webSocket(let webSocketRoute)?:
-            webSocketRequested(request, head: head!, route: webSocketRoute, middleware: middleware)
+            upgradeRequested(request, head: head!, upgrader: WebSocketUpgrader(route: webSocketRoute), middleware: middleware)
+            return
+        case .upgrade(let upgradeRoute)?:
+            upgradeRoute.upgrader.requested(request, head: head!, on: self, middleware: middleware)
             return
         case .streaming?, .streamingCallback?:
             return  // started at the head

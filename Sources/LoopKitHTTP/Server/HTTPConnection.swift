@@ -504,7 +504,9 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
                 }
             }
         case .webSocket(let webSocketRoute):
-            webSocketRequested(serverRequest, head: head, route: webSocketRoute)
+            upgradeRequested(serverRequest, head: head, upgrader: WebSocketUpgrader(route: webSocketRoute))
+        case .upgrade(let upgradeRoute):
+            upgradeRoute.upgrader.requested(serverRequest, head: head, on: self, middleware: nil)
         case .streaming, .streamingCallback:
             break  // started at the head
         }

@@ -54,11 +54,9 @@ final class WebSocketCore: ConnectionHandler {
         deflater = deflate.map { WebSocketDeflater(windowBits: $0.serverMaxWindowBits, noContextTakeover: $0.serverNoContextTakeover) }
     }
 
-    /// Becomes the TCP connection's handler in the HTTP connection's place (after the 101 was written),
-    /// taking the bytes the client sent after its request, and starts the keep-alive pings.
-    func start() {
-        tcp.replaceHandler(self)
-        tcp.resumeReading()
+    /// Starts the keep-alive pings, once the engine is the TCP connection's handler in the HTTP
+    /// connection's place (``WebSocketUpgrader``).
+    func startKeepAlivePings() {
         if let interval = configuration.pingInterval {
             keepAliveTimer = schedule(after: interval, repeating: interval) { [weak handle] in
                 handle?.core.value.sendKeepAlivePing()

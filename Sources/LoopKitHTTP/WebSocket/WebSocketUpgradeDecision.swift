@@ -10,12 +10,7 @@ import HTTPTypes
 /// ```
 /// A value type: safe from any thread.
 public struct WebSocketUpgradeDecision: Sendable {
-    enum Kind: Sendable {
-        case accept(HTTPFields)
-        case refuse(HTTPServerResponse)
-    }
-
-    let kind: Kind
+    let kind: HTTPUpgradeDecision
 
     /// Accept: `101 Switching Protocols`, with permessage-deflate when the client offered it and the
     /// route allows it.
