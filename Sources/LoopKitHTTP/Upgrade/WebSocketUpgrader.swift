@@ -10,7 +10,8 @@ import LoopKitNet
 ///
 /// A value made per request from the route (nothing is stored per connection): safe from any thread.
 struct WebSocketUpgrader: HTTPUpgrader {
-    /// An accepted handshake: the client's key and the extension negotiated, if any.
+    /// An accepted handshake: the client's key and the extension negotiated, if any (a second
+    /// ``WebSocketExtension`` is negotiated here too, and gets a case in ``WebSocketNegotiatedExtension``).
     struct Acceptance: Sendable {
         var key: String
         var deflate: PerMessageDeflate?
@@ -23,11 +24,8 @@ struct WebSocketUpgrader: HTTPUpgrader {
         case .failure(let refusal):
             return .refused(refusal.response)
         case .success(let key):
-            let deflate = route.configuration.allowsCompression
-                ? PerMessageDeflate.negotiate(head.request.headerFields[values: WebSocketHandshake.extensionsField],
-                                              serverNoContextTakeover: route.configuration.serverNoContextTakeover)
-                : nil
-            return .accepted(Acceptance(key: key, deflate: deflate))
+            let offers = head.request.headerFields[values: WebSocketHandshake.extensionsField]
+            return .accepted(Acceptance(key: key, deflate: PerMessageDeflate.negotiate(offers, configuration: route.configuration)))
         }
     }
 
@@ -46,7 +44,8 @@ struct WebSocketUpgrader: HTTPUpgrader {
     /// The socket's engine, which keeps the handle and the output deadlines while the connection is
     /// open (``ServedWebSocket``).
     func takeOver(_ tcp: TCPConnection, acceptance: Acceptance, context: HTTPLoopContext) -> WebSocketCore {
-        let socket = WebSocket(tcp: tcp, configuration: route.configuration, deflate: acceptance.deflate)
+        let negotiated = acceptance.deflate.map { WebSocketNegotiatedExtension.perMessageDeflate($0.makeCodec()) }
+        let socket = WebSocket(tcp: tcp, configuration: route.configuration, extension: negotiated)
         let core = socket.core.value
         core.served = ServedWebSocket(handle: socket)
         return core

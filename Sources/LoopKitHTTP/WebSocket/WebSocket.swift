@@ -41,9 +41,9 @@ public final class WebSocket: Sendable {
     /// The loop-confined engine.
     let core: LoopBound<WebSocketCore>
 
-    init(tcp: TCPConnection, configuration: WebSocketConfiguration, deflate: PerMessageDeflate?) {
+    init(tcp: TCPConnection, configuration: WebSocketConfiguration, extension negotiated: sending WebSocketNegotiatedExtension?) {
         loop = tcp.loop
-        core = LoopBound(WebSocketCore(tcp: tcp, configuration: configuration, deflate: deflate), on: tcp.loop)
+        core = LoopBound(WebSocketCore(tcp: tcp, configuration: configuration, extension: negotiated), on: tcp.loop)
         core.value.handle = self
     }
 

@@ -20,8 +20,8 @@ final class WebSocketCore: ConnectionHandler {
     @exclusivity(unchecked) var parser: WebSocketFrameParser
     @exclusivity(unchecked) var assembler: WebSocketMessageAssembler
     @exclusivity(unchecked) var closing = WebSocketCloseStateMachine()
-    /// The compressor, when permessage-deflate was negotiated.
-    private let deflater: WebSocketDeflater?
+    /// The extension negotiated (permessage-deflate), if any: it transforms messages both ways.
+    let negotiated: WebSocketNegotiatedExtension?
 
     /// The callback reader, if one is set (then nothing is queued).
     var messageHandler: ((WebSocketMessage) -> Void)?
@@ -44,14 +44,13 @@ final class WebSocketCore: ConnectionHandler {
     /// Set when a server's upgrade made this socket (nil on a client's).
     var served: ServedWebSocket?
 
-    init(tcp: TCPConnection, configuration: WebSocketConfiguration, deflate: PerMessageDeflate?) {
+    init(tcp: TCPConnection, configuration: WebSocketConfiguration, extension negotiated: WebSocketNegotiatedExtension?) {
         self.tcp = tcp
         self.configuration = configuration
-        parser = WebSocketFrameParser(maxFrameSize: configuration.maxFrameSize, allowsRSV1: deflate != nil)
-        assembler = WebSocketMessageAssembler(
-            maxMessageSize: configuration.maxMessageSize,
-            inflater: deflate.map { WebSocketInflater(noContextTakeover: $0.clientNoContextTakeover) })
-        deflater = deflate.map { WebSocketDeflater(windowBits: $0.serverMaxWindowBits, noContextTakeover: $0.serverNoContextTakeover) }
+        self.negotiated = negotiated
+        // An extension claims RSV1 (the one reserved bit an extension of LoopKitHTTP's uses).
+        parser = WebSocketFrameParser(maxFrameSize: configuration.maxFrameSize, allowsRSV1: negotiated != nil)
+        assembler = WebSocketMessageAssembler(maxMessageSize: configuration.maxMessageSize)
     }
 
     /// Starts the keep-alive pings, once the engine is the TCP connection's handler in the HTTP
@@ -144,7 +143,7 @@ final class WebSocketCore: ConnectionHandler {
             pongTimer = nil
         default:
             guard closing.state == .open else { return }  // after this side's close: dropped
-            if let message = try assembler.append(frame) { deliver(message) }
+            if let message = try assembler.append(frame, extension: negotiated) { deliver(message) }
         }
     }
 
@@ -153,7 +152,8 @@ final class WebSocketCore: ConnectionHandler {
     private func handle(_ whole: WebSocketFrameParser.WholeFrame) throws(WebSocketViolation) {
         if whole.head.opcode.isControl {
             try handle(whole.head.frame(unmasking: whole.payload))
-        } else if closing.state == .open, let message = try assembler.append(whole.head, maskedPayload: whole.payload) {
+        } else if closing.state == .open,
+                  let message = try assembler.append(whole.head, maskedPayload: whole.payload, extension: negotiated) {
             deliver(message)
         }
     }
@@ -246,10 +246,10 @@ final class WebSocketCore: ConnectionHandler {
         }
     }
 
-    /// A message as one frame: compressed (RSV1) when permessage-deflate was negotiated and it has bytes.
+    /// A message as one frame: transformed by the negotiated extension (RSV1 set) when it takes it.
     private func writeMessage(_ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer) {
-        if let deflater, !payload.isEmpty {
-            writeFrame(opcode, deflater.compress(payload), rsv1: true)
+        if let negotiated, let transformed = negotiated.outbound(payload) {
+            writeFrame(opcode, transformed, rsv1: true)
         } else {
             writeFrame(opcode, payload)
         }

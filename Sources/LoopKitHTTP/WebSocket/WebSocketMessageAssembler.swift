@@ -2,9 +2,9 @@
 /// message starts with a text or binary frame and goes on with continuation frames until one has FIN;
 /// a new message inside one, or a continuation outside one, is a protocol error (1002). Text is
 /// validated as UTF-8 fragment by fragment (1007 at the first bad one); a message past
-/// ``maxMessageSize`` fails with 1009 as soon as it passes it. A compressed message (RSV1 on its first
-/// frame, permessage-deflate negotiated) is inflated frame by frame, and the limit applies to what it
-/// inflates to.
+/// ``maxMessageSize`` fails with 1009 as soon as it passes it. A transformed message (RSV1 on its first
+/// frame, an extension negotiated: permessage-deflate) goes through the extension frame by frame
+/// (inflated), and the limit applies to what comes out.
 ///
 /// A value type, used on the connection's loop thread.
 struct WebSocketMessageAssembler {
@@ -15,12 +15,8 @@ struct WebSocketMessageAssembler {
     private var current: (opcode: WebSocketOpcode, compressed: Bool)?
     private var bytes: [UInt8] = []
     private var validator = UTF8Validator()
-    /// The decompressor, when permessage-deflate was negotiated.
-    private let inflater: WebSocketInflater?
-
-    init(maxMessageSize: Int, inflater: WebSocketInflater? = nil) {
+    init(maxMessageSize: Int) {
         self.maxMessageSize = maxMessageSize
-        self.inflater = inflater
     }
 
     /// Whether a message is under way (its first frame came, its last has not).
@@ -28,10 +24,13 @@ struct WebSocketMessageAssembler {
 
     /// Takes the next data frame (text, binary or continuation).
     ///
-    /// - Parameter frame: The frame, unmasked.
+    /// - Parameters:
+    ///   - frame: The frame, unmasked.
+    ///   - negotiated: The connection's extension (its engine holds it), which takes RSV1 messages.
     /// - Returns: The message it completes, or nil.
     /// - Throws: ``WebSocketViolation`` for a broken rule.
-    mutating func append(_ frame: WebSocketFrame) throws(WebSocketViolation) -> WebSocketMessage? {
+    mutating func append(_ frame: WebSocketFrame,
+                         extension negotiated: WebSocketNegotiatedExtension? = nil) throws(WebSocketViolation) -> WebSocketMessage? {
         switch frame.opcode {
         case .continuation:
             guard current != nil else { throw .protocolError("continuation frame outside a message") }
@@ -42,13 +41,13 @@ struct WebSocketMessageAssembler {
         }
         guard let (opcode, compressed) = current else { return nil }
         if compressed {
-            guard let inflater else { throw .protocolError("compressed message without permessage-deflate") }
+            guard let negotiated else { throw .protocolError("compressed message without permessage-deflate") }
             var inflated: [UInt8] = []
             let room = maxMessageSize - bytes.count
             try frame.payload.withUnsafeBytes { payload in
-                Result { () throws(WebSocketViolation) in try inflater.inflate(payload, into: &inflated, limit: room) }
+                Result { () throws(WebSocketViolation) in try negotiated.inbound(payload, into: &inflated, limit: room) }
             }.get()
-            if frame.fin { try inflater.finishMessage(into: &inflated, limit: room) }
+            if frame.fin { try negotiated.inboundEnded(into: &inflated, limit: room) }
             try add(inflated, isText: opcode == .text)
         } else {
             try add(frame.payload, isText: opcode == .text)
@@ -61,16 +60,18 @@ struct WebSocketMessageAssembler {
     /// its payload still masked. A frame that is a whole message on its own (FIN, not compressed, no
     /// message under way: the usual case) becomes the message with one copy, unmasked straight into the
     /// `String` or array it is kept in; text that is all ASCII (noted while unmasking) needs no further
-    /// check, other text is validated there. Any other frame goes through ``append(_:)``.
+    /// check, other text is validated there. Any other frame goes through ``append(_:extension:)``.
     ///
     /// - Parameters:
     ///   - head: The frame's header.
     ///   - maskedPayload: Its payload, as it arrived.
+    ///   - negotiated: The connection's extension, for a frame that goes through ``append(_:extension:)``.
     /// - Returns: The message it completes, or nil.
     /// - Throws: ``WebSocketViolation`` for a broken rule.
-    mutating func append(_ head: WebSocketFrameParser.Head, maskedPayload: UnsafeRawBufferPointer) throws(WebSocketViolation) -> WebSocketMessage? {
+    mutating func append(_ head: WebSocketFrameParser.Head, maskedPayload: UnsafeRawBufferPointer,
+                         extension negotiated: WebSocketNegotiatedExtension? = nil) throws(WebSocketViolation) -> WebSocketMessage? {
         guard head.fin, !head.rsv1, current == nil, head.opcode == .text || head.opcode == .binary else {
-            return try append(head.frame(unmasking: maskedPayload))
+            return try append(head.frame(unmasking: maskedPayload), extension: negotiated)
         }
         guard maskedPayload.count <= maxMessageSize else { throw .tooBig("message larger than \(maxMessageSize) bytes") }
         guard head.opcode == .text else { return .binary(head.unmaskedBytes(maskedPayload)) }

@@ -1,8 +1,11 @@
 /// The permessage-deflate extension (RFC 7692) as negotiated: the client's offers read, the first one
 /// the server can honour accepted, and the `Sec-WebSocket-Extensions` answer built.
 ///
+/// A ``WebSocketExtension``; its codec compresses each outbound message and inflates each inbound one
+/// on zlib (``WebSocketDeflater``, ``WebSocketInflater``).
+///
 /// A value type: safe from any thread.
-struct PerMessageDeflate: Hashable, Sendable {
+struct PerMessageDeflate: WebSocketExtension, Hashable, Sendable {
     /// The server resets its compressor after each message.
     var serverNoContextTakeover = false
     /// The client resets its compressor after each message (so the server may reset its decompressor).
@@ -19,6 +22,35 @@ struct PerMessageDeflate: Hashable, Sendable {
         if clientNoContextTakeover { value += "; client_no_context_takeover" }
         if statesServerWindow { value += "; server_max_window_bits=\(serverMaxWindowBits)" }
         return value
+    }
+
+    static func negotiate(_ offers: [String], configuration: WebSocketConfiguration) -> PerMessageDeflate? {
+        guard configuration.allowsCompression else { return nil }
+        return negotiate(offers, serverNoContextTakeover: configuration.serverNoContextTakeover)
+    }
+
+    func makeCodec() -> Codec {
+        Codec(deflater: WebSocketDeflater(windowBits: serverMaxWindowBits, noContextTakeover: serverNoContextTakeover),
+              inflater: WebSocketInflater(noContextTakeover: clientNoContextTakeover))
+    }
+
+    /// One connection's compressor and decompressor. Loop-confined.
+    struct Codec: WebSocketExtensionCodec {
+        let deflater: WebSocketDeflater
+        let inflater: WebSocketInflater
+
+        /// An empty message goes uncompressed.
+        func outbound(_ payload: UnsafeRawBufferPointer) -> [UInt8]? {
+            payload.isEmpty ? nil : deflater.compress(payload)
+        }
+
+        func inbound(_ piece: UnsafeRawBufferPointer, into output: inout [UInt8], limit: Int) throws(WebSocketViolation) {
+            try inflater.inflate(piece, into: &output, limit: limit)
+        }
+
+        func inboundEnded(into output: inout [UInt8], limit: Int) throws(WebSocketViolation) {
+            try inflater.finishMessage(into: &output, limit: limit)
+        }
     }
 
     /// Picks the first permessage-deflate offer the server can accept (RFC 7692 §5, §7.1).
