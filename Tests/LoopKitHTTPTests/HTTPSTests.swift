@@ -146,11 +146,13 @@ struct HTTPSTests {
 /// Python clients (standard library only).
 private enum Python {
     /// Over TLS to 127.0.0.1:argv[1], verifying the certificate against the CA file argv[2] for the name
-    /// `localhost`: sends argv[3] in one write, prints everything read until the server closes.
+    /// `localhost`: sends argv[3] in one write, prints everything read until the server closes. Each read
+    /// waits up to 150 s: a test may hold the answer while it waits for the listener to close (up to 20 s
+    /// under load) and its shutdown deadline is 120 s (`probeSafeShutdownDeadline`).
     static let tlsExchange = """
     import socket, ssl, sys
     context = ssl.create_default_context(cafile=sys.argv[2])
-    raw = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
+    raw = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=150)
     s = context.wrap_socket(raw, server_hostname="localhost")
     s.sendall(sys.argv[3].encode())
     data = b""
