@@ -165,3 +165,58 @@ struct ConnectionRegistryTests {
         #expect(finished.all == [1, 2])
     }
 }
+
+/// One deadline sweep per registry: its ticks reach each connection's handler, and it ticks only while
+/// connections are registered.
+@Suite("One deadline sweep per registry")
+struct ConnectionRegistrySweepTests {
+    /// A handler that records the ticks its deadlines are checked at.
+    final class TickRecorder: ConnectionHandler {
+        var ticks: [UInt64] = []
+
+        func connection(_ connection: TCPConnection, received bytes: UnsafeRawBufferPointer) -> Int { bytes.count }
+
+        func checkDeadlines(_ connection: TCPConnection, now tick: UInt64) { ticks.append(tick) }
+    }
+
+    @Test func eachTickReachesTheHandlerOfEveryRegisteredConnection() throws {
+        let driver = try LoopDriver()
+        let registry = ConnectionRegistry(loop: driver.loop)
+        registry.sweep(every: .seconds(1))
+        let pair = try InMemoryConnectionPair(driver: driver)
+        let handler = TickRecorder()
+        pair.server.setHandler(handler)
+        registry.add(pair.server)
+        try driver.advance(by: .seconds(3))
+        #expect(handler.ticks == [1, 2, 3])
+    }
+
+    @Test func theSweepStopsWhenNoConnectionIsLeftAndStartsAgainWithTheNext() throws {
+        let driver = try LoopDriver()
+        let registry = ConnectionRegistry(loop: driver.loop)
+        registry.sweep(every: .seconds(1))
+        try driver.advance(by: .seconds(5))
+        #expect(registry.tick == 0)  // nothing registered: no timer
+        let first = try InMemoryConnectionPair(driver: driver)
+        registry.add(first.server)
+        try driver.advance(by: .seconds(2))
+        #expect(registry.tick == 2)
+        first.server.abort()
+        try driver.advance(by: .seconds(10))
+        #expect(registry.tick == 3)  // one tick found no connection and stopped the timer
+        #expect(driver.loop.nextTimerDeadline == nil)
+        let second = try InMemoryConnectionPair(driver: driver)
+        let handler = TickRecorder()
+        second.server.setHandler(handler)
+        registry.add(second.server)
+        try driver.advance(by: .seconds(1))
+        #expect(handler.ticks == [4])
+    }
+
+    @Test func anHTTPServerKeepsNoTimerOfItsOwn() throws {
+        let driver = try LoopDriver()
+        _ = try HTTPConnectionHost(loop: driver.loop, configuration: HTTPServer.Configuration(), router: testRouter(),
+                                   logger: quietLogger)
+        #expect(driver.loop.nextTimerDeadline == nil)  // the registry's sweep starts with the first connection
+    }
+}

@@ -6,6 +6,11 @@ import LoopKitNet
 // (``ServedWebSocket``).
 
 extension HTTPConnection {
+    /// The registry's sweep (``HTTPLoopContext/registry``).
+    func checkDeadlines(_ connection: TCPConnection, now tick: UInt64) {
+        checkTimeout(now: tick)
+    }
+
     /// Called by the loop's sweep timer (``HTTPLoopContext``): ends the connection when the client has stopped taking its output,
     /// when a close cannot drain, or when its state has lasted too long.
     func checkTimeout(now tick: UInt64) {

@@ -2,12 +2,12 @@ import Logging
 import LoopKit
 import LoopKitNet
 
-/// A server's presence on one loop: the cached `Date`, the timeout sweep, and the registry its connections
-/// are kept in (LoopKitNet's, shared with the listener's endpoint on this loop: one entry per connection,
-/// one graceful drain).
+/// A server's presence on one loop: the cached `Date`, the deadlines in sweep ticks, and the registry its
+/// connections are kept in (LoopKitNet's, shared with the listener's endpoint on this loop: one entry per
+/// connection, one graceful drain, one deadline sweep).
 ///
 /// Loop-confined: created and used on its loop's thread. It is `@unchecked Sendable` only so the server
-/// can hand it to `loop.invoke` and the sweep timer can capture it; both run on the same loop.
+/// can hand it to `loop.invoke`, which runs on the same loop.
 final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one per loop, used on its thread only (reached by jobs for that loop)
     let loop: EventLoop
     let configuration: HTTPServer.Configuration
@@ -27,14 +27,13 @@ final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one per lo
     /// The loop's served connections and their drain; the HTTP connection (or, after an upgrade, the
     /// WebSocket) is each one's handler.
     let registry: ConnectionRegistry
-    private var sweepTimer: ScheduledTimer?
     /// Tasks of handlers whose request body was collected (async routes, chains with async middleware)
     /// that have not answered yet: what the in-memory test client waits for when its loop goes idle (their
     /// answer may come back from another thread: an actor, another loop's `perform`).
     var handlerTasksInFlight = 0
 
-    /// Sweep ticks so far; a connection's timeouts are counted in ticks.
-    private(set) var tick: UInt64 = 0
+    /// The registry's sweep ticks so far; a connection's timeouts are counted in ticks.
+    var tick: UInt64 { registry.tick }
     let headTimeoutTicks: UInt64
     let bodyTimeoutTicks: UInt64
     let idleTimeoutTicks: UInt64
@@ -81,17 +80,11 @@ final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one per lo
         return total
     }
 
-    /// Starts the timeout sweep. Call on the loop's thread.
+    /// Starts the registry's deadline sweep and watches the loop's shutdown (which ends the connections).
+    /// Call on the loop's thread.
     func start() throws {
-        sweepTimer = try loop.schedule(after: sweepInterval, repeating: sweepInterval) { [self] in sweep() }
-        // A loop that shuts down under a running server takes its connections with it (the registry's
-        // observer ends them); the sweep stops then. The handler holds the context strongly, as the sweep
-        // timer does: both are dropped in `finish()`, so neither extends its life. (A weak reference would
-        // give the context a side table, and every retain and release of it, one per request copy, the
-        // runtime's slow path.)
-        guard registry.onLoopShutdown({ [self] in finish() }) else {
-            throw EventLoopError.shutDown
-        }
+        guard registry.onLoopShutdown() else { throw EventLoopError.shutDown }
+        registry.sweep(every: sweepInterval)
     }
 
     /// Serves a connection registered in ``registry`` (by the listener's endpoint, or the in-memory host).
@@ -104,30 +97,10 @@ final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one per lo
         HTTPConnection(context: self, tcp: tcp).start()
     }
 
-    private func sweep() {
-        tick &+= 1
-        registry.forEach { tcp in
-            switch tcp.handler {
-            case let http as HTTPConnection: http.checkTimeout(now: tick)
-            case let webSocket as WebSocketCore: webSocket.checkServerDeadlines(now: tick, context: self)
-            default: break  // a TLS handshake under way (its own timer bounds it)
-            }
-        }
-    }
-
     /// Graceful shutdown: the registry's drain (idle connections close, the others finish their current
     /// response, a WebSocket closes with 1001, whatever is left is aborted at the deadline); `onFinished`
     /// runs once every connection is gone, or the loop shut down. Call on the loop's thread.
     func shutdown(deadline: Duration, onFinished: @escaping @Sendable () -> Void) {
-        registry.drain(deadline: deadline) { [self] in
-            finish()
-            onFinished()
-        }
-    }
-
-    /// Stops the sweep (the drain is over, or the loop shuts down).
-    private func finish() {
-        sweepTimer?.cancel()
-        sweepTimer = nil
+        registry.drain(deadline: deadline, whenDrained: onFinished)
     }
 }

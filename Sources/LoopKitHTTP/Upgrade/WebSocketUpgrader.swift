@@ -47,7 +47,7 @@ struct WebSocketUpgrader: HTTPUpgrader {
         let negotiated = acceptance.deflate.map { WebSocketNegotiatedExtension.perMessageDeflate($0.makeCodec()) }
         let socket = WebSocket(tcp: tcp, configuration: route.configuration, extension: negotiated)
         let core = socket.core.value
-        core.served = ServedWebSocket(handle: socket)
+        core.served = ServedWebSocket(handle: socket, context: context)
         return core
     }
 

@@ -4,5 +4,8 @@
 /// deadlines on what the client must take. Loop-confined, like the engine.
 struct ServedWebSocket {
     let handle: WebSocket
+    /// The server's context on the loop: the deadlines' lengths, the log and the cut hook (let go with the
+    /// rest when the connection ends).
+    let context: HTTPLoopContext
     var deadlines = OutputDeadlines()
 }

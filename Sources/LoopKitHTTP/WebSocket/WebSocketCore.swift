@@ -80,8 +80,8 @@ final class WebSocketCore: ConnectionHandler {
 
     /// The server's sweep: resets the connection when the client has stopped taking its output or its
     /// close cannot drain (``OutputDeadlines``).
-    func checkServerDeadlines(now tick: UInt64, context: HTTPLoopContext) {
-        guard !tcp.isClosed, var deadlines = served?.deadlines else { return }
+    func checkDeadlines(_ connection: TCPConnection, now tick: UInt64) {
+        guard !tcp.isClosed, let context = served?.context, var deadlines = served?.deadlines else { return }
         if deadlines.cutIfStuck(tcp, now: tick, context: context) { return }  // closed: `served` is gone
         served?.deadlines = deadlines
     }

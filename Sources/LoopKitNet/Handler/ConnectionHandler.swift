@@ -31,10 +31,16 @@ public protocol ConnectionHandler: AnyObject {
     /// open at its deadline. By default the connection closes gracefully at once (its output is sent
     /// first). Called on the loop's thread.
     func connectionShouldDrain(_ connection: TCPConnection)
+
+    /// The registry's deadline sweep looks at the connection (a server's protocol that keeps deadlines
+    /// in sweep ticks: a head, a body, an idle wait, write progress): end it if one has passed. `tick`
+    /// counts the sweep's ticks. By default nothing is checked. Called on the loop's thread.
+    func checkDeadlines(_ connection: TCPConnection, now tick: UInt64)
 }
 
 extension ConnectionHandler {
     public func connectionShouldDrain(_ connection: TCPConnection) { connection.close() }
+    public func checkDeadlines(_ connection: TCPConnection, now tick: UInt64) {}
     public func connectionInputEnded(_ connection: TCPConnection) {}
     public func connectionBecameWritable(_ connection: TCPConnection) {}
     public func connection(_ connection: TCPConnection, closedWith reason: CloseReason) {}

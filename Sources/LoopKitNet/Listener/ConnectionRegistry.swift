@@ -11,6 +11,10 @@ import Synchronization
 /// resumes each of its waiters exactly once: when the last connection has ended, or when the loop shuts
 /// down (its shutdown ends every registered connection).
 ///
+/// One deadline sweep: once ``sweep(every:)`` set its interval, a timer ticks while connections are
+/// registered (it stops at the first tick that finds none) and asks each connection's handler to check its deadlines
+/// (``ConnectionHandler/checkDeadlines(_:now:)``).
+///
 /// Loop-confined: created and used on its loop's thread; other threads read ``count`` only.
 package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined: used on its loop's thread only; other threads read its atomic count
     package let loop: EventLoop
@@ -30,6 +34,11 @@ package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined:
     package private(set) var isDraining = false
     /// No connection will be registered any more (the endpoint stopped accepting, or a drain began).
     private var isClosed = false
+    /// The sweep's interval, once ``sweep(every:)`` set it, and its timer while it ticks.
+    private var sweepInterval: Duration?
+    private var sweepTimer: ScheduledTimer?
+    /// Sweep ticks so far: the clock of the handlers' deadlines. Loop thread.
+    package private(set) var tick: UInt64 = 0
 
     /// A registry for connections on `loop`. Any thread.
     package init(loop: EventLoop) {
@@ -42,7 +51,7 @@ package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined:
     /// Watches the loop's shutdown (which ends every connection registered here), first running
     /// `handler`. Each owner adds its handler; the one observer stays until the registry is closed and
     /// empty. Returns false when the loop is shutting down. Loop thread.
-    package func onLoopShutdown(_ handler: @escaping () -> Void) -> Bool {
+    package func onLoopShutdown(_ handler: @escaping () -> Void = {}) -> Bool {
         if !isObservingShutdown {
             guard loop.addShutdownObserver(ObjectIdentifier(self), { [self] in loopIsShuttingDown() }) else { return false }
             isObservingShutdown = true
@@ -57,6 +66,35 @@ package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined:
         connections[ObjectIdentifier(connection)] = connection
         openConnections.add(1, ordering: .relaxed)
         countChanged?(1)
+        if sweepTimer == nil, sweepInterval != nil { startSweeping() }
+    }
+
+    /// Sweeps the connections every `interval` while one is registered. Loop thread.
+    package func sweep(every interval: Duration) {
+        sweepInterval = interval
+        if !connections.isEmpty, sweepTimer == nil { startSweeping() }
+    }
+
+    private func startSweeping() {
+        guard let interval = sweepInterval else { return }
+        do {
+            sweepTimer = try loop.schedule(after: interval, repeating: interval) { [unowned self] in sweepOnce() }
+        } catch {
+            // The loop is shutting down: its shutdown ends every connection, with no deadline left to check.
+        }
+    }
+
+    private func sweepOnce() {
+        tick &+= 1
+        // A tick that finds no connection stops the timer (nothing has a deadline; the next connection
+        // starts it again): lazily, so connections that come and go one at a time do not each start one.
+        guard !connections.isEmpty else { return stopSweeping() }
+        forEach { $0.handler?.checkDeadlines($0, now: tick) }
+    }
+
+    private func stopSweeping() {
+        sweepTimer?.cancel()
+        sweepTimer = nil
     }
 
     /// A registered connection ended (called by the connection, after its handler and close observers).
@@ -130,6 +168,7 @@ package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined:
         shutdownHandlers = []
         for handler in handlers { handler() }
         forEach { $0.end(.shutDown) }
+        stopSweeping()
         resumeWaiters()
     }
 
@@ -137,12 +176,17 @@ package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined:
         guard isClosed, connections.isEmpty, runningTasks == 0 else { return }
         abortTimer?.cancel()
         abortTimer = nil
+        stopSweeping()
         if isObservingShutdown {
             isObservingShutdown = false
             shutdownHandlers = []
             loop.removeShutdownObserver(ObjectIdentifier(self))
         }
         resumeWaiters()
+    }
+
+    deinit {
+        sweepTimer?.cancel()
     }
 
     private func resumeWaiters() {
