@@ -82,8 +82,15 @@ func frames(_ bytes: UnsafeRawBufferPointer, cuts: [Int], requiresMask: Bool, al
 /// assembler's fast path over lent frames must agree with its path over whole frames.
 func checkLentFrames(_ bytes: UnsafeRawBufferPointer, whole: FrameResult, requiresMask: Bool, allowsRSV1: Bool, maxFrameSize: Int) {
     var parser = WebSocketFrameParser(maxFrameSize: maxFrameSize, requiresMask: requiresMask, allowsRSV1: allowsRSV1)
-    var viaFrames = WebSocketMessageAssembler(maxMessageSize: 1024, inflater: allowsRSV1 ? WebSocketInflater(noContextTakeover: false) : nil)
-    var viaLent = WebSocketMessageAssembler(maxMessageSize: 1024, inflater: allowsRSV1 ? WebSocketInflater(noContextTakeover: false) : nil)
+    var viaFrames = WebSocketMessageAssembler(maxMessageSize: 1024)
+    var viaLent = WebSocketMessageAssembler(maxMessageSize: 1024)
+    // Each path its own permessage-deflate codec (an inflater keeps its context from message to message).
+    func deflate() -> WebSocketNegotiatedExtension? {
+        guard allowsRSV1 else { return nil }
+        return .perMessageDeflate(PerMessageDeflate.Codec(deflater: WebSocketDeflater(windowBits: 15, noContextTakeover: false),
+                                                          inflater: WebSocketInflater(noContextTakeover: false)))
+    }
+    let framesExtension = deflate(), lentExtension = deflate()
     var rest = bytes
     var index = 0
     while true {
@@ -103,8 +110,10 @@ func checkLentFrames(_ bytes: UnsafeRawBufferPointer, whole: FrameResult, requir
         let frame = lent.head.frame(unmasking: lent.payload)
         fuzzCheck(frame == whole.frames[index], "lent \(frame), parsed \(whole.frames[index])")
         if frame.opcode == .continuation || frame.opcode == .text || frame.opcode == .binary {
-            let fromFrame = Result { () throws(WebSocketViolation) in try viaFrames.append(frame) }
-            let fromLent = Result { () throws(WebSocketViolation) in try viaLent.append(lent.head, maskedPayload: lent.payload) }
+            let fromFrame = Result { () throws(WebSocketViolation) in try viaFrames.append(frame, extension: framesExtension) }
+            let fromLent = Result { () throws(WebSocketViolation) in
+                try viaLent.append(lent.head, maskedPayload: lent.payload, extension: lentExtension)
+            }
             // The same message, or a violation with the same close code (the reason's words may differ).
             let agree = switch (fromFrame, fromLent) {
             case (.success(let message), .success(let lentMessage)): message == lentMessage
