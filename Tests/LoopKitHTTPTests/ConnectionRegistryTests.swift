@@ -60,6 +60,10 @@ struct ConnectionRegistryTests {
         let deltas = Recorder<Int>()
         var configuration = HTTPServer.Configuration()
         configuration.connectionCountChanged = { deltas.record($0) }
+        // Counting, not timeouts: under the thread sanitizer on a loaded machine the test's awaits have taken
+        // longer than the 10 s a kept-alive connection may wait for its next head, and the server closed it.
+        configuration.headTimeout = .seconds(600)
+        configuration.idleTimeout = .seconds(600)
         let server = HTTPServer(group: group, configuration: configuration, router: testRouter(), logger: quietLogger)
         let port = try server.start()
         let client = try RawClient(port: port)
