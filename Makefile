@@ -58,10 +58,13 @@ test-c: deps
 
 ## test-release-client: a package of its own that uses LoopKit's public API, built as users ship it
 ## (`swift build -c release`, LoopKit's @inlinable code inlined into it) and run: pinned actors, LoopBound,
-## executor preferences, perform and invoke across awaits
+## executor preferences, perform and invoke across awaits (ReleaseClient, LoopKit only); an HTTP server on
+## 127.0.0.1 with streamed request bodies, a WebSocket echo and a TCP echo, each read with `for await`
+## (ReleaseHTTPClient, LoopKitNet and LoopKitHTTP)
 test-release-client: deps
 	cd Examples/release-client && $(SWIFT) build -c release
 	Examples/release-client/.build/release/ReleaseClient
+	Examples/release-client/.build/release/ReleaseHTTPClient
 
 ## leak-check: 1,000 create/run/destroy cycles and both examples under valgrind, the C test under LeakSanitizer: no definite leaks
 leak-check: test-c
