@@ -88,6 +88,12 @@ extension EventLoop {
         return state.value.timers.min?.deadline
     }
 
+    /// The timers scheduled on the loop and not cancelled (fired one-shot timers have left the heap): what
+    /// a test counts to see who keeps a timer. Loop thread only.
+    package var liveTimerCount: Int {
+        state.value.timers.unordered.count { !$0.timer.isCancelled }
+    }
+
     /// Phase 2, second half: fires the timers due at the time read once on entry, in (deadline,
     /// scheduling order). Timers scheduled while this runs wait for a later iteration (R8).
     ///

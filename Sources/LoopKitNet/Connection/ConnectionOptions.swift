@@ -1,5 +1,12 @@
 /// Per-connection settings: watermarks, timeouts and socket options.
 ///
+/// **Who checks the timeouts**: on the connections a listener accepts, the deadline sweep of the
+/// listener's registry on each loop (one timer per loop, ticking every quarter of the shortest timeout,
+/// between 5 ms and 1 s, while connections are open; no timer per connection), so a timeout ends a
+/// connection up to one sweep interval after it passed, never before. On a listener whose registry an
+/// HTTP server shares, the interval is the server's. A connection opened with `connect` (or an end of an
+/// in-memory pair, in tests) has no registry and keeps one timer of its own, set for its next deadline.
+///
 /// A plain value; safe from any thread.
 public struct ConnectionOptions: Sendable, Hashable {
     /// Reading from the socket stops while this many bytes wait unread, until the handler (or the
@@ -14,13 +21,14 @@ public struct ConnectionOptions: Sendable, Hashable {
     /// writable again (suspended writers resume, the writable handler runs). Default 16 KiB.
     public var writeLowWaterMark: Int = 16 * 1024
     /// The connection ends with ``CloseReason/timedOut(_:)`` `.read` when it waits this long for bytes
-    /// while reading (not while reading is paused by backpressure). Nil (default): no limit.
+    /// while reading (not while reading is paused by backpressure). On an accepted connection the
+    /// listener's deadline sweep notices it, up to one sweep interval late (see above). Nil (default): no limit.
     public var readTimeout: Duration?
-    /// The connection ends with `.write` when buffered output makes no progress for this long. Nil
-    /// (default): no limit.
+    /// The connection ends with `.write` when buffered output makes no progress for this long; on an
+    /// accepted connection up to one sweep interval late. Nil (default): no limit.
     public var writeTimeout: Duration?
-    /// The connection ends with `.idle` after this long without reading or writing a byte. Nil
-    /// (default): no limit.
+    /// The connection ends with `.idle` after this long without reading or writing a byte; on an
+    /// accepted connection up to one sweep interval late. Nil (default): no limit.
     public var idleTimeout: Duration?
     /// `TCP_NODELAY`: send small writes at once. Default true (servers answer requests).
     public var noDelay: Bool = true

@@ -1,8 +1,13 @@
 import LoopKit
 
-/// When a connection last read, wrote and did anything, measured on its loop's clock, and the one timer
-/// that checks its timeouts. Kept only when a timeout is set (``ConnectionOptions``).
+/// When a connection last read, wrote and did anything, measured on its loop's clock. Kept only when a
+/// timeout is set (``ConnectionOptions``).
+///
+/// Who looks at it: a connection its listener accepted is kept in the listener's ``ConnectionRegistry``,
+/// whose one deadline sweep checks it at each tick (no timer per connection); a connection with no
+/// registry (opened with `connect`, an in-memory pair) has one timer of its own, set for its next deadline.
 struct TimeoutState {
+    /// The timer of a connection no registry sweeps; nil on a swept one.
     var timer: ScheduledTimer?
     /// The last bytes read, or when reading (re)started.
     var lastRead: UInt64
@@ -32,13 +37,77 @@ struct TimeoutState {
     mutating func readingResumed(at now: UInt64) { lastRead = now }
 }
 
+extension ConnectionOptions {
+    /// The shortest of the read, write and idle timeouts; nil when none is set.
+    var shortestTimeout: Duration? {
+        [readTimeout, writeTimeout, idleTimeout].compactMap { $0 }.min()
+    }
+
+    /// How often a registry's sweep must look at connections with these options so that a timeout ends
+    /// one at most this late: a quarter of the shortest timeout, between 5 ms and 1 s (as an HTTP
+    /// server's sweep). Nil when no timeout is set.
+    var sweepInterval: Duration? {
+        shortestTimeout.map { max(.milliseconds(5), min(.seconds(1), $0 / 4)) }
+    }
+}
+
 extension TCPConnection {
-    /// Starts the timeout timer when any timeout is set. Loop thread only.
+    /// Starts keeping the timeouts when any is set: with a timer for the next deadline unless a registry
+    /// keeps the connection (its sweep checks them). Loop thread only.
     func startTimeouts() {
-        let limits = [profile.options.readTimeout, profile.options.writeTimeout, profile.options.idleTimeout].compactMap { $0 }
-        guard let first = limits.min() else { return }
+        guard let shortest = profile.shortestTimeout else { return }
         timeouts = TimeoutState(now: loop.clockNanoseconds)
-        armTimeoutCheck(after: first)
+        if registry == nil { armTimeoutCheck(after: shortest) }
+    }
+
+    /// The connection joined `registry`: the registry's sweep checks its timeouts from now on, and its
+    /// timer, if it had one, goes. Loop thread only.
+    func timeoutsAreSwept() {
+        timeouts?.timer?.cancel()
+        timeouts?.timer = nil
+    }
+
+    /// The registry's sweep looks at the connection at `tick` (`now` on the loop's clock): the timeouts
+    /// of ``ConnectionOptions`` first, then its handler's deadlines
+    /// (``ConnectionHandler/checkDeadlines(_:now:)``) if it is still open. A handler cannot skip the
+    /// connection's own timeouts. Loop thread only.
+    func sweep(tick: UInt64, now: UInt64) {
+        if timeouts != nil {
+            guard !machine.isClosed else { return }
+            if case .expired(let which) = timeoutCheck(now: now) {
+                end(.timedOut(which))
+                return
+            }
+        }
+        handler?.checkDeadlines(self, now: tick)
+    }
+
+    /// What a look at the timeouts at `now` finds.
+    private enum TimeoutCheck {
+        /// This timeout has passed.
+        case expired(CloseReason.Timeout)
+        /// None has; the next deadline is this far away (nil when none applies now).
+        case pending(nanosecondsLeft: UInt64?)
+    }
+
+    /// Which timeout has passed at `now`, if any: the read timeout while reading (not while backpressure
+    /// pauses it), the write timeout while output waits, the idle timeout always.
+    private func timeoutCheck(now: UInt64) -> TimeoutCheck {
+        guard let state = timeouts else { return .pending(nanosecondsLeft: nil) }
+        var next: UInt64?
+        func passed(_ limit: Duration?, since: UInt64, applies: Bool) -> Bool {
+            guard let limit, applies else { return false }
+            let deadline = since &+ UInt64(max(0, limit / .nanoseconds(1)))
+            if now >= deadline { return true }
+            next = min(next ?? .max, deadline - now)
+            return false
+        }
+        if passed(profile.options.readTimeout, since: state.lastRead, applies: isReadWatchActive || (isInMemory && wantsToRead)) {
+            return .expired(.read)
+        }
+        if passed(profile.options.writeTimeout, since: state.lastWrite, applies: !output.isEmpty) { return .expired(.write) }
+        if passed(profile.options.idleTimeout, since: state.lastActivity, applies: true) { return .expired(.idle) }
+        return .pending(nanosecondsLeft: next)
     }
 
     private func armTimeoutCheck(after delay: Duration) {
@@ -49,27 +118,17 @@ extension TCPConnection {
         }
     }
 
-    /// The timer fired: end the connection if a timeout passed, else check again at the next deadline.
+    /// The timer of a connection no registry sweeps fired: end the connection if a timeout passed, else
+    /// check again at the next deadline.
     private func checkTimeouts() {
-        guard let state = timeouts, !machine.isClosed else { return }
-        let now = loop.clockNanoseconds
-        var next = UInt64.max
-        func check(_ limit: Duration?, since: UInt64, applies: Bool) -> Bool {
-            guard let limit, applies else { return false }
-            let deadline = since &+ UInt64(max(0, limit / .nanoseconds(1)))
-            if now >= deadline { return true }
-            next = min(next, deadline - now)
-            return false
-        }
-        if check(profile.options.readTimeout, since: state.lastRead, applies: isReadWatchActive || (isInMemory && wantsToRead)) {
-            end(.timedOut(.read))
-        } else if check(profile.options.writeTimeout, since: state.lastWrite, applies: !output.isEmpty) {
-            end(.timedOut(.write))
-        } else if check(profile.options.idleTimeout, since: state.lastActivity, applies: true) {
-            end(.timedOut(.idle))
-        } else {
-            let shortest = [profile.options.readTimeout, profile.options.writeTimeout, profile.options.idleTimeout].compactMap { $0 }.min()!
-            armTimeoutCheck(after: next == .max ? shortest : .nanoseconds(Int64(min(next, UInt64(Int64.max)))))
+        guard timeouts != nil, !machine.isClosed, let shortest = profile.shortestTimeout else { return }
+        switch timeoutCheck(now: loop.clockNanoseconds) {
+        case .expired(let which):
+            end(.timedOut(which))
+        case .pending(let left?):
+            armTimeoutCheck(after: .nanoseconds(Int64(min(left, UInt64(Int64.max)))))
+        case .pending(nil):
+            armTimeoutCheck(after: shortest)
         }
     }
 }

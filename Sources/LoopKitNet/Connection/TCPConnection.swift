@@ -407,6 +407,10 @@ final class ConnectionProfile: Sendable {
     let isTCP: Bool
     /// Reading stops while the output is above the write high-water mark (``ConnectionOptions/readsWhileOutputIsFull``).
     let pausesReadingWhileOutputIsFull: Bool
+    /// The shortest of the options' timeouts, and how often a registry's sweep must look at these
+    /// connections for them; nil when none is set. Worked out once, not per connection.
+    let shortestTimeout: Duration?
+    let sweepInterval: Duration?
 
     /// - Parameter accepted: A listener accepts these connections (or they are the server end of an
     ///   in-memory pair): their role for ``ConnectionOptions/readsWhileOutputIsFull``.
@@ -414,6 +418,8 @@ final class ConnectionProfile: Sendable {
         self.options = options
         self.isTCP = isTCP
         pausesReadingWhileOutputIsFull = !(options.readsWhileOutputIsFull ?? !accepted)
+        shortestTimeout = options.shortestTimeout
+        sweepInterval = options.sweepInterval
     }
 }
 
@@ -423,7 +429,8 @@ final class ConnectionExtras {
     var localAddress: SocketAddress?
     var connectWaiter: UnsafeContinuation<Result<TCPConnection, NetError>, Never>?
     var connectTimer: ScheduledTimer?
-    /// Timeouts: when bytes were last read, output last moved, anything last happened (loop clock).
+    /// Timeouts: when bytes were last read, output last moved, anything last happened (loop clock), and
+    /// the timer of a connection no registry sweeps.
     var timeouts: TimeoutState?
     /// A send failed with this reason; the connection ends once the sending code has let go of its queue.
     var writeFailure: CloseReason?

@@ -34,7 +34,11 @@ public protocol ConnectionHandler: AnyObject {
 
     /// The registry's deadline sweep looks at the connection (a server's protocol that keeps deadlines
     /// in sweep ticks: a head, a body, an idle wait, write progress): end it if one has passed. `tick`
-    /// counts the sweep's ticks. By default nothing is checked. Called on the loop's thread.
+    /// counts the sweep's ticks. The connection's own timeouts (``ConnectionOptions/readTimeout``,
+    /// ``ConnectionOptions/writeTimeout``, ``ConnectionOptions/idleTimeout``) were checked just before,
+    /// by the connection itself: a handler need not, and cannot skip them; a connection they ended is not
+    /// passed here. Only the connections a registry keeps (a listener's) are swept. By default nothing is
+    /// checked. Called on the loop's thread.
     func checkDeadlines(_ connection: TCPConnection, now tick: UInt64)
 }
 

@@ -12,8 +12,10 @@ import Synchronization
 /// down (its shutdown ends every registered connection).
 ///
 /// One deadline sweep: once ``sweep(every:)`` set its interval, a timer ticks while connections are
-/// registered (it stops at the first tick that finds none) and asks each connection's handler to check its deadlines
-/// (``ConnectionHandler/checkDeadlines(_:now:)``).
+/// registered (it stops at the first tick that finds none) and looks at each connection: its own
+/// timeouts (``ConnectionOptions/readTimeout``, ``ConnectionOptions/writeTimeout``,
+/// ``ConnectionOptions/idleTimeout``) first, then its handler's deadlines
+/// (``ConnectionHandler/checkDeadlines(_:now:)``), so a registered connection keeps no timer of its own.
 ///
 /// Loop-confined: created and used on its loop's thread; other threads read ``count`` only.
 package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined: used on its loop's thread only; other threads read its atomic count
@@ -39,6 +41,9 @@ package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined:
     private var sweepTimer: ScheduledTimer?
     /// Sweep ticks so far: the clock of the handlers' deadlines. Loop thread.
     package private(set) var tick: UInt64 = 0
+    /// The loop's clock (``EventLoop/clockNanoseconds``) read at the last tick, once for all the
+    /// connections: what deadlines kept in nanoseconds compare against during a sweep. Loop thread.
+    package private(set) var sweptAt: UInt64 = 0
 
     /// A registry for connections on `loop`. Any thread.
     package init(loop: EventLoop) {
@@ -63,17 +68,27 @@ package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined:
     /// Registers `connection`: the registry keeps it until it ends. Loop thread.
     package func add(_ connection: TCPConnection) {
         connection.registry = self
+        if connection.profile.sweepInterval != nil {  // its timeouts are swept from now on
+            connection.timeoutsAreSwept()
+            if sweepInterval == nil { sweepInterval = connection.profile.sweepInterval }
+        }
         connections[ObjectIdentifier(connection)] = connection
         openConnections.add(1, ordering: .relaxed)
         countChanged?(1)
         if sweepTimer == nil, sweepInterval != nil { startSweeping() }
     }
 
-    /// Sweeps the connections every `interval` while one is registered. Loop thread.
+    /// Sweeps the connections every `interval` while one is registered. The first interval asked for
+    /// stays: owners that count their deadlines in ticks (an HTTP server's loop context, which asks
+    /// before its listener binds) keep the interval they counted with; deadlines kept on the loop's clock
+    /// (a connection's own timeouts) fall due at most one interval late, whatever it is. Loop thread.
     package func sweep(every interval: Duration) {
-        sweepInterval = interval
+        if sweepInterval == nil { sweepInterval = interval }
         if !connections.isEmpty, sweepTimer == nil { startSweeping() }
     }
+
+    /// The interval the sweep ticks at, once one was asked for. Loop thread.
+    package var interval: Duration? { sweepInterval }
 
     private func startSweeping() {
         guard let interval = sweepInterval else { return }
@@ -89,7 +104,8 @@ package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined:
         // A tick that finds no connection stops the timer (nothing has a deadline; the next connection
         // starts it again): lazily, so connections that come and go one at a time do not each start one.
         guard !connections.isEmpty else { return stopSweeping() }
-        forEach { $0.handler?.checkDeadlines($0, now: tick) }
+        sweptAt = loop.clockNanoseconds
+        forEach { $0.sweep(tick: tick, now: sweptAt) }
     }
 
     private func stopSweeping() {

@@ -66,6 +66,8 @@ final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on i
         guard registry.onLoopShutdown({ [weak self] in self?.closeOnLoop() }) else {
             throw .loopShutDown
         }
+        // The accepted connections' timeouts are checked by the registry's sweep.
+        if let interval = profile.sweepInterval { registry.sweep(every: interval) }
         do {
             watch = try loop.watch(fd, for: .readable) { [unowned self] _ in self.acceptAll() }
         } catch {
@@ -193,8 +195,10 @@ final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on i
             return
         }
         let connection = TCPConnection(loop: loop, transport: transport, profile: profile, connected: true, observesShutdown: false)
-        connection.start()
+        // Registered before it starts: its timeouts, if any, are the registry's sweep's (no timer made),
+        // and a start that fails ends a registered connection, which leaves the registry at once.
         registry.add(connection)
+        connection.start()
         guard tls != nil else {
             hand(connection)
             return

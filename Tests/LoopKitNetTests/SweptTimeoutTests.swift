@@ -1,0 +1,145 @@
+import Glibc
+import LoopKit
+import LoopKitNetTesting
+import LoopKitTesting
+import Testing
+@testable import LoopKitNet
+
+/// The timeouts of ``ConnectionOptions`` on a connection a registry keeps (what a listener accepts) are
+/// checked by the registry's one deadline sweep, with no timer of the connection's own; a connection no
+/// registry keeps (opened with `connect`) keeps its timer. On virtual time: the sweep ticks every quarter
+/// of the shortest timeout, so a timeout ends the connection at the first tick at or after it passed.
+@Suite("Connection timeouts on the registry's sweep")
+struct SweptTimeoutTests {
+    /// One end of a Unix-domain socket pair as a connection on `driver`'s loop (a listener's role), and
+    /// the other end's raw descriptor, which the test neither reads nor writes unless it says so.
+    final class SocketEnd {
+        let connection: TCPConnection
+        let peer: Int32
+
+        init(driver: LoopDriver, options: ConnectionOptions, registry: ConnectionRegistry?) {
+            var fds: [Int32] = [0, 0]
+            precondition(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0)
+            peer = fds[1]
+            connection = TCPConnection(loop: driver.loop, fd: fds[0],
+                                       profile: ConnectionProfile(options: options, isTCP: false, accepted: registry != nil),
+                                       connected: true, observesShutdown: registry == nil)
+            registry?.add(connection)  // as a listener's endpoint does: registered before it starts
+            connection.start()
+        }
+
+        deinit {
+            Glibc.close(peer)
+        }
+    }
+
+    /// A handler that takes every byte and records the sweep's ticks, checking no deadline of its own.
+    final class TickRecorder: ConnectionHandler {
+        var ticks: [UInt64] = []
+
+        func connection(_ connection: TCPConnection, received bytes: UnsafeRawBufferPointer) -> Int { bytes.count }
+
+        func checkDeadlines(_ connection: TCPConnection, now tick: UInt64) { ticks.append(tick) }
+    }
+
+    static func options(_ configure: (inout ConnectionOptions) -> Void) -> ConnectionOptions {
+        var options = ConnectionOptions()
+        configure(&options)
+        return options
+    }
+
+    @Test func aRegisteredConnectionsIdleTimeoutEndsItAtTheSweepWithNoTimerOfItsOwn() throws {
+        let driver = try LoopDriver()
+        let registry = ConnectionRegistry(loop: driver.loop)
+        let ends = (0..<3).map { _ in
+            SocketEnd(driver: driver, options: Self.options { $0.idleTimeout = .milliseconds(400) }, registry: registry)
+        }
+        #expect(registry.interval == .milliseconds(100))  // a quarter of the timeout
+        #expect(driver.loop.liveTimerCount == 1)  // the sweep's, for all three
+        try driver.advance(by: .milliseconds(399))
+        #expect(ends.allSatisfy { $0.connection.closeReason == nil })  // never before the timeout
+        try driver.advance(by: .milliseconds(1))
+        #expect(ends.allSatisfy { $0.connection.closeReason == .timedOut(.idle) })
+        #expect(registry.count == 0)
+    }
+
+    @Test func aRegisteredConnectionsReadTimeoutEndsItAtTheSweepWhileItReads() throws {
+        let driver = try LoopDriver()
+        let registry = ConnectionRegistry(loop: driver.loop)
+        let end = SocketEnd(driver: driver, options: Self.options { $0.readTimeout = .milliseconds(200) }, registry: registry)
+        #expect(driver.loop.liveTimerCount == 1)
+        try driver.advance(by: .milliseconds(150))
+        #expect(write(end.peer, "x", 1) == 1)  // bytes read: the read timeout starts again
+        try driver.runUntilIdle()
+        try driver.advance(by: .milliseconds(150))
+        #expect(end.connection.closeReason == nil)
+        try driver.advance(by: .milliseconds(100))  // 200 ms after the byte, at a tick 50 ms past it at most
+        #expect(end.connection.closeReason == .timedOut(.read))
+    }
+
+    @Test func aRegisteredConnectionsWriteTimeoutEndsItAtTheSweepWhileOutputWaits() throws {
+        let driver = try LoopDriver()
+        let registry = ConnectionRegistry(loop: driver.loop)
+        let end = SocketEnd(driver: driver, options: Self.options { $0.writeTimeout = .milliseconds(200) }, registry: registry)
+        try driver.advance(by: .seconds(5))  // no output waiting: no write timeout
+        #expect(end.connection.closeReason == nil)
+        try end.connection.write(Bytes([UInt8](repeating: 0, count: 4 << 20)))  // far more than the socket takes
+        #expect(end.connection.bufferedOutputCount > 0)
+        #expect(driver.loop.liveTimerCount == 1)
+        try driver.advance(by: .milliseconds(150))
+        #expect(end.connection.closeReason == nil)
+        try driver.advance(by: .milliseconds(100))
+        #expect(end.connection.closeReason == .timedOut(.write))
+    }
+
+    @Test func theConnectionChecksItsTimeoutsBeforeItsHandlerWhichCannotSkipThem() throws {
+        let driver = try LoopDriver()
+        let registry = ConnectionRegistry(loop: driver.loop)
+        let end = SocketEnd(driver: driver, options: Self.options { $0.idleTimeout = .milliseconds(400) }, registry: registry)
+        let handler = TickRecorder()
+        end.connection.setHandler(handler)
+        try driver.advance(by: .seconds(1))
+        #expect(handler.ticks == [1, 2, 3])  // the fourth tick found the idle timeout passed: the handler was not asked
+        #expect(end.connection.closeReason == .timedOut(.idle))
+    }
+
+    @Test func aConnectionThatJoinsARegistryGivesUpItsTimer() throws {
+        let driver = try LoopDriver()
+        let end = SocketEnd(driver: driver, options: Self.options { $0.idleTimeout = .milliseconds(400) }, registry: nil)
+        #expect(driver.loop.liveTimerCount == 1)  // its own
+        let registry = ConnectionRegistry(loop: driver.loop)
+        registry.add(end.connection)  // as an in-memory HTTP host serves a connection made before
+        #expect(driver.loop.liveTimerCount == 1)  // the registry's sweep only
+        try driver.advance(by: .milliseconds(400))
+        #expect(end.connection.closeReason == .timedOut(.idle))
+    }
+
+    @Test func aConnectionNoRegistryKeepsTimesOutOnItsOwnTimer() throws {
+        let driver = try LoopDriver()
+        let end = SocketEnd(driver: driver, options: Self.options { $0.idleTimeout = .milliseconds(400) }, registry: nil)
+        #expect(driver.loop.liveTimerCount == 1)
+        try driver.advance(by: .milliseconds(399))
+        #expect(end.connection.closeReason == nil)
+        try driver.advance(by: .milliseconds(1))  // on time: its timer is set for the deadline itself
+        #expect(end.connection.closeReason == .timedOut(.idle))
+        #expect(driver.loop.liveTimerCount == 0)
+    }
+
+    @Test func aListenersEndpointAsksItsRegistryToSweepForItsConnectionsTimeouts() async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let registry = try await onLoop(loop) { ConnectionRegistry(loop: loop) }
+        var options = ListenerOptions()
+        options.connection.readTimeout = .seconds(2)
+        options.connection.idleTimeout = .seconds(60)
+        let timers = Recorder<Int>()
+        let listener = try TCPListener.bind(to: SocketAddress(ipAddress: "127.0.0.1", port: 0), on: loop, options: options,
+                                            registries: [registry]) { _ in timers.record(loop.liveTimerCount) }
+        #expect(try await read(on: loop) { registry.interval } == .milliseconds(500))
+        #expect(connectNonBlocking(1, to: listener.localAddress.port, waitingAtMost: .seconds(20)) == 1)  // a raw client
+        #expect(await eventually { timers.all.count == 1 })
+        #expect(timers.all == [1])  // the accepted connection made none: the sweep's timer alone
+        await listener.shutdown()
+    }
+}
