@@ -2,14 +2,17 @@ import HTTPTypes
 import Testing
 @testable import LoopKitHTTP
 
-@Suite("Response encoder: one contiguous buffer per response")
+@Suite("Response encoder: serialised straight into the space its connection lends")
 struct ResponseEncoderTests {
     let date = Array("Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n".utf8)
 
     func encoded(_ body: (inout HTTPResponseEncoder) -> Void) -> String {
-        var encoder = HTTPResponseEncoder()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
+        defer { buffer.deallocate() }
+        var encoder = HTTPResponseEncoder(into: buffer)
         body(&encoder)
-        return String(decoding: encoder.buffer, as: UTF8.self)
+        #expect(encoder.fits)
+        return String(decoding: UnsafeRawBufferPointer(rebasing: buffer[..<encoder.count]), as: UTF8.self)
     }
 
     @Test func statusFieldsDateAndLengthInOrder() {
@@ -21,20 +24,26 @@ struct ResponseEncoderTests {
         #expect(text == "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Length: 2\r\n\r\nhi")
     }
 
-    @Test func anIdleEncoderHoldsLittleAndALargeBodysCapacityIsGivenBack() {
-        var encoder = HTTPResponseEncoder()
-        #expect(encoder.buffer.capacity == 0)  // nothing before the first response
-        encoder.appendHead(HTTPResponse(status: .ok), framing: .length(2), keepAlive: true, http10: false, date: date)
-        Array("hi".utf8).withUnsafeBytes { encoder.appendBody($0) }
-        encoder.written()
-        let small = encoder.buffer.capacity
-        #expect(small > 0 && small <= HTTPResponseEncoder.keptCapacity)  // kept for the next response
-        let large = [UInt8](repeating: 7, count: 100_000)
-        encoder.appendHead(HTTPResponse(status: .ok), framing: .length(large.count), keepAlive: true, http10: false, date: date)
-        large.withUnsafeBytes { encoder.appendBody($0) }
-        encoder.written()
-        #expect(encoder.buffer.isEmpty)
-        #expect(encoder.buffer.capacity <= HTTPResponseEncoder.keptCapacity)  // 100 KB not kept while idle
+    /// A response larger than the space lent stores nothing past it and reports the exact size it needs,
+    /// the size its connection lends the second time.
+    @Test func aResponseThatDoesNotFitReportsTheSizeItNeedsAndWritesNothingPastTheSpace() {
+        let response = HTTPResponse(status: .notFound, headerFields: [.contentType: "text/plain", .server: "LoopKit"])
+        let body = Array("not here".utf8)
+        func encode(_ encoder: inout HTTPResponseEncoder) {
+            encoder.appendHead(response, framing: .length(123_456), keepAlive: false, http10: false, date: date)
+            body.withUnsafeBytes { encoder.appendBody($0) }
+        }
+        let whole = encoded(encode)
+        for room in [0, 1, 10, whole.utf8.count - 1] {
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: room + 16, alignment: 1)
+            defer { buffer.deallocate() }
+            buffer.initializeMemory(as: UInt8.self, repeating: 0xEE)
+            var encoder = HTTPResponseEncoder(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<room]))
+            encode(&encoder)
+            #expect(!encoder.fits, "room \(room)")
+            #expect(encoder.count == whole.utf8.count, "room \(room)")
+            #expect(buffer[room...].allSatisfy { $0 == 0xEE }, "room \(room)")  // nothing past the space lent
+        }
     }
 
     @Test func handlerFramingFieldsAreReplacedByTheServers() {
@@ -57,6 +66,20 @@ struct ResponseEncoderTests {
             encoder.appendLastChunk()
         }
         #expect(text == "1a\r\n" + String(repeating: "a", count: 26) + "\r\n0\r\n\r\n")
+    }
+
+    /// A body writer lends a chunk its data's size plus ``HTTPResponseEncoder/chunkCapacity(for:)``'s
+    /// margin, once: the largest chunks fit it.
+    @Test func aChunkFitsTheCapacityLentForItsSize() {
+        for size in [1, 15, 16, 4095, 65_536, 1 << 20] {
+            let data = [UInt8](repeating: 1, count: size)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: HTTPResponseEncoder.chunkCapacity(for: size), alignment: 1)
+            defer { buffer.deallocate() }
+            var encoder = HTTPResponseEncoder(into: buffer)
+            data.withUnsafeBytes { encoder.appendChunk($0) }
+            #expect(encoder.fits, "size \(size)")
+            #expect(encoder.count == String(size, radix: 16).utf8.count + 4 + size, "size \(size)")
+        }
     }
 
     @Test func http10KeepAliveIsStated() {

@@ -1,27 +1,29 @@
 import HTTPTypes
 
-/// Serializes responses into one contiguous, reused buffer, so that a response (or several pipelined
-/// ones) goes out in one write.
+/// Serialises a response straight into the output space its connection lends: inside a read callback,
+/// the loop's write batch, so a response head is written where it is sent from (no buffer of its own, no
+/// copy between connections).
+///
+/// The space is lent with a capacity (``HTTPConnection/writeEncoded(estimate:_:)``): the encoder writes up
+/// to it and, past it, only counts, so a response that did not fit reports the exact size it needs and is
+/// serialised again into that much.
 ///
 /// The server sets `Date`, `Content-Length` or `Transfer-Encoding: chunked`, and `Connection`; those
-/// fields are dropped from the handler's response. Loop-confined: one per loop, shared by its
-/// connections (each writes what it serialised before another one serialises).
+/// fields are dropped from the handler's response. A value used during one write, on the loop's thread.
 struct HTTPResponseEncoder {
-    /// The bytes waiting to be written. Nothing is reserved before the first response, and after a
-    /// write at most ``keptCapacity`` stays reserved.
-    var buffer: [UInt8] = []
+    private let base: UnsafeMutableRawPointer?
+    private let capacity: Int
+    /// The bytes written; past the capacity, the bytes the response needs (those past it are not stored).
+    private(set) var count = 0
 
-    /// The most capacity the buffer keeps between writes (a large body's capacity is given back).
-    static let keptCapacity = 256 * 1024
-    /// What the buffer reserves for its first response: a typical head and a short body.
-    static let firstCapacity = 512
-
-    init() {}
-
-    /// Empties the buffer once its bytes are written, keeping a small capacity for the next response.
-    mutating func written() {
-        buffer.removeAll(keepingCapacity: buffer.capacity <= Self.keptCapacity)
+    /// An encoder that writes from the start of `buffer`.
+    init(into buffer: UnsafeMutableRawBufferPointer) {
+        base = buffer.baseAddress
+        capacity = buffer.count
     }
+
+    /// Whether everything appended was stored (else ``count`` is the capacity it needs).
+    var fits: Bool { count <= capacity }
 
     /// How the body of a response is framed on the wire.
     enum BodyFraming: Equatable {
@@ -47,7 +49,6 @@ struct HTTPResponseEncoder {
     mutating func appendHead(_ response: HTTPResponse, status: HTTPResponse.Status? = nil, framing: BodyFraming,
                              keepAlive: Bool, http10: Bool, date: [UInt8],
                              extraField: (name: HTTPField.Name, value: String)? = nil) {
-        if buffer.capacity == 0 { buffer.reserveCapacity(Self.firstCapacity) }
         appendStatusLine(status ?? response.status)
         if let extraField {  // the request id, echoed: a field the handler did not set
             appendField(name: extraField.name.rawName, value: extraField.value)
@@ -55,69 +56,99 @@ struct HTTPResponseEncoder {
         for field in response.headerFields where !Self.isSetByServer(field.name) {
             appendField(name: field.name.rawName, value: field.value)
         }
-        buffer += date
+        date.withUnsafeBytes { append($0) }
         switch framing {
         case .none:
             break
         case .length(let length):
-            buffer += Self.contentLengthPrefix
+            append("Content-Length: ")
             appendDecimal(length)
-            buffer.append(ASCII.cr)
-            buffer.append(ASCII.lf)
+            appendLineEnd()
         case .chunked:
-            buffer += Self.chunkedLine
+            append("Transfer-Encoding: chunked\r\n")
         }
         if !keepAlive {
-            buffer += Self.closeLine
+            append("Connection: close\r\n")
         } else if http10 {
-            buffer += Self.keepAliveLine
+            append("Connection: keep-alive\r\n")
         }
-        buffer.append(ASCII.cr)
-        buffer.append(ASCII.lf)
+        appendLineEnd()
     }
 
     /// Appends an interim `100 Continue`.
     mutating func appendContinue() {
-        buffer += Self.continueLine
+        append(Self.continueLine)
     }
 
     /// Appends body bytes as they are.
     mutating func appendBody(_ bytes: UnsafeRawBufferPointer) {
-        buffer.append(contentsOf: bytes)
+        append(bytes)
     }
 
     /// Appends one chunk: size in hex, CRLF, data, CRLF. An empty chunk appends nothing (it would end the body).
     mutating func appendChunk(_ bytes: UnsafeRawBufferPointer) {
         guard !bytes.isEmpty else { return }
         appendHex(bytes.count)
-        buffer.append(ASCII.cr)
-        buffer.append(ASCII.lf)
-        buffer.append(contentsOf: bytes)
-        buffer.append(ASCII.cr)
-        buffer.append(ASCII.lf)
+        appendLineEnd()
+        append(bytes)
+        appendLineEnd()
     }
+
+    /// The most bytes ``appendChunk(_:)`` appends around `count` bytes of data: 16 hex digits and two CRLFs.
+    static func chunkCapacity(for count: Int) -> Int { count + 20 }
 
     /// Appends the last chunk and the empty trailer section.
     mutating func appendLastChunk() {
-        buffer += Self.lastChunk
+        append(Self.lastChunk)
+    }
+
+    // MARK: Storing
+
+    /// Stores `bytes` when they fit; counts them either way.
+    @inline(__always)
+    private mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        let end = count + bytes.count
+        if end <= capacity, !bytes.isEmpty {
+            (base! + count).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+        }
+        count = end
+    }
+
+    /// Stores a literal's UTF-8 bytes (no allocation, no lazy global).
+    @inline(__always)
+    private mutating func append(_ literal: StaticString) {
+        append(UnsafeRawBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+
+    @inline(__always)
+    private mutating func append(byte: UInt8) {
+        if count < capacity { base!.storeBytes(of: byte, toByteOffset: count, as: UInt8.self) }
+        count += 1
+    }
+
+    @inline(__always)
+    private mutating func appendLineEnd() {
+        if count + 2 <= capacity {
+            base!.storeBytes(of: ASCII.cr, toByteOffset: count, as: UInt8.self)
+            base!.storeBytes(of: ASCII.lf, toByteOffset: count + 1, as: UInt8.self)
+        }
+        count += 2
     }
 
     /// Appends `name: value` and CRLF, each string copied from its UTF-8 storage in one go.
     @inline(__always)
     private mutating func appendField(name: String, value: String) {
         appendUTF8(of: name)
-        buffer.append(ASCII.colon)
-        buffer.append(ASCII.space)
+        append(": ")
         appendUTF8(of: value)
-        buffer.append(ASCII.cr)
-        buffer.append(ASCII.lf)
+        appendLineEnd()
     }
 
     /// Appends a string's UTF-8 bytes (a copy of its contiguous storage, not a walk of its UTF-8 view).
     @inline(__always)
     private mutating func appendUTF8(of string: String) {
         var string = string
-        string.withUTF8 { buffer.append(contentsOf: $0) }
+        string.withUTF8 { append(UnsafeRawBufferPointer($0)) }
     }
 
     /// A field the server writes itself (`Content-Length`, `Transfer-Encoding`, `Date`, `Connection`),
@@ -135,55 +166,49 @@ struct HTTPResponseEncoder {
 
     private mutating func appendStatusLine(_ status: HTTPResponse.Status) {
         if status.code == 200 && status.reasonPhrase == "OK" {
-            buffer += Self.okLine
+            append("HTTP/1.1 200 OK\r\n")
             return
         }
-        buffer += Self.versionPrefix
+        append("HTTP/1.1 ")
         let code = status.code
-        buffer.append(UInt8(ascii: "0") + UInt8(code / 100 % 10))
-        buffer.append(UInt8(ascii: "0") + UInt8(code / 10 % 10))
-        buffer.append(UInt8(ascii: "0") + UInt8(code % 10))
-        buffer.append(ASCII.space)
+        append(byte: UInt8(ascii: "0") + UInt8(code / 100 % 10))
+        append(byte: UInt8(ascii: "0") + UInt8(code / 10 % 10))
+        append(byte: UInt8(ascii: "0") + UInt8(code % 10))
+        append(byte: ASCII.space)
         appendUTF8(of: status.reasonPhrase)
-        buffer.append(ASCII.cr)
-        buffer.append(ASCII.lf)
+        appendLineEnd()
     }
 
     private mutating func appendDecimal(_ value: Int) {
         if value < 10 {
-            buffer.append(UInt8(ascii: "0") + UInt8(value))
+            append(byte: UInt8(ascii: "0") + UInt8(value))
             return
         }
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
+        var digits = 0
         var rest = value
-        withUnsafeMutableBytes(of: &digits) { raw in
-            while rest > 0 {
-                raw[count] = UInt8(ascii: "0") + UInt8(rest % 10)
-                rest /= 10
-                count += 1
-            }
-            for index in stride(from: count - 1, through: 0, by: -1) { buffer.append(raw[index]) }
+        while rest > 0 {
+            digits += 1
+            rest /= 10
         }
+        if count + digits <= capacity {
+            rest = value
+            for index in stride(from: count + digits - 1, through: count, by: -1) {
+                base!.storeBytes(of: UInt8(ascii: "0") + UInt8(rest % 10), toByteOffset: index, as: UInt8.self)
+                rest /= 10
+            }
+        }
+        count += digits
     }
 
     private mutating func appendHex(_ value: Int) {
-        let hex: [UInt8] = Array("0123456789abcdef".utf8)
         var shift = (Int.bitWidth - value.leadingZeroBitCount - 1) / 4 * 4
         while shift >= 0 {
-            buffer.append(hex[(value >> shift) & 0xF])
+            let digit = UInt8((value >> shift) & 0xF)
+            append(byte: digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10)
             shift -= 4
         }
     }
 
-    static let versionPrefix: [UInt8] = Array("HTTP/1.1 ".utf8)
-    static let okLine: [UInt8] = Array("HTTP/1.1 200 OK\r\n".utf8)
-    static let continueLine: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
-    static let contentLengthPrefix: [UInt8] = Array("Content-Length: ".utf8)
-    static let chunkedLine: [UInt8] = Array("Transfer-Encoding: chunked\r\n".utf8)
-    static let closeLine: [UInt8] = Array("Connection: close\r\n".utf8)
-    static let keepAliveLine: [UInt8] = Array("Connection: keep-alive\r\n".utf8)
-    static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
+    static let continueLine: StaticString = "HTTP/1.1 100 Continue\r\n\r\n"
+    static let lastChunk: StaticString = "0\r\n\r\n"
 }

@@ -53,7 +53,7 @@ public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: ever
     /// Call on the connection's loop (from the streaming task).
     public func write(_ bytes: Bytes) async throws {
         try append { bytes.withUnsafeBytes($0) }
-        try await flushAndWait()
+        try await waitForRoom()
     }
 
     /// Appends `bytes` as one chunk and sends it without waiting for the output to drain (a keep-alive
@@ -61,7 +61,6 @@ public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: ever
     func writeWithoutWaiting(_ bytes: [UInt8]) {
         do {
             try append { bytes.withUnsafeBytes($0) }
-            connection.flush()
         } catch {
             // The client has gone: the streaming task learns it at its next write, or by cancellation.
         }
@@ -69,24 +68,27 @@ public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: ever
 
     private func write(bytes: [UInt8]) async throws {
         try append { bytes.withUnsafeBytes($0) }
-        try await flushAndWait()
+        try await waitForRoom()
     }
 
-    /// Serialises the bytes `lend` lends as one chunk (or raw, for HTTP/1.0) into the encoder.
+    /// Writes the bytes `lend` lends as one chunk (or raw, for HTTP/1.0), serialised straight into the
+    /// connection's output.
     private func append(_ lend: ((UnsafeRawBufferPointer) -> Void) -> Void) throws {
         let connection = connection
         guard !connection.isClosed else { throw HTTPServerError.connectionClosed }
+        let chunked = chunked
         lend { raw in
             guard !raw.isEmpty else { return }
-            if chunked { connection.encoder.appendChunk(raw) } else { connection.encoder.appendBody(raw) }
+            connection.writeEncoded(estimate: chunked ? HTTPResponseEncoder.chunkCapacity(for: raw.count) : raw.count) { encoder in
+                if chunked { encoder.appendChunk(raw) } else { encoder.appendBody(raw) }
+            }
             connection.responseBodyBytes += raw.count
         }
     }
 
-    /// Sends what the encoder holds, then waits while the output is above the high-water mark.
-    private func flushAndWait() async throws {
+    /// Waits while the output is above the high-water mark.
+    private func waitForRoom() async throws {
         let connection = connection
-        connection.flush()
         do {
             try await connection.tcp.waitUntilWritable()
         } catch {

@@ -15,19 +15,6 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
     let tcp: TCPConnection
     @exclusivity(unchecked) var machine = HTTPConnectionStateMachine()
     @exclusivity(unchecked) var parser: HTTPRequestParser
-    /// The loop's response encoder, claimed by this connection (a connection that held it with bytes
-    /// not yet written flushes them first): responses are serialised there and written at once, so an
-    /// idle connection holds no response buffer.
-    var encoder: HTTPResponseEncoder {
-        _read { yield context.encoder }
-        _modify {
-            if context.encoderOwner !== self {
-                context.encoderOwner?.flush()
-                context.encoderOwner = self
-            }
-            yield &context.encoder
-        }
-    }
     // The per-request state below is loop-confined, like the connection: `@exclusivity(unchecked)` spares
     // each access a runtime exclusivity check (a `swift_beginAccess` per access on the hot path).
     /// The head of the request being read or answered.
@@ -56,7 +43,8 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
     /// The task writing a streamed response body, until it ends; cancelled when the connection closes.
     @exclusivity(unchecked) private var responseTask: Task<Void, Never>?
 
-    /// True while `receive` runs (a sync handler's response is flushed at its end).
+    /// True while `receive` runs (what it writes goes out with the read callback's batch, and parsing
+    /// goes on there).
     private var isReceiving = false
     /// The current request's id, start, route and trace context, from its head until its response ends.
     @exclusivity(unchecked) var requestContext: HTTPRequestContext?
@@ -157,7 +145,6 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
         isClosed = true
         responseTask?.cancel()  // a streamed body waiting for something other than the client ends now
         responseTask = nil
-        flush()  // lets go of the loop's encoder if it held bytes of this connection's
         machine.transportClosed()
         if let responseSlot {
             self.responseSlot = nil
@@ -176,10 +163,7 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
     private func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
         if machine.isLingering { return bytes.count }  // after an early answer: read and drop
         isReceiving = true
-        defer {
-            isReceiving = false
-            flush()
-        }
+        defer { isReceiving = false }
         var offset = 0
         if machine.isIdle && !bytes.isEmpty {
             machine.bytesArrived()
@@ -258,7 +242,7 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
             return
         }
         guard let route, route.handler.streamsBody else {
-            if machine.headParsed(head) == .sendContinue { encoder.appendContinue() }
+            if machine.headParsed(head) == .sendContinue { writeContinue() }
             return
         }
         let body = HTTPRequestBody(connection: self, limit: limit)
@@ -376,8 +360,7 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
     /// head went out first (the body is then refused, and the connection closes after the response).
     func bodyReadingStarted() {
         guard !responseStarted, !isClosed, machine.bodyWanted() == .sendContinue else { return }
-        encoder.appendContinue()
-        if !isReceiving { flush() }
+        writeContinue()
     }
 
     /// The handler took buffered body bytes: parse more of what the socket delivered.
@@ -419,9 +402,14 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
         if let field = context.configuration.requestIDField, response.head.headerFields[field] == nil {
             echoedID = (field, requestContext?.id ?? context.requestIDs.next())
         }
-        encoder.appendHead(response.head, status: status, framing: .length(body.count), keepAlive: false, http10: false,
-                           date: context.dateCache.fieldLine, extraField: echoedID)
-        body.withUnsafeBytes { encoder.appendBody($0) }
+        let date = context.dateCache.fieldLine
+        body.withUnsafeBytes { body in
+            writeEncoded(estimate: Self.headEstimate + body.count) { encoder in
+                encoder.appendHead(response.head, status: status, framing: .length(body.count), keepAlive: false, http10: false,
+                                   date: date, extraField: echoedID)
+                encoder.appendBody(body)
+            }
+        }
         if let head {
             logAccess(head, status: status.code)
         } else if context.logger.logLevel <= .info, context.configuration.logsAccess {
@@ -442,7 +430,6 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
             }
             requestEnded(isComplete: true)
         }
-        flush()
         tcp.close()
     }
 
@@ -544,19 +531,26 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
         if let field = context.configuration.requestIDField, let requestContext, response.head.headerFields[field] == nil {
             echoedID = (field, requestContext.id)
         }
+        let date = context.dateCache.fieldLine
+        let http10 = head.version.minor == 0
         switch response.body.storage {
         case .bytes(let bytes):
-            encoder.appendHead(response.head, status: sentStatus, framing: allowsBody ? .length(bytes.count) : .none, keepAlive: keepAlive,
-                               http10: head.version.minor == 0, date: context.dateCache.fieldLine, extraField: echoedID)
-            if allowsBody && !isHead {
-                bytes.withUnsafeBytes { encoder.appendBody($0) }
-                responseBodyBytes = bytes.count
+            let sendsBody = allowsBody && !isHead
+            bytes.withUnsafeBytes { body in
+                writeEncoded(estimate: Self.headEstimate + (sendsBody ? body.count : 0)) { encoder in
+                    encoder.appendHead(response.head, status: sentStatus, framing: allowsBody ? .length(body.count) : .none,
+                                       keepAlive: keepAlive, http10: http10, date: date, extraField: echoedID)
+                    if sendsBody { encoder.appendBody(body) }
+                }
             }
+            if sendsBody { responseBodyBytes = bytes.count }
             finishResponse()
         case .stream(let write, let watchesClient):
             guard allowsBody && !isHead else {
-                encoder.appendHead(response.head, status: sentStatus, framing: allowsBody ? .chunked : .none, keepAlive: keepAlive,
-                                   http10: false, date: context.dateCache.fieldLine, extraField: echoedID)
+                writeEncoded(estimate: Self.headEstimate) { encoder in
+                    encoder.appendHead(response.head, status: sentStatus, framing: allowsBody ? .chunked : .none, keepAlive: keepAlive,
+                                       http10: false, date: date, extraField: echoedID)
+                }
                 finishResponse()
                 return
             }
@@ -565,10 +559,12 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
             if !chunked { machine.closeAfterThisResponse() }
             // The stream may read the body it runs beside: a client waiting for `100 Continue` gets it
             // now, before this final head (RFC 9110 §10.1.1), unless the handler has asked for it already.
-            if machine.bodyWanted() == .sendContinue { encoder.appendContinue() }
-            encoder.appendHead(response.head, status: sentStatus, framing: chunked ? .chunked : .none, keepAlive: keepAlive && chunked,
-                               http10: head.version.minor == 0, date: context.dateCache.fieldLine, extraField: echoedID)
-            flush()
+            let sendsContinue = machine.bodyWanted() == .sendContinue
+            writeEncoded(estimate: Self.headEstimate) { encoder in
+                if sendsContinue { encoder.appendContinue() }
+                encoder.appendHead(response.head, status: sentStatus, framing: chunked ? .chunked : .none,
+                                   keepAlive: keepAlive && chunked, http10: http10, date: date, extraField: echoedID)
+            }
             // Reading pauses while the body streams (pipelined requests wait), unless a streamed request body
             // must go on or the stream watches for its client leaving (bytes then wait in the input buffer,
             // bounded by its high-water mark, and the client's end of file closes the connection).
@@ -595,7 +591,7 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
     private func finishStream(chunked: Bool) {
         responseTask = nil
         guard !isClosed else { return }
-        if chunked { encoder.appendLastChunk() }
+        if chunked { writeEncoded(estimate: 5) { $0.appendLastChunk() } }
         finishResponse()
     }
 
@@ -607,16 +603,13 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
         case .resumeParsing:
             stateSince = context.tick
             if !isReceiving {
-                flush()
                 tcp.resumeReading()
                 tcp.consumeBufferedInput { bytes in receive(bytes) }
             }
         case .closeAfterFlush:
-            flush()
             tcp.close()
         case .linger:
             // The body is not all here: RFC 9112 §9.3's close, without losing the response to a reset.
-            flush()
             if let streamedBody {
                 self.streamedBody = nil
                 streamedBody.end(.failure(.connectionClosed))
@@ -630,20 +623,42 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
         }
     }
 
-    /// Writes what the encoder holds, with one write (inside the read callback, into the loop's write
-    /// batch: the batch of responses to pipelined requests goes out with one `writev`).
-    func flush() {
-        guard context.encoderOwner === self else { return }  // nothing of this connection's is held
-        context.encoderOwner = nil
-        if !isClosed, !context.encoder.buffer.isEmpty {
-            let written = context.encoder.buffer.withUnsafeBytes { bytes in
-                Result { () throws(NetError) in try tcp.write(copying: bytes) }
+    /// What a response head is first given room for: a status line, a few fields, `Date`,
+    /// `Content-Length` and `Connection` (about 100 bytes for `/hello`). A head that needs more is
+    /// serialised again into the exact size.
+    static let headEstimate = 256
+
+    /// Serialises with `encode` straight into this connection's output: inside the read callback, the
+    /// loop's write batch (the responses to pipelined requests go out with one `writev` when it returns);
+    /// outside it, the loop's copy buffer for one write, sent at once. `encode` is first given `estimate`
+    /// bytes and, when they were too few, the size it turned out to need. Nothing is written once the
+    /// connection is closing or closed (the close handler tells this connection). Loop thread.
+    func writeEncoded(estimate: Int, _ encode: (inout HTTPResponseEncoder) -> Void) {
+        guard !isClosed else { return }
+        var capacity = estimate
+        while true {
+            var needed = 0
+            do {
+                try tcp.write(reservingCapacity: capacity) { buffer in
+                    var encoder = HTTPResponseEncoder(into: buffer)
+                    encode(&encoder)
+                    guard encoder.fits else {
+                        needed = encoder.count
+                        return 0
+                    }
+                    return encoder.count
+                }
+            } catch {
+                return  // closing or closed: the close handler tells this connection
             }
-            if case .failure = written {
-                // Closing or closed: the close handler tells this connection.
-            }
+            guard needed > capacity else { return }
+            capacity = needed
         }
-        context.encoder.written()
+    }
+
+    /// Writes an interim `100 Continue` (with the read callback's batch when inside it). Loop thread.
+    func writeContinue() {
+        writeEncoded(estimate: HTTPResponseEncoder.continueLine.utf8CodeUnitCount) { $0.appendContinue() }
     }
 
     /// One access line, `METHOD TARGET STATUS`, at `info`: built by appending (no interpolation of the

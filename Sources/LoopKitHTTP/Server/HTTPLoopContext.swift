@@ -20,10 +20,6 @@ final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one per lo
     /// Makes the ids of this loop's requests.
     var requestIDs = HTTPRequestIDGenerator()
     var dateCache = HTTPDateCache()
-    /// The response encoder this loop's connections share (one serialises at a time, then writes).
-    @exclusivity(unchecked) var encoder = HTTPResponseEncoder()
-    /// The connection whose bytes the encoder holds, if any.
-    var encoderOwner: HTTPConnection?
     /// The loop's served connections and their drain; the HTTP connection (or, after an upgrade, the
     /// WebSocket) is each one's handler.
     let registry: ConnectionRegistry

@@ -109,7 +109,6 @@ extension HTTPConnection {
     private func upgrade<Upgrader: HTTPUpgrader>(_ request: HTTPServerRequest, head: HTTPRequestHead, upgrader: Upgrader,
                                                  acceptance: Upgrader.Acceptance, fields: HTTPFields) {
         guard !isClosed else { return }
-        flush()
         var fields = fields
         if let field = context.configuration.requestIDField, let requestContext, fields[field] == nil {
             fields[field] = requestContext.id

@@ -147,11 +147,14 @@ extension TCPConnection {
     }
 
     /// Lets `body` write up to `capacity` bytes straight into output space: inside a read handler, the
-    /// loop's write batch, so a response head is serialised where it is sent from.
+    /// loop's write batch, so a response head is serialised where it is sent from. Outside one, with
+    /// nothing queued, the loop's write batch for this one write, sent at once: only what the socket does
+    /// not take is copied (no allocation when it takes it all).
     ///
     /// - Parameters:
     ///   - capacity: The most bytes `body` may write.
-    ///   - body: Writes from the start of the buffer and returns how many bytes it wrote.
+    ///   - body: Writes from the start of the buffer and returns how many bytes it wrote (0: nothing is
+    ///     sent).
     /// - Throws: As ``write(_:)-(Bytes)``.
     ///
     /// Call on the loop's thread.
@@ -160,6 +163,11 @@ extension TCPConnection {
         guard capacity > 0 else { return }
         if batchIsOpen {
             shared.appendCopy(capacity: capacity, body)
+            didQueue()
+        } else if output.isEmpty, shared.openBatch(for: ObjectIdentifier(self)) {
+            shared.appendCopy(capacity: capacity, body)
+            shared.closeBatch(send: { vectors, count in transmit(vectors, count) }, keep: { bytes in output.append(bytes) })
+            if endIfSendFailed() { return }
             didQueue()
         } else {
             let bytes = Bytes(unsafeUninitializedCapacity: capacity) { buffer in

@@ -1,0 +1,101 @@
+import LoopKit
+import LoopKitNet
+import LoopKitNetTesting
+import LoopKitTesting
+import Testing
+
+/// `write(reservingCapacity:_:)`: bytes serialised straight into output space. Inside a read handler that
+/// is the loop's write batch, sent with the handler's other writes; outside one, with nothing queued, the
+/// loop's write batch for one write, sent at once, only what the peer did not take copied and queued.
+@Suite("Reserved writes")
+struct ReservedWriteTests {
+    let first = (0..<3000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+    let second = Array("and then some".utf8)
+
+    /// Serialises `bytes` through a reserved write of `capacity` (at least their count).
+    static func writeReserved(_ bytes: [UInt8], capacity: Int? = nil, on connection: TCPConnection) throws {
+        try connection.write(reservingCapacity: capacity ?? bytes.count) { buffer in
+            bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
+            return bytes.count
+        }
+    }
+
+    /// A pair whose server takes `room` bytes at a time and records each read.
+    func pair(room: Int) throws -> (driver: LoopDriver, pair: InMemoryConnectionPair, reads: Recorder<[UInt8]>) {
+        let driver = try LoopDriver()
+        var options = ConnectionOptions()
+        options.readHighWaterMark = room
+        let pair = try InMemoryConnectionPair(driver: driver, options: options)
+        let reads = Recorder<[UInt8]>()
+        pair.server.onRead { bytes in
+            reads.record(Array(bytes))
+            return bytes.count
+        }
+        return (driver, pair, reads)
+    }
+
+    @Test func aReservedWriteOutsideAReadHandlerIsSentAtOnce() throws {
+        let (driver, pair, reads) = try pair(room: 64 * 1024)
+        try Self.writeReserved(first, capacity: first.count + 100, on: pair.client)  // room to spare: only what was written goes
+        #expect(pair.client.bufferedOutputCount == 0)
+        _ = try driver.runUntilIdle()
+        #expect(reads.all.flatMap { $0 } == first)
+    }
+
+    /// The peer takes part of it: the rest is copied and queued, once, and arrives in order.
+    @Test func onlyWhatThePeerDidNotTakeIsQueued() throws {
+        for room in [3, 1000] {
+            let (driver, pair, reads) = try pair(room: room)
+            try Self.writeReserved(first, on: pair.client)
+            #expect(pair.client.bufferedOutputCount == first.count - room, "room \(room)")
+            _ = try driver.runUntilIdle()
+            #expect(reads.all.flatMap { $0 } == first, "room \(room)")
+        }
+    }
+
+    /// Output already queued goes first: a reserved write after it waits behind it.
+    @Test func aReservedWriteKeepsItsPlaceBehindQueuedOutput() throws {
+        let (driver, pair, reads) = try pair(room: 1000)
+        try pair.client.write(Bytes(first))
+        try Self.writeReserved(second, on: pair.client)
+        #expect(pair.client.bufferedOutputCount == first.count + second.count - 1000)
+        _ = try driver.runUntilIdle()
+        #expect(reads.all.flatMap { $0 } == first + second)
+    }
+
+    @Test func aWriterThatReportsNothingSendsNothing() throws {
+        let (driver, pair, reads) = try pair(room: 64 * 1024)
+        try pair.client.write(reservingCapacity: 64) { _ in 0 }
+        #expect(pair.client.bufferedOutputCount == 0)
+        _ = try driver.runUntilIdle()
+        #expect(reads.all.isEmpty)
+        try Self.writeReserved(second, on: pair.client)  // the connection writes on as before
+        _ = try driver.runUntilIdle()
+        #expect(reads.all.flatMap { $0 } == second)
+    }
+
+    /// Inside a read handler, reserved writes join the handler's batch: they go out together, after the
+    /// handler returns, in the order written.
+    @Test func reservedWritesInsideAReadHandlerGoOutTogether() throws {
+        let driver = try LoopDriver()
+        let pair = try InMemoryConnectionPair(driver: driver)
+        let (first, second, server) = (first, second, pair.server)
+        server.onRead { bytes in
+            do {
+                try Self.writeReserved(first, on: server)
+                try Self.writeReserved(second, capacity: 4096, on: server)
+            } catch {
+                Issue.record("not written: \(error)")
+            }
+            return bytes.count
+        }
+        let reads = Recorder<[UInt8]>()
+        pair.client.onRead { bytes in
+            reads.record(Array(bytes))
+            return bytes.count
+        }
+        try pair.client.write("go")
+        _ = try driver.runUntilIdle()
+        #expect(reads.all == [first + second])  // one delivery: one write of the batch
+    }
+}
