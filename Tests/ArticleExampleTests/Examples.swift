@@ -614,8 +614,8 @@ func example_WebSocketsAndEvents_66(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:138
-func example_WebSocketsAndEvents_138(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:142
+func example_WebSocketsAndEvents_142(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.get("/clock") { _ in
         .events { events in
             while true {
@@ -626,8 +626,8 @@ func example_WebSocketsAndEvents_138(router: inout HTTPRouter, configuration: in
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:158
-func example_WebSocketsAndEvents_158(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:162
+func example_WebSocketsAndEvents_162(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     actor Jobs {                                  // every loop's handlers reach it with `await`
         var running: [Int: TaskProgress] = [:]
         func progress(of id: Int) -> TaskProgress? { running[id] }
@@ -645,8 +645,8 @@ func example_WebSocketsAndEvents_158(router: inout HTTPRouter, configuration: in
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:190
-func example_WebSocketsAndEvents_190(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:194
+func example_WebSocketsAndEvents_194(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.get("/reports/:id/events") { request in
         let job = try request.loop.process(rows, each: { render($0) }, completion: { _ in })
         return .progressEvents(job.progress, cancelsWhenAbandoned: true)

@@ -132,6 +132,26 @@ struct HTTPUpgraderTests {
         #expect(harness.upgrader.started.all.isEmpty)
     }
 
+    @Test func theUpgradedHandlerGetsTheSweepsTicksThroughTheHandlerProtocol() throws {
+        let harness = try Harness()
+        try harness.pair.client.write(Self.upgradeRequest)
+        try harness.driver.runUntilIdle()
+        let handler = try #require(harness.host.handlers.first as? LineEchoHandler)
+        try harness.driver.advance(by: .seconds(3))  // the server's defaults: a tick a second
+        #expect(handler.sweepTicks == [1, 2, 3])
+    }
+
+    @Test func anUpgradersShortestDeadlineSetsHowOftenTheServerSweeps() throws {
+        var upgrader = LineEchoUpgrader()
+        upgrader.deadline = .milliseconds(100)
+        let harness = try Harness(upgrader: upgrader)
+        try harness.pair.client.write(Self.upgradeRequest)
+        try harness.driver.runUntilIdle()
+        let handler = try #require(harness.host.handlers.first as? LineEchoHandler)
+        try harness.driver.advance(by: .milliseconds(100))  // a tick every 25 ms
+        #expect(handler.sweepTicks == [1, 2, 3, 4])
+    }
+
     @Test func behindMiddlewareThe101CarriesTheMiddlewareFieldsAndTheEarlyBytesStillArrive() throws {
         let harness = try Harness(middleware: true)
         weak let http = harness.host.handlers.first as? HTTPConnection

@@ -12,6 +12,10 @@ struct LineEchoUpgrader: HTTPUpgrader {
     var shouldUpgrade: (@Sendable (HTTPServerRequest) async throws -> HTTPUpgradeDecision)?
     /// The paths of the requests the protocol started with, in order.
     var started = Recorder<String>()
+    /// The shortest deadline the protocol says it keeps (the server's sweep ticks fast enough for it).
+    var deadline: Duration?
+
+    var shortestDeadline: Duration? { deadline }
 
     func check(_ head: HTTPRequestHead) -> HTTPUpgradeCheck<String> {
         guard let upgrade = head.request.headerFields[Self.upgradeField], upgrade.lowercased() == "line-echo" else {
@@ -44,8 +48,13 @@ struct LineEchoUpgrader: HTTPUpgrader {
 }
 
 /// The line-echo protocol's handler: writes back every complete line, and leaves a partial one buffered;
-/// the server's drain makes it say `bye` and close.
+/// the server's drain makes it say `bye` and close. It records the ticks of the server's deadline sweep.
 final class LineEchoHandler: ConnectionHandler {
+    /// The sweep ticks the handler was asked to check its deadlines at.
+    var sweepTicks: [UInt64] = []
+
+    func checkDeadlines(_ connection: TCPConnection, now tick: UInt64) { sweepTicks.append(tick) }
+
     func connectionShouldDrain(_ connection: TCPConnection) {
         _ = Result { () throws(NetError) in try connection.write("bye\n") }
         connection.close()

@@ -27,7 +27,7 @@ public struct SystemLoopClock: LoopClock {
 
 extension Duration {
     /// The duration in whole nanoseconds, negative durations as zero.
-    var clampedNanoseconds: UInt64 {
+    package var clampedNanoseconds: UInt64 {
         let (seconds, attoseconds) = components
         guard seconds >= 0, !(seconds == 0 && attoseconds < 0) else { return 0 }
         let (total, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)

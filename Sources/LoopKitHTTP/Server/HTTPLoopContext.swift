@@ -47,8 +47,11 @@ final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one per lo
         registry = ConnectionRegistry(loop: loop)
         registry.countChanged = configuration.connectionCountChanged
         scheme = configuration.tls == nil ? "http" : "https"
+        // A quarter of the shortest deadline: the server's own, and those of the protocols its routes
+        // upgrade to (a WebSocket's pings and close handshake), which the same sweep checks.
         let shortest = min(configuration.headTimeout, configuration.bodyTimeout, configuration.idleTimeout,
-                           configuration.writeTimeout, configuration.closeTimeout)
+                           configuration.writeTimeout, configuration.closeTimeout,
+                           self.router.shortestUpgradeDeadline ?? .seconds(Int64.max))
         let interval = max(.milliseconds(5), min(.seconds(1), shortest / 4))
         sweepInterval = interval
         func ticks(_ timeout: Duration) -> UInt64 { UInt64(max(1, (timeout / interval).rounded(.up))) }

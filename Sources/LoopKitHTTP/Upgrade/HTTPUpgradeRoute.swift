@@ -25,6 +25,18 @@ extension HTTPUpgrader {
 }
 
 extension HTTPRouter {
+    /// The shortest deadline a protocol its routes upgrade to keeps (``HTTPUpgrader/shortestDeadline``),
+    /// nil when none does: the server's sweep ticks fast enough for it too.
+    var shortestUpgradeDeadline: Duration? {
+        routes.compactMap { route -> Duration? in
+            switch route.handler {
+            case .webSocket(let webSocket): WebSocketUpgrader(route: webSocket).shortestDeadline
+            case .upgrade(let upgrade): upgrade.upgrader.shortestDeadline
+            default: nil
+            }
+        }.min()
+    }
+
     /// Adds a `GET` route that upgrades through `upgrader`. Build the router on any thread.
     mutating func upgrade(_ path: String, to upgrader: some HTTPUpgrader) {
         add(.get, path, .upgrade(HTTPUpgradeRoute(upgrader)))

@@ -48,4 +48,15 @@ protocol HTTPUpgrader: Sendable {
     /// pings and the route's handler, with `request` as the route or the middleware passed it on).
     /// Loop thread, never inside a task (a task would keep its frames while the protocol lives).
     func start(_ handler: Handler, request: HTTPServerRequest, context: HTTPLoopContext)
+
+    /// The shortest deadline the new protocol's handler keeps (for WebSocket: its ping interval, ping
+    /// timeout and close timeout), which it checks when the loop's registry sweeps it
+    /// (``ConnectionHandler/checkDeadlines(_:now:)``): the server sweeps at least four times within it
+    /// (no faster than every 5 ms). Nil (the default) when it keeps none shorter than the server's own.
+    /// Any thread.
+    var shortestDeadline: Duration? { get }
+}
+
+extension HTTPUpgrader {
+    var shortestDeadline: Duration? { nil }
 }

@@ -31,6 +31,8 @@ struct WebSocketUpgrader: HTTPUpgrader {
 
     var asksRoute: Bool { route.shouldUpgrade != nil }
 
+    var shortestDeadline: Duration? { route.configuration.shortestDeadline }
+
     func shouldUpgrade(_ request: HTTPServerRequest) async throws -> HTTPUpgradeDecision {
         guard let shouldUpgrade = route.shouldUpgrade else { return .accept([:]) }
         return try await shouldUpgrade(request).kind

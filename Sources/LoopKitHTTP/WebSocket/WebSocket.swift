@@ -44,7 +44,6 @@ public final class WebSocket: Sendable {
     init(tcp: TCPConnection, configuration: WebSocketConfiguration, extension negotiated: sending WebSocketNegotiatedExtension?) {
         loop = tcp.loop
         core = LoopBound(WebSocketCore(tcp: tcp, configuration: configuration, extension: negotiated), on: tcp.loop)
-        core.value.handle = self
     }
 
     /// Whether the socket can still send: no close frame sent or received, connection open. Call on the

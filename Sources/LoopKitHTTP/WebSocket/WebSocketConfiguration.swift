@@ -21,14 +21,24 @@ public struct WebSocketConfiguration: Sendable {
     /// Whether the server resets its compressor after each message even when the client did not ask
     /// (`server_no_context_takeover`; default false: less memory kept between messages when true).
     public var serverNoContextTakeover: Bool = false
-    /// How often a keep-alive ping is sent; nil (default) for none.
+    /// How often a keep-alive ping is sent; nil (default) for none. The server's deadline sweep sends it,
+    /// up to one sweep interval after it falls due (the sweep ticks every quarter of the shortest
+    /// deadline of the server and its WebSocket routes, between 5 ms and 1 s).
     public var pingInterval: Duration?
-    /// How long a keep-alive ping may wait for its pong before the connection is closed (default 10 s).
+    /// How long a keep-alive ping may wait for its pong before the connection is closed (default 10 s);
+    /// noticed by the server's deadline sweep, up to one sweep interval late.
     public var pingTimeout: Duration = .seconds(10)
     /// How long the server waits for the peer's close frame after sending its own (default 5 s); then
-    /// it drops the connection.
+    /// it drops the connection (noticed by the server's deadline sweep, up to one sweep interval late).
     public var closeTimeout: Duration = .seconds(5)
 
     /// A configuration with the defaults.
     public init() {}
+
+    /// The shortest of the deadlines a socket keeps (close timeout; ping interval and ping timeout when
+    /// pinging), which the server's deadline sweep must tick fast enough for.
+    var shortestDeadline: Duration {
+        guard let pingInterval else { return closeTimeout }
+        return min(closeTimeout, pingInterval, pingTimeout)
+    }
 }

@@ -15,8 +15,6 @@ import LoopKitNet
 final class WebSocketCore: ConnectionHandler {
     let tcp: TCPConnection
     let configuration: WebSocketConfiguration
-    /// The public handle, for timers (their closures are `@Sendable`: they reach the core through it).
-    weak var handle: WebSocket?
     @exclusivity(unchecked) var parser: WebSocketFrameParser
     @exclusivity(unchecked) var assembler: WebSocketMessageAssembler
     @exclusivity(unchecked) var closing = WebSocketCloseStateMachine()
@@ -38,9 +36,12 @@ final class WebSocketCore: ConnectionHandler {
     private var failure: WebSocketError?
     /// True while `receive` runs.
     private var isReceiving = false
-    private var keepAliveTimer: ScheduledTimer?
-    private var pongTimer: ScheduledTimer?
-    private var closeTimer: ScheduledTimer?
+    /// The deadlines the server's sweep checks (``checkDeadlines(_:now:)``), on the loop's clock
+    /// (``EventLoop/clockNanoseconds``): the next keep-alive ping, the pong it waits for, and the peer's
+    /// close frame after this side's. No timer of the socket's own.
+    private var pingDue: UInt64?
+    private var pongDue: UInt64?
+    private var closeDue: UInt64?
     /// Set when a server's upgrade made this socket (nil on a client's).
     var served: ServedWebSocket?
 
@@ -54,12 +55,10 @@ final class WebSocketCore: ConnectionHandler {
     }
 
     /// Starts the keep-alive pings, once the engine is the TCP connection's handler in the HTTP
-    /// connection's place (``WebSocketUpgrader``).
+    /// connection's place (``WebSocketUpgrader``): the first falls due one ping interval from now.
     func startKeepAlivePings() {
         if let interval = configuration.pingInterval {
-            keepAliveTimer = schedule(after: interval, repeating: interval) { [weak handle] in
-                handle?.core.value.sendKeepAlivePing()
-            }
+            pingDue = tcp.loop.clockNanoseconds &+ interval.clampedNanoseconds
         }
     }
 
@@ -78,23 +77,30 @@ final class WebSocketCore: ConnectionHandler {
         close(code: .goingAway, reason: "server shutting down")
     }
 
-    /// The server's sweep: resets the connection when the client has stopped taking its output or its
-    /// close cannot drain (``OutputDeadlines``).
+    /// The server's sweep (the loop's registry, every interval; the server picks one fine enough for
+    /// its WebSocket routes' timeouts): resets the connection when the client has stopped taking its
+    /// output or its close cannot drain (``OutputDeadlines``); drops it when the peer's close frame did
+    /// not come within ``WebSocketConfiguration/closeTimeout``; closes it with 1001 when a keep-alive
+    /// ping's pong did not come within ``WebSocketConfiguration/pingTimeout``; sends the keep-alive ping
+    /// that fell due. Each deadline is noticed at the first tick after it passed (up to one interval late).
     func checkDeadlines(_ connection: TCPConnection, now tick: UInt64) {
         guard !tcp.isClosed, let context = served?.context, var deadlines = served?.deadlines else { return }
         if deadlines.cutIfStuck(tcp, now: tick, context: context) { return }  // closed: `served` is gone
         served?.deadlines = deadlines
-    }
-
-    /// A timer on the socket's loop; nil, and the connection dropped, when the loop is shutting down
-    /// (which ends its connections anyway).
-    private func schedule(after delay: Duration, repeating interval: Duration? = nil,
-                          _ body: @escaping @Sendable () -> Void) -> ScheduledTimer? {
-        do {
-            return try tcp.loop.schedule(after: delay, repeating: interval, body)
-        } catch {
-            tcp.abort()
-            return nil
+        guard pingDue != nil || pongDue != nil || closeDue != nil else { return }
+        let now = context.registry.sweptAt
+        if let due = closeDue, now >= due {
+            closeDue = nil
+            perform(closing.timedOut())
+        } else if let due = pongDue, now >= due {
+            pongDue = nil
+            if failure == nil, closing.state == .open { failure = .pingTimeout }
+            perform(closing.timedOut())
+        } else if let due = pingDue, now >= due, let interval = configuration.pingInterval?.clampedNanoseconds {
+            // The pings keep their grid; one that fell a whole interval behind is due an interval from now.
+            let next = due &+ interval
+            pingDue = next > now ? next : now &+ interval
+            sendKeepAlivePing(now: now)
         }
     }
 
@@ -139,8 +145,7 @@ final class WebSocketCore: ConnectionHandler {
         case .ping:
             if closing.canSend { writeFrame(.pong, frame.payload) }
         case .pong:
-            pongTimer?.cancel()
-            pongTimer = nil
+            pongDue = nil
         default:
             guard closing.state == .open else { return }  // after this side's close: dropped
             if let message = try assembler.append(frame, extension: negotiated) { deliver(message) }
@@ -296,10 +301,7 @@ final class WebSocketCore: ConnectionHandler {
             if thenCloseTransport {
                 tcp.close()
             } else {
-                closeTimer = schedule(after: configuration.closeTimeout) { [weak handle] in
-                    guard let handle else { return }
-                    handle.core.value.perform(handle.core.value.closing.timedOut())
-                }
+                closeDue = tcp.loop.clockNanoseconds &+ configuration.closeTimeout.clampedNanoseconds
             }
         case .closeTransport:
             tcp.close()
@@ -308,16 +310,12 @@ final class WebSocketCore: ConnectionHandler {
         }
     }
 
-    /// A keep-alive tick: send a ping, and close if its pong does not come within the ping timeout.
-    private func sendKeepAlivePing() {
-        guard closing.canSend, pongTimer == nil else { return }
+    /// A keep-alive ping fell due at `now`: send it, and close if its pong does not come within the ping
+    /// timeout (none is sent while an earlier one waits for its pong).
+    private func sendKeepAlivePing(now: UInt64) {
+        guard closing.canSend, pongDue == nil else { return }
         writeFrame(.ping, [])
-        pongTimer = schedule(after: configuration.pingTimeout) { [weak handle] in
-            guard let handle else { return }
-            let core = handle.core.value
-            if core.failure == nil, core.closing.state == .open { core.failure = .pingTimeout }
-            core.perform(core.closing.timedOut())
-        }
+        pongDue = now &+ configuration.pingTimeout.clampedNanoseconds
     }
 
     /// The TCP connection ended: every waiter and close handler is told, once.
@@ -326,10 +324,9 @@ final class WebSocketCore: ConnectionHandler {
         let clean = closing.transportClosed()
         let error: WebSocketError? = failure ?? (clean ? nil : .connectionLost)
         ending = .some(error)
-        for timer in [keepAliveTimer, pongTimer, closeTimer] { timer?.cancel() }
-        keepAliveTimer = nil
-        pongTimer = nil
-        closeTimer = nil
+        pingDue = nil
+        pongDue = nil
+        closeDue = nil
         if queueHead == queue.count { waiter.unpark()?.resume(with: error.map { .failure($0) } ?? .success(nil)) }
         let handlers = closeHandlers
         closeHandlers = []
