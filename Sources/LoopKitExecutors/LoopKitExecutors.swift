@@ -20,7 +20,9 @@ import Synchronization
 /// After the install, the program's `async` main runs on the main loop: when it first suspends, Swift
 /// runs the main executor, which is `EventLoop.main.run()`. `@MainActor` jobs are the main loop's queued work
 /// (rules R1–R3, in FIFO order with everything else queued on it), `DispatchQueue.main` blocks still run as
-/// rule R12 says, and a `@MainActor` task that sleeps is woken by a timer of the main loop.
+/// rule R12 says. A `@MainActor` task's `Task.sleep(for:)` is timed by the default executor (Swift runs the
+/// nonisolated sleep off the main actor) and comes back to the main loop; sleep on `EventLoop.main.clock`
+/// for a timer of the main loop.
 ///
 /// **What is SPI.** Swift 6.3 offers these hooks as experimental SPI (SE "Custom main and global
 /// executors"): `ExecutorFactory`, `MainExecutor`, `RunLoopExecutor` and `_createExecutors(factory:)`

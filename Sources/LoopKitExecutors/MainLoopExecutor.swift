@@ -2,8 +2,8 @@
 import LoopKit
 
 /// The main actor's executor on ``LoopKit/EventLoop/main``: `@MainActor` jobs are queued work of the main
-/// loop, a `@MainActor` task's `Task.sleep` ends with a timer of the main loop, and running the executor
-/// runs the loop.
+/// loop, delayed jobs given to it end with a timer of the main loop, and running the executor runs the loop.
+/// (Swift 6.3 gives it none from `Task.sleep`, which it runs off the main actor, on the default executor.)
 ///
 /// Safe from any thread; ``run()`` on the main thread only.
 final class MainLoopExecutor: MainExecutor, SchedulingExecutor {
@@ -19,14 +19,16 @@ final class MainLoopExecutor: MainExecutor, SchedulingExecutor {
     /// Queues a `@MainActor` job once `delay` has passed on the main loop's time, from its timer.
     func enqueue<C: Clock>(_ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C) {
         let job = UnownedJob(job)
-        let isolation = asUnownedSerialExecutor()
         do {
             try loop.schedule(after: EventLoop.loopDuration(delay, of: C.self), whenDropped: {
                 fatalError("LoopKit: the main loop shut down while a @MainActor task slept on it")
-            }) { [loop] in
-                // Run now, in the timer's callback: the job is Swift's small sleep task, which resumes the
-                // sleeping one; queued from here, that one goes on in this iteration's drain (R2).
-                job.runSynchronously(isolatedTo: isolation, taskExecutor: loop.asUnownedTaskExecutor())
+            }) {
+                // Run now, in the timer's callback, where the job expects to run: Swift's small sleep task is
+                // nonisolated with no executor preference, so it runs as on the global executor (run isolated
+                // to the main actor, it would first hop to a Dispatch thread, and the sleeping task would
+                // come back from there). It resumes the sleeping task from the main thread, which queues it
+                // in this iteration's drain (R2).
+                job.runSynchronously(on: globalConcurrentExecutor.asUnownedTaskExecutor())
             }
         } catch {
             fatalError("LoopKit: a @MainActor task slept after the main loop shut down")

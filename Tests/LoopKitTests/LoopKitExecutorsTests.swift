@@ -9,7 +9,8 @@ struct LoopKitExecutorsTests {
         "ok the async main goes on inside the main loop",
         "ok MainActor.run from another task runs in the main loop",
         "ok DispatchQueue.main blocks still run in the main loop (R12)",
-        "ok Task.sleep on the main actor resumes in a later iteration of the main loop",
+        "ok Task.sleep on the main actor resumes on the main loop",
+        "ok a sleep on the main loop's clock ends with a timer of the main loop",
     ]
 
     @Test("Installed, the main loop is the main actor's executor and runs an async main")

@@ -7,7 +7,7 @@
 // sleep on Dispatch's timers, and `loop.clock` sleeps on the loop's.
 
 /// A loop takes delayed jobs: `Task.sleep` in a task that runs on a loop (its executor preference) is woken
-/// by one of the loop's own timers in phase 2, and the task goes on in that iteration's drain or the next:
+/// by one of the loop's own timers in phase 2, and the task goes on in that iteration's drain (phase 3):
 /// never by a Dispatch timer on another thread. (A group installed as Swift's default executor by LoopKitExecutors
 /// does the same for the tasks it runs.)
 ///
@@ -21,11 +21,13 @@ extension EventLoop: SchedulingExecutor {
         let job = UnownedJob(job)
         do {
             try schedule(after: Self.loopDuration(delay, of: C.self),
-                         whenDropped: { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }) { [self] in
-                // Run now, in the timer's callback: the job is Swift's small sleep task, which resumes the
-                // sleeping task from here; that one goes on in this iteration's drain or the next (Swift may
-                // switch executors once more on the way), not two iterations later.
-                job.runSynchronously(on: asUnownedTaskExecutor())
+                         whenDropped: { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }) {
+                // Run now, in the timer's callback, where the job expects to run: Swift's small sleep task
+                // has no executor preference, so it runs as on the global executor (given this loop as its
+                // task executor, it would first hop to a Dispatch thread, and the sleeping task would come
+                // back from there a loop iteration later). It resumes the sleeping task from this thread,
+                // which queues it in this iteration's drain (R2).
+                job.runSynchronously(on: globalConcurrentExecutor.asUnownedTaskExecutor())
             }
         } catch {
             globalConcurrentExecutor.enqueue(ExecutorJob(job))  // the loop has shut down
