@@ -22,6 +22,7 @@ FANOUTS=${FANOUTS:-200}
 CHILDREN=${CHILDREN:-1000}
 MAIN_HOP=${MAIN_HOP:-Benchmarks/.build/release/MainThreadHop}
 SLEEP_LATENESS=${SLEEP_LATENESS:-Benchmarks/.build/release/TaskSleepLateness}
+SPIN_US=${SPIN_US:-200}   # the timer spin of the fourth side (EventLoop.timerSpin)
 EXECUTOR_HOPS=${EXECUTOR_HOPS:-Benchmarks/.build/release/GlobalExecutorHops}
 here=$(dirname "$0")
 # shellcheck source=bench-lib.sh
@@ -113,12 +114,16 @@ main_rows() {
 sleep_rows() {
     local cores=$1 title=$2
     local lk50=() lk99=() df50=() df99=() tm50=() tm99=() lkmax=() dfmax=() tmmax=() lkit=() tmit=()
+    local sp50=() sp99=() spmax=() spcpu=() lkcpu=()
     for _ in $(seq 1 "$ROUNDS"); do
-        local out; out=$(run_pinned "$cores" "$SLEEP_LATENESS" --sleeps "$SLEEPS")
+        local out; out=$(run_pinned "$cores" "$SLEEP_LATENESS" --sleeps "$SLEEPS" --spin-us "$SPIN_US")
         grep -q "loop_task_on_loop 1 default_task_off_loops 1" <<< "$out" || echo "  warning: a task slept on the wrong executor"
         local lk df tm
         lk=$(grep "^sleep executor loopkit " <<< "$out"); df=$(grep "^sleep executor default " <<< "$out")
         tm=$(grep "^sleep executor loop-timer " <<< "$out")
+        local sp; sp=$(grep "^sleep executor loopkit-spin " <<< "$out")
+        sp50+=("$(field "$sp" p50_us)"); sp99+=("$(field "$sp" p99_us)"); spmax+=("$(field "$sp" max_us)")
+        spcpu+=("$(field "$sp" loop_cpu_us_per_sleep)"); lkcpu+=("$(field "$lk" loop_cpu_us_per_sleep)")
         lk50+=("$(field "$lk" p50_us)"); lk99+=("$(field "$lk" p99_us)"); lkmax+=("$(field "$lk" max_us)")
         df50+=("$(field "$df" p50_us)"); df99+=("$(field "$df" p99_us)"); dfmax+=("$(field "$df" max_us)")
         tm50+=("$(field "$tm" p50_us)"); tm99+=("$(field "$tm" p99_us)"); tmmax+=("$(field "$tm" max_us)")
@@ -134,6 +139,11 @@ sleep_rows() {
         "$(stats 1 tm50)" "$(stats 1 tm99)" "$(median_of tmmax)" "${tm99[*]}"
     echo "    (loop iterations per sleep, median of the runs: a loop task's Task.sleep $(median_of lkit), a loop timer $(median_of tmit))"
     echo "    goal: LoopKit's p99 <= 0.5x the default's, i.e. default/LoopKit >= 2x: $(verdict "$(ratio_median df99 lk99) >= 2")"
+    printf '    %-46s p50 %-21s p99 %-24s longest %5.0f us   runs (p99): %s\n' "LoopKit, loop.timerSpin = ${SPIN_US} us" \
+        "$(stats 1 sp50)" "$(stats 1 sp99)" "$(median_of spmax)" "${sp99[*]}"
+    printf '    %-46s p50 %-21s p99 %-24s\n' "default / LoopKit with the spin, per run" "$(ratio df50 sp50)" "$(ratio df99 sp99)"
+    echo "    (the loop thread's CPU per sleep, median of the runs: $(median_of lkcpu) us without the spin, $(median_of spcpu) us with it)"
+    echo "    goal with loop.timerSpin: $(verdict "$(ratio_median df99 sp99) >= 2")"
 }
 
 # --- 3. Swift's default executor ----------------------------------------------------------------------------

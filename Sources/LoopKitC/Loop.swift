@@ -75,6 +75,19 @@ public func lk_loop_iteration(_ handle: OpaquePointer!) -> UInt64 {
 }
 
 @c @implementation
+public func lk_loop_set_timer_spin(_ handle: OpaquePointer!, _ spin: UInt64) -> Int32 {
+    guard let loop = Handles.borrow(handle, as: EventLoop.self) else { return Status.invalid }
+    loop.timerSpin = .nanoseconds(Int64(min(spin, UInt64(Int64.max))))
+    return Status.ok
+}
+
+@c @implementation
+public func lk_loop_timer_spin(_ handle: OpaquePointer!) -> UInt64 {
+    guard let loop = Handles.borrow(handle, as: EventLoop.self) else { return 0 }
+    return UInt64(loop.timerSpin.clampedNanoseconds)
+}
+
+@c @implementation
 public func lk_loop_is_current(_ handle: OpaquePointer!) -> Int32 {
     Handles.borrow(handle, as: EventLoop.self)?.isCurrent == true ? 1 : 0
 }

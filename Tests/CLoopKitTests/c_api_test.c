@@ -657,6 +657,22 @@ static void test_r8_timers(void) {
     CHECK_EQ(lk_timer_cancel(hr), LK_OK);
     lk_loop_run_once(loop, 0);
     CHECK_EQ(ticks, 3);
+
+    /* A timer spin: zero by default, clamped to 10 ms; a loop that wakes 2 ms early for a 3 ms timer spins
+       up to its deadline, so the timer fires in the one iteration that waited for it. */
+    CHECK_EQ(lk_loop_timer_spin(loop), 0);
+    CHECK_EQ(lk_loop_set_timer_spin(NULL, 1000), LK_EINVAL);
+    CHECK_EQ(lk_loop_set_timer_spin(loop, 1000000000ULL), LK_OK);
+    CHECK_EQ(lk_loop_timer_spin(loop), 10000000);
+    CHECK_EQ(lk_loop_set_timer_spin(loop, 2000000), LK_OK);
+    int spun = 0;
+    timer_ctx_t spin = {&trace, "spin", loop, &spun};
+    CHECK_EQ(lk_timer_start(loop, 3000000, 0, timer_mark, &spin, NULL), LK_OK);
+    uint64_t before = lk_loop_iteration(loop);
+    lk_loop_run_once(loop, 1);
+    CHECK_EQ(spun, 1);
+    CHECK_EQ(lk_loop_iteration(loop), before + 1);
+    CHECK_EQ(lk_loop_set_timer_spin(loop, 0), LK_OK);
     lk_loop_destroy(loop);
 }
 

@@ -1,7 +1,7 @@
 // `Task.sleep` lateness, the second figure of `make bench-main`: how long after its deadline a task that
 // sleeps 1 ms goes on, on a LoopKit loop and on Swift's default executor, in one process.
 //
-//   TaskSleepLateness [--sleeps 2000] [--block 100] [--warmup 100]
+//   TaskSleepLateness [--sleeps 2000] [--block 100] [--warmup 100] [--spin-us 200]
 //
 // A loop task is `Task.detached(executorPreference: loop)` on the one loop of a `LoopGroup(threads: 1)`: a
 // loop is a SchedulingExecutor, so its `Task.sleep(for:)` ends with one of the loop's timers. A default task
@@ -13,11 +13,15 @@
 //
 // For reference, a third side in the same turns takes no task at all: a chain of one-shot loop timers
 // (`loop.schedule(after: .milliseconds(1))`, each scheduled from the previous one's body), timed the same way:
-// the loop's own timer lateness on this machine at this moment, what a loop task's sleep adds to it.
+// the loop's own timer lateness on this machine at this moment, what a loop task's sleep adds to it. A fourth
+// side is a loop task on a second one-loop group whose loop has `timerSpin` set to SPIN-US: it wakes that
+// long before each timer and spins to the deadline, trading CPU for lateness; the loop thread's CPU time per
+// sleep is printed for both loop sides.
 //
 // Output:
 //   check where loop_task_on_loop 1|0 default_task_off_loops 1|0
-//   sleep executor loopkit|default|loop-timer sleeps N p50_us X p90_us X p99_us X max_us X loop_iterations_per_sleep I
+//   sleep executor loopkit|default|loop-timer|loopkit-spin sleeps N p50_us X p90_us X p99_us X max_us X
+//     loop_iterations_per_sleep I loop_cpu_us_per_sleep C
 // (I: how many iterations the loop ran per sleep on that side; 0 for the default executor's, which the loop
 // does not run)
 import Foundation
@@ -92,6 +96,20 @@ struct TaskSleepLateness {
         let warmup = option("--warmup").flatMap { Int($0) } ?? 100
         let group = try LoopGroup(threads: 1, name: "sleep")
         let loop = group.loops[0]
+        // The same on a loop with a timer spin (EventLoop.timerSpin): it wakes that long before each timer.
+        let spinMicroseconds = option("--spin-us").flatMap { Int($0) } ?? 200
+        let spinGroup = try LoopGroup(threads: 1, name: "sleep-spin")
+        let spinLoop = spinGroup.loops[0]
+        spinLoop.timerSpin = .microseconds(spinMicroseconds)
+        /// CPU time of `loop`'s thread so far, in nanoseconds.
+        func loopCPU(_ loop: EventLoop) async -> UInt64 {
+            (try? await loop.perform { () -> UInt64 in
+                var spec = timespec()
+                clock_gettime(CLOCK_THREAD_CPUTIME_ID, &spec)
+                return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+            }) ?? 0
+        }
+        var cpu: [String: UInt64] = [:]
 
         func onLoop(_ count: Int) async -> (lateness: [Int64], onLoop: Bool) {
             await Task.detached(executorPreference: loop) { await sleeps(count, loop: loop) }.value
@@ -100,28 +118,41 @@ struct TaskSleepLateness {
             await Task.detached { await sleeps(count, loop: loop) }.value
         }
 
+        func onSpinLoop(_ count: Int) async -> (lateness: [Int64], onLoop: Bool) {
+            await Task.detached(executorPreference: spinLoop) { await sleeps(count, loop: spinLoop) }.value
+        }
+        _ = await onSpinLoop(warmup)
         let loopWarmup = await onLoop(warmup)
         let defaultWarmup = await onDefault(warmup)
         _ = await TimerChain.run(warmup, on: loop)
         print("check where loop_task_on_loop \(loopWarmup.onLoop ? 1 : 0) default_task_off_loops \(defaultWarmup.onLoop ? 0 : 1)")
-        var loopKit: [Int64] = [], platform: [Int64] = [], timers: [Int64] = []
-        var iterations: [String: UInt64] = ["loopkit": 0, "default": 0, "loop-timer": 0]
+        var loopKit: [Int64] = [], platform: [Int64] = [], timers: [Int64] = [], spinning: [Int64] = []
+        var iterations: [String: UInt64] = ["loopkit": 0, "default": 0, "loop-timer": 0, "loopkit-spin": 0]
         while loopKit.count < total {
             let count = min(block, total - loopKit.count)
             var before = loop.iteration
+            var cpuBefore = await loopCPU(loop)
             loopKit += await onLoop(count).lateness
+            cpu["loopkit", default: 0] += await loopCPU(loop) - cpuBefore
             iterations["loopkit", default: 0] += loop.iteration - before
+            before = spinLoop.iteration
+            cpuBefore = await loopCPU(spinLoop)
+            spinning += await onSpinLoop(count).lateness
+            cpu["loopkit-spin", default: 0] += await loopCPU(spinLoop) - cpuBefore
+            iterations["loopkit-spin", default: 0] += spinLoop.iteration - before
             platform += await onDefault(count).lateness
             before = loop.iteration
             timers += await TimerChain.run(count, on: loop)
             iterations["loop-timer", default: 0] += loop.iteration - before
         }
-        for (name, values) in [("loopkit", loopKit), ("default", platform), ("loop-timer", timers)] {
+        for (name, values) in [("loopkit", loopKit), ("default", platform), ("loop-timer", timers), ("loopkit-spin", spinning)] {
             let figures = [0.50, 0.90, 0.99].map { String(format: "%.1f", percentile(values, $0)) }
             print("sleep executor \(name) sleeps \(values.count) p50_us \(figures[0]) p90_us \(figures[1]) p99_us \(figures[2]) "
                 + "max_us \(String(format: "%.1f", Double(values.max() ?? 0) / 1_000)) "
-                + "loop_iterations_per_sleep \(String(format: "%.2f", Double(iterations[name] ?? 0) / Double(values.count)))")
+                + "loop_iterations_per_sleep \(String(format: "%.2f", Double(iterations[name] ?? 0) / Double(values.count))) "
+                + "loop_cpu_us_per_sleep \(String(format: "%.1f", Double(cpu[name] ?? 0) / 1_000 / Double(values.count)))")
         }
         group.shutdown()
+        spinGroup.shutdown()
     }
 }

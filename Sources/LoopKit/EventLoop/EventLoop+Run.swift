@@ -101,14 +101,24 @@ extension EventLoop {
             state.value.wakeSpin.spinSawNothing()
             if hasDueTimer { return try events.base.poll(.nonBlocking) }
         }
+        // A timer due within the timer spin: watch the clock (and the inbox) rather than wait for it.
+        if realTime, let timer = timerDeadlineWithinSpin() {
+            _ = spinForJobsFromOtherThreads(until: timer)
+            return try events.base.poll(.nonBlocking)
+        }
         guard queue.prepareToSleep() else { return try events.base.poll(.nonBlocking) }
         armTimerEvent()
-        defer { queue.awoke() }
         let start = realTime ? MonotonicTime.nanoseconds() : 0
-        try events.base.poll(.blocking)
-        if realTime {
-            state.value.wakeSpin.waitEnded(afterNanoseconds: MonotonicTime.nanoseconds() &- start,
-                                           byAnotherThreadsJob: queue.hasJobsFromOtherThreads)
+        do {
+            defer { queue.awoke() }
+            try events.base.poll(.blocking)
+        }
+        guard realTime else { return }
+        state.value.wakeSpin.waitEnded(afterNanoseconds: MonotonicTime.nanoseconds() &- start,
+                                       byAnotherThreadsJob: queue.hasJobsFromOtherThreads)
+        // Woken early for a timer (the timer spin): spin up to its deadline, so it fires in this iteration.
+        if !hasQueuedWork, let timer = timerDeadlineWithinSpin() {
+            _ = spinForJobsFromOtherThreads(until: timer)
         }
     }
 
@@ -117,6 +127,11 @@ extension EventLoop {
     private func spinForJobsFromOtherThreads() -> Bool {
         var deadline = timeSource.nanoseconds() &+ WakeSpin.limitNanoseconds
         if let timer = nextTimerDeadline { deadline = min(deadline, timer) }
+        return spinForJobsFromOtherThreads(until: deadline)
+    }
+
+    /// Watches the inbox until `deadline` on the loop's clock. Returns whether another thread's job arrived.
+    private func spinForJobsFromOtherThreads(until deadline: UInt64) -> Bool {
         var rounds = 0
         while !queue.hasJobsFromOtherThreads {
             rounds &+= 1

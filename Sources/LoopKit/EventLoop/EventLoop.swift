@@ -44,6 +44,8 @@ public final class EventLoop: Sendable {
     let runActive = Atomic<Bool>(false)
     /// Cross-thread wake-ups sent so far (R7 promises at most one per iteration).
     let wakeUps = Atomic<UInt64>(0)
+    /// ``timerSpin`` in nanoseconds.
+    let timerSpinNanoseconds = Atomic<UInt64>(0)
     /// The serial executor of actors pinned to the loop (the loop itself is the task executor).
     let isolation = LoopIsolation()
     /// Whether this is ``EventLoop/main``, which also drains Dispatch's main queue (rule R12).
