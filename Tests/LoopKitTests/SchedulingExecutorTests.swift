@@ -39,16 +39,15 @@ struct SchedulingExecutorTests {
     func sleepOnALoopThatShutsDownIsNotLost() async throws {
         let group = try LoopGroup(threads: 1)
         let loop = group.loops[0]
-        let sleeping = ContinuousClock.now
         let task = Task(executorPreference: loop) { () -> Bool in
-            try? await Task.sleep(for: .seconds(30))
+            try? await Task.sleep(for: .seconds(2))
             return true
         }
         try await loop.perform {}  // the task has started and sleeps on the loop's timer
         group.shutdown()
-        // Woken when the loop dropped its timer, not 30 s later. Where it goes on is a race with the loop's
-        // final drain (which still takes Swift jobs): either is right, losing it is not.
+        // The loop drops its timer and hands the sleep to Swift's global executor, which ends it (at once,
+        // or when what is left of it has passed). Where the task goes on is a race with the loop's final
+        // drain, which still takes Swift jobs: either is right; losing the task is not.
         #expect(await task.value)
-        #expect(ContinuousClock.now - sleeping < .seconds(30))
     }
 }
