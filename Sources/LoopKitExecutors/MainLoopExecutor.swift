@@ -20,16 +20,9 @@ final class MainLoopExecutor: MainExecutor, SchedulingExecutor {
     func enqueue<C: Clock>(_ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C) {
         let job = UnownedJob(job)
         do {
-            try loop.schedule(after: EventLoop.loopDuration(delay, of: C.self), whenDropped: {
+            try loop.runDelayedJob(job, after: EventLoop.loopDuration(delay, of: C.self), whenDropped: {
                 fatalError("LoopKit: the main loop shut down while a @MainActor task slept on it")
-            }) {
-                // Run now, in the timer's callback, where the job expects to run: Swift's small sleep task is
-                // nonisolated with no executor preference, so it runs as on the global executor (run isolated
-                // to the main actor, it would first hop to a Dispatch thread, and the sleeping task would
-                // come back from there). It resumes the sleeping task from the main thread, which queues it
-                // in this iteration's drain (R2).
-                job.runSynchronously(on: globalConcurrentExecutor.asUnownedTaskExecutor())
-            }
+            })
         } catch {
             fatalError("LoopKit: a @MainActor task slept after the main loop shut down")
         }

@@ -20,17 +20,27 @@ extension EventLoop: SchedulingExecutor {
     public func enqueue<C: Clock>(_ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C) {
         let job = UnownedJob(job)
         do {
-            try schedule(after: Self.loopDuration(delay, of: C.self),
-                         whenDropped: { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }) {
-                // Run now, in the timer's callback, where the job expects to run: Swift's small sleep task
-                // has no executor preference, so it runs as on the global executor (given this loop as its
-                // task executor, it would first hop to a Dispatch thread, and the sleeping task would come
-                // back from there a loop iteration later). It resumes the sleeping task from this thread,
-                // which queues it in this iteration's drain (R2).
-                job.runSynchronously(on: globalConcurrentExecutor.asUnownedTaskExecutor())
-            }
+            try runDelayedJob(job, after: Self.loopDuration(delay, of: C.self),
+                              whenDropped: { globalConcurrentExecutor.enqueue(ExecutorJob(job)) })
         } catch {
             globalConcurrentExecutor.enqueue(ExecutorJob(job))  // the loop has shut down
+        }
+    }
+}
+
+extension EventLoop {
+    /// Runs a delayed Swift job (`Task.sleep`'s) from one of the loop's timers once `delay` has passed, or
+    /// calls `whenDropped` if the loop drops the timer unfired. Safe from any thread.
+    ///
+    /// The job runs in the timer's callback, where it expects to run: Swift's small sleep task has no
+    /// executor preference, so it runs as on the global executor (given a loop as its task executor, or an
+    /// actor's isolation, it would first hop to a Dispatch thread, and the sleeping task would come back from
+    /// there a loop iteration later). It resumes the sleeping task from the loop's thread, which queues it
+    /// in this iteration's drain (R2).
+    package func runDelayedJob(_ job: UnownedJob, after delay: Duration,
+                               whenDropped: @escaping @Sendable () -> Void) throws(EventLoopError) {
+        try schedule(after: delay, whenDropped: whenDropped) {
+            job.runSynchronously(on: globalConcurrentExecutor.asUnownedTaskExecutor())
         }
     }
 }
