@@ -142,4 +142,61 @@ struct SweptTimeoutTests {
         #expect(timers.all == [1])  // the accepted connection made none: the sweep's timer alone
         await listener.shutdown()
     }
+
+    @Test func theSweepTicksAtTheFinestIntervalAskedForAndGoesBackWhenItsAskerLeaves() throws {
+        let driver = try LoopDriver()
+        let registry = ConnectionRegistry(loop: driver.loop)
+        registry.sweep(every: .seconds(1))  // as an HTTP server's loop context does
+        let end = SocketEnd(driver: driver, options: ConnectionOptions(), registry: registry)
+        let handler = TickRecorder()
+        end.connection.setHandler(handler)
+        try driver.advance(by: .milliseconds(300))
+        #expect(handler.ticks.isEmpty)
+        registry.sweep(every: .milliseconds(10))  // finer: the sweep is re-armed now
+        #expect(registry.interval == .milliseconds(10))
+        try driver.advance(by: .milliseconds(100))
+        #expect(handler.ticks == Array(1...10))  // 310 ms … 400 ms
+        registry.sweep(every: .milliseconds(500))  // coarser than the finest: nothing changes
+        #expect(registry.interval == .milliseconds(10))
+        registry.stopSweeping(every: .milliseconds(10))
+        #expect(registry.interval == .milliseconds(500))  // the finest still asked for
+        registry.stopSweeping(every: .milliseconds(500))
+        #expect(registry.interval == .seconds(1))
+        try driver.advance(by: .milliseconds(999))
+        #expect(handler.ticks.count == 10)
+        try driver.advance(by: .milliseconds(1))
+        #expect(handler.ticks.count == 11)  // 1 s after it went back
+        #expect(driver.loop.liveTimerCount == 1)
+    }
+
+    @Test func aConnectionsTimeoutOnACoarserRegistryIsCheckedAtItsOwnInterval() throws {
+        let driver = try LoopDriver()
+        let registry = ConnectionRegistry(loop: driver.loop)
+        registry.sweep(every: .seconds(1))
+        let end = SocketEnd(driver: driver, options: Self.options { $0.idleTimeout = .milliseconds(40) }, registry: registry)
+        #expect(registry.interval == .milliseconds(10))
+        try driver.advance(by: .milliseconds(39))
+        #expect(end.connection.closeReason == nil)
+        try driver.advance(by: .milliseconds(10))
+        #expect(end.connection.closeReason == .timedOut(.idle))
+        #expect(registry.interval == .seconds(1))  // it asked while it was registered
+    }
+
+    @Test func aListenerThatClosesWithdrawsItsSweepInterval() async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let registry = try await onLoop(loop) {
+            let registry = ConnectionRegistry(loop: loop)
+            registry.sweep(every: .seconds(1))  // the server sharing it
+            return registry
+        }
+        var options = ListenerOptions()
+        options.connection.readTimeout = .milliseconds(100)
+        let listener = try TCPListener.bind(to: SocketAddress(ipAddress: "127.0.0.1", port: 0), on: loop, options: options,
+                                            registries: [registry]) { _ in }
+        #expect(try await read(on: loop) { registry.interval } == .milliseconds(25))
+        listener.close()  // from this thread: a job for the loop, which runs before the read's
+        #expect(try await read(on: loop) { registry.interval } == .seconds(1))
+    }
 }

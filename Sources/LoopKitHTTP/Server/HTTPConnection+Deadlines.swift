@@ -3,34 +3,34 @@ import LoopKitNet
 // Every deadline of an HTTP connection, checked by its loop's sweep (``HTTPLoopContext``): one per state
 // for what the client must send (head, body, idle), and two for what it must take (write progress, close
 // drain, ``OutputDeadlines``), which hold in every state and, after an upgrade, for the protocol upgraded to
-// (``ServedWebSocket``).
+// (``ServedWebSocket``). Each is stamped on the loop's clock and compared with the sweep's reading of it: a
+// deadline is never noticed before it passed, and at most one sweep interval after.
 
 extension HTTPConnection {
-    /// The registry's sweep (``HTTPLoopContext/registry``).
+    /// The registry's sweep (``HTTPLoopContext/registry``): the deadlines are checked against the clock
+    /// the sweep read (``HTTPLoopContext/sweptAt``), not the tick count.
     func checkDeadlines(_ connection: TCPConnection, now tick: UInt64) {
-        checkTimeout(now: tick)
+        checkTimeout(now: context.sweptAt)
     }
 
-    /// Called by the loop's sweep timer (``HTTPLoopContext``): ends the connection when the client has stopped taking its output,
-    /// when a close cannot drain, or when its state has lasted too long.
-    func checkTimeout(now tick: UInt64) {
+    /// Called by the loop's sweep (``HTTPLoopContext``) with the loop's clock: ends the connection when
+    /// the client has stopped taking its output, when a close cannot drain, or when its state has lasted
+    /// too long.
+    func checkTimeout(now: UInt64) {
         guard !isClosed else { return }
-        var deadlines = outputDeadlines
-        let cut = deadlines.cutIfStuck(tcp, now: tick, context: context)
-        outputDeadlines = deadlines
-        if cut { return }
+        if OutputDeadlines.cutIfStuck(tcp, now: now, context: context) { return }
         let limit: UInt64
         switch machine.state {
-        case .idle: limit = context.idleTimeoutTicks
-        case .readingHead: limit = context.headTimeoutTicks
-        case .readingBody: limit = context.bodyTimeoutTicks
+        case .idle: limit = context.idleTimeout
+        case .readingHead: limit = context.headTimeout
+        case .readingBody: limit = context.bodyTimeout
         case .streaming:  // only while the body waits for the client, not for the handler
             guard streamedBody?.hasRoom ?? false else { return }
-            limit = context.bodyTimeoutTicks
-        case .lingering: limit = context.headTimeoutTicks
+            limit = context.bodyTimeout
+        case .lingering: limit = context.headTimeout
         default: return
         }
-        guard tick &- stateSince >= limit else { return }
+        guard now >= stateSince.addingSaturated(limit) else { return }
         switch machine.timedOut() {
         case .closeNow:
             tcp.close()
@@ -40,5 +40,13 @@ extension HTTPConnection {
         default:
             break
         }
+    }
+}
+
+extension UInt64 {
+    /// `self + other`, or `UInt64.max` past it: a deadline that never comes rather than one that wraps.
+    func addingSaturated(_ other: UInt64) -> UInt64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? .max : sum
     }
 }

@@ -21,7 +21,8 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
     @exclusivity(unchecked) var head: HTTPRequestHead?
     /// The body of the request being read.
     @exclusivity(unchecked) var body: [UInt8] = []
-    /// The sweep tick at which the current state began (timeouts).
+    /// When the current state began, on the loop's clock: what its deadline (head, body, idle) counts
+    /// from. Stamped by ``stateBegan()``.
     var stateSince: UInt64 = 0
     /// The route of the request being read (nil: none matched).
     @exclusivity(unchecked) var route: RouteMatch?
@@ -46,6 +47,8 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
     /// True while `receive` runs (what it writes goes out with the read callback's batch, and parsing
     /// goes on there).
     private var isReceiving = false
+    /// The state changed while `receive` ran: it is stamped once, as `receive` returns.
+    private var stateChangedWhileReceiving = false
     /// The current request's id, start, route and trace context, from its head until its response ends.
     @exclusivity(unchecked) var requestContext: HTTPRequestContext?
 
@@ -66,8 +69,6 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
         var asyncTrail: HTTPMiddlewareChain.Trail?
         /// A callback-form streaming route's answer, awaited by the middleware chain.
         var responseSlot: HTTPResponseSlot?
-        /// What the deadline sweep last saw of output the client had not taken, and of a close.
-        var outputDeadlines = OutputDeadlines()
     }
 
     @exclusivity(unchecked) private var extrasStorage: Extras?
@@ -103,11 +104,6 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
         set { if newValue != nil || extrasStorage != nil { extras.asyncTrail = newValue } }
     }
 
-    var outputDeadlines: OutputDeadlines {
-        get { extrasStorage?.outputDeadlines ?? OutputDeadlines() }
-        set { if !newValue.isIdle || extrasStorage != nil { extras.outputDeadlines = newValue } }
-    }
-
     var responseSlot: HTTPResponseSlot? {
         get { extrasStorage?.responseSlot }
         set { if newValue != nil || extrasStorage != nil { extras.responseSlot = newValue } }
@@ -120,7 +116,7 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
         var limits = context.configuration.limits
         limits.maxBodySize = .max  // bodies are limited here, per route (a streaming route has its own limit)
         parser = HTTPRequestParser(limits: limits)
-        stateSince = context.tick
+        stateSince = context.now
     }
 
     /// Becomes the TCP connection's handler. The TCP connection holds its handler, and so this
@@ -163,11 +159,17 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
     private func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
         if machine.isLingering { return bytes.count }  // after an early answer: read and drop
         isReceiving = true
-        defer { isReceiving = false }
+        defer {
+            isReceiving = false
+            if stateChangedWhileReceiving {
+                stateChangedWhileReceiving = false
+                stateSince = context.now
+            }
+        }
         var offset = 0
         if machine.isIdle && !bytes.isEmpty {
             machine.bytesArrived()
-            stateSince = context.tick
+            stateBegan()
         }
         while machine.canParse {
             if let streamedBody, !streamedBody.hasRoom { return offset }  // the handler is behind: backpressure
@@ -185,12 +187,12 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
                 return offset
             case .head(let parsed):
                 head = parsed
-                stateSince = context.tick
+                stateBegan()
                 headArrived(parsed)
             case .body(let range):
                 let chunk = UnsafeRawBufferPointer(rebasing: bytes[(start + range.lowerBound)..<(start + range.upperBound)])
                 if let streamedBody {
-                    stateSince = context.tick
+                    stateBegan()
                     streamedBody.append(chunk)
                     if streamedBody.isComplete { streamedBodyFailed() }  // past the route's limit
                 } else {
@@ -211,11 +213,23 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
                 }
                 if machine.isIdle, offset < bytes.count {
                     machine.bytesArrived()
-                    stateSince = context.tick
+                    stateBegan()
                 }
             }
         }
         return offset
+    }
+
+    /// The connection's state changed: its deadline counts from now. Within `receive`, which may pass
+    /// through several states for one request (idle, head, body, idle again), the clock is read once, as
+    /// it returns: a stamp no earlier than the change, so the deadline never falls due early, for one
+    /// clock read per read callback.
+    func stateBegan() {
+        if isReceiving {
+            stateChangedWhileReceiving = true
+        } else {
+            stateSince = context.now
+        }
     }
 
     /// A request head: route it. A streaming route's handler starts now; any other waits for the body.
@@ -366,7 +380,7 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
     /// The handler took buffered body bytes: parse more of what the socket delivered.
     func bodyHasRoom() {
         guard !isReceiving, !isClosed else { return }
-        stateSince = context.tick
+        stateBegan()
         tcp.consumeBufferedInput { bytes in receive(bytes) }
     }
 
@@ -601,7 +615,7 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
         if requestContext != nil { requestEnded(isComplete: true) }
         switch machine.responseFinished() {
         case .resumeParsing:
-            stateSince = context.tick
+            stateBegan()
             if !isReceiving {
                 tcp.resumeReading()
                 tcp.consumeBufferedInput { bytes in receive(bytes) }
@@ -614,7 +628,7 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
                 self.streamedBody = nil
                 streamedBody.end(.failure(.connectionClosed))
             }
-            stateSince = context.tick
+            stateBegan()
             tcp.shutdownOutput()
             tcp.resumeReading()
             tcp.consumeBufferedInput { $0.count }

@@ -39,6 +39,10 @@ package final class HTTPConnectionHost {
     /// answered yet; while one has not, an idle loop may still get its answer from another thread.
     package var handlerTasksInFlight: Int { context.handlerTasksInFlight }
 
+    /// The loop's registry the connections are kept in, which other connections on the loop may share
+    /// (a listener's, as on a server's loop). For tests.
+    package var registry: ConnectionRegistry { context.registry }
+
     /// The connections being served.
     package var connectionCount: Int { context.connectionCount }
 

@@ -2,7 +2,7 @@ import Logging
 import LoopKit
 import LoopKitNet
 
-/// A server's presence on one loop: the cached `Date`, the deadlines in sweep ticks, and the registry its
+/// A server's presence on one loop: the cached `Date`, the deadlines' lengths, and the registry its
 /// connections are kept in (LoopKitNet's, shared with the listener's endpoint on this loop: one entry per
 /// connection, one graceful drain, one deadline sweep).
 ///
@@ -28,13 +28,15 @@ final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one per lo
     /// answer may come back from another thread: an actor, another loop's `perform`).
     var handlerTasksInFlight = 0
 
-    /// The registry's sweep ticks so far; a connection's timeouts are counted in ticks.
-    var tick: UInt64 { registry.tick }
-    let headTimeoutTicks: UInt64
-    let bodyTimeoutTicks: UInt64
-    let idleTimeoutTicks: UInt64
-    let writeTimeoutTicks: UInt64
-    let closeTimeoutTicks: UInt64
+    /// The deadlines' lengths in nanoseconds, compared with stamps on the loop's clock
+    /// (``EventLoop/clockNanoseconds``) at each sweep.
+    let headTimeout: UInt64
+    let bodyTimeout: UInt64
+    let idleTimeout: UInt64
+    let writeTimeout: UInt64
+    let closeTimeout: UInt64
+    /// How often the registry must sweep for these deadlines (and the upgraded protocols'): a quarter of
+    /// the shortest, 5 ms…1 s.
     let sweepInterval: Duration
 
     init(loop: EventLoop, configuration: HTTPServer.Configuration, router: HTTPRouter, logger: Logger,
@@ -54,12 +56,11 @@ final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one per lo
                            self.router.shortestUpgradeDeadline ?? .seconds(Int64.max))
         let interval = max(.milliseconds(5), min(.seconds(1), shortest / 4))
         sweepInterval = interval
-        func ticks(_ timeout: Duration) -> UInt64 { UInt64(max(1, (timeout / interval).rounded(.up))) }
-        headTimeoutTicks = ticks(configuration.headTimeout)
-        bodyTimeoutTicks = ticks(configuration.bodyTimeout)
-        idleTimeoutTicks = ticks(configuration.idleTimeout)
-        writeTimeoutTicks = ticks(configuration.writeTimeout)
-        closeTimeoutTicks = ticks(configuration.closeTimeout)
+        headTimeout = configuration.headTimeout.clampedNanoseconds
+        bodyTimeout = configuration.bodyTimeout.clampedNanoseconds
+        idleTimeout = configuration.idleTimeout.clampedNanoseconds
+        writeTimeout = configuration.writeTimeout.clampedNanoseconds
+        closeTimeout = configuration.closeTimeout.clampedNanoseconds
     }
 
     /// What serves each open connection now: an HTTP connection, or what an upgrade handed it to (tests).
@@ -78,6 +79,12 @@ final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one per lo
         registry.forEach { total += $0.bufferedOutputCount }
         return total
     }
+
+    /// The loop's clock now, for a deadline's stamp. Loop thread.
+    var now: UInt64 { loop.clockNanoseconds }
+
+    /// The loop's clock at the sweep under way: what the deadlines are checked against. Loop thread.
+    var sweptAt: UInt64 { registry.sweptAt }
 
     /// Starts the registry's deadline sweep and watches the loop's shutdown (which ends the connections).
     /// Call on the loop's thread.

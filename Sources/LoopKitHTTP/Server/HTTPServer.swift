@@ -23,6 +23,12 @@ import Tracing
 /// Safe from any thread.
 public final class HTTPServer: Service, Sendable {
     /// What the server listens on, its limits and its timeouts; every value has a safe default.
+    ///
+    /// The timeouts (head, body, idle, write progress, close drain, and the WebSocket routes' deadlines)
+    /// count from when their state began, on the loop's clock, and one deadline sweep per loop checks
+    /// them, every quarter of the shortest (between 5 ms and 1 s; a TCP listener sharing the loop may make
+    /// it finer): a timeout never ends a connection before it passed, and at most one sweep interval after
+    /// (with the defaults, up to 1 s).
     public struct Configuration: Sendable {
         /// The numeric IPv4 or IPv6 address to listen on (default `127.0.0.1`).
         public var host: String

@@ -43,7 +43,7 @@ struct WebSocketUpgrader: HTTPUpgrader {
                                               extensions: acceptance.deflate?.responseValue, extraFields: fields)
     }
 
-    /// The socket's engine, which keeps the handle and the output deadlines while the connection is
+    /// The socket's engine, which keeps the handle and the server's context while the connection is
     /// open (``ServedWebSocket``).
     func takeOver(_ tcp: TCPConnection, acceptance: Acceptance, context: HTTPLoopContext) -> WebSocketCore {
         let negotiated = acceptance.deflate.map { WebSocketNegotiatedExtension.perMessageDeflate($0.makeCodec()) }

@@ -84,11 +84,10 @@ final class WebSocketCore: ConnectionHandler {
     /// ping's pong did not come within ``WebSocketConfiguration/pingTimeout``; sends the keep-alive ping
     /// that fell due. Each deadline is noticed at the first tick after it passed (up to one interval late).
     func checkDeadlines(_ connection: TCPConnection, now tick: UInt64) {
-        guard !tcp.isClosed, let context = served?.context, var deadlines = served?.deadlines else { return }
-        if deadlines.cutIfStuck(tcp, now: tick, context: context) { return }  // closed: `served` is gone
-        served?.deadlines = deadlines
+        guard !tcp.isClosed, let context = served?.context else { return }
+        let now = context.sweptAt
+        if OutputDeadlines.cutIfStuck(tcp, now: now, context: context) { return }  // closed: `served` is gone
         guard pingDue != nil || pongDue != nil || closeDue != nil else { return }
-        let now = context.registry.sweptAt
         if let due = closeDue, now >= due {
             closeDue = nil
             perform(closing.timedOut())

@@ -3,9 +3,11 @@
 /// **Who checks the timeouts**: on the connections a listener accepts, the deadline sweep of the
 /// listener's registry on each loop (one timer per loop, ticking every quarter of the shortest timeout,
 /// between 5 ms and 1 s, while connections are open; no timer per connection), so a timeout ends a
-/// connection up to one sweep interval after it passed, never before. On a listener whose registry an
-/// HTTP server shares, the interval is the server's. A connection opened with `connect` (or an end of an
-/// in-memory pair, in tests) has no registry and keeps one timer of its own, set for its next deadline.
+/// connection up to one sweep interval after it passed, never before. A registry shared with an HTTP
+/// server (or with other listeners) ticks at the finest interval any of them asks for, so a listener's
+/// timeouts keep their own bound there, and it goes back to a coarser one once the listener and its
+/// connections are gone. A connection opened with `connect` (or an end of an in-memory pair, in tests) has
+/// no registry and keeps one timer of its own, set for its next deadline.
 ///
 /// A plain value; safe from any thread.
 public struct ConnectionOptions: Sendable, Hashable {

@@ -196,7 +196,10 @@ extension TCPConnection {
 
     /// After queueing: note the high-water mark, and make sure the socket's readiness is watched.
     private func didQueue() {
-        if !output.isEmpty { watchForWritable() }
+        if !output.isEmpty {
+            noteOutputWaiting()
+            watchForWritable()
+        }
         noteOutputLevel()
     }
 
@@ -253,7 +256,10 @@ extension TCPConnection {
             if !machine.isClosed { output.append(bytes) }
         })
         if endIfSendFailed() || machine.isClosed { return }
-        if !output.isEmpty { watchForWritable() }
+        if !output.isEmpty {
+            noteOutputWaiting()
+            watchForWritable()
+        }
         noteOutputLevel()
         afterOutputMoved()
     }
@@ -289,11 +295,40 @@ extension TCPConnection {
             if sent == 0 { break }
         }
         if machine.isClosed { return }
-        if output.isEmpty, isWriteWatchActive {
-            isWriteWatchActive = false
-            writeWatch?.pause()
+        if output.isEmpty {
+            if isWriteWatchActive {
+                isWriteWatchActive = false
+                writeWatch?.pause()
+            }
+        } else {
+            noteOutputWaiting()
         }
         afterOutputMoved()
+    }
+
+    /// Output is left queued after a write: stamps it on the loop's clock if it moved since the last stamp
+    /// (or only now began waiting), so that a write-progress deadline counts from when it last moved. Only
+    /// on the slow path (the transport did not take everything); no clock read while it stays stuck.
+    func noteOutputWaiting() {
+        let extras = ensuredExtras
+        if extras.outputWait?.sent != sentByteCount { extras.outputWait = (sentByteCount, loop.clockNanoseconds) }
+    }
+
+    /// Since when the queued output has not moved, on the loop's clock; nil when no output waits.
+    /// `now` (the loop's clock) stands in when output moved without being stamped. Loop thread.
+    package func outputStalledSince(now: UInt64) -> UInt64? {
+        guard !output.isEmpty, !machine.isClosed else { return nil }
+        let extras = ensuredExtras
+        if let wait = extras.outputWait, wait.sent == sentByteCount { return wait.since }
+        extras.outputWait = (sentByteCount, now)
+        return now
+    }
+
+    /// Since when a graceful close has waited for its output to drain, on the loop's clock; nil when the
+    /// connection is not closing. Loop thread.
+    package var closingSince: UInt64? {
+        guard case .closing = machine.state else { return nil }
+        return extras?.closingSince
     }
 
     /// An in-memory transport's partner made room: send what waits (or take the handshake further).

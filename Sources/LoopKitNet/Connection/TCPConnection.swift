@@ -333,6 +333,7 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
             break
         case .flushOutput:
             if case .closing = machine.state {
+                ensuredExtras.closingSince = loop.clockNanoseconds  // what a close-drain deadline counts from
                 input.release()
                 updateReadInterest()
             }
@@ -434,6 +435,11 @@ final class ConnectionExtras {
     var timeouts: TimeoutState?
     /// A send failed with this reason; the connection ends once the sending code has let go of its queue.
     var writeFailure: CloseReason?
+    /// Output left waiting for the peer: the sent-byte count and the loop's clock when it last moved (or
+    /// began waiting). Stamped only on the slow path, when the transport did not take a write whole.
+    var outputWait: (sent: UInt64, since: UInt64)?
+    /// When a graceful close began waiting for the output to drain (loop clock).
+    var closingSince: UInt64?
     /// The TLS handshake's end: told once, nil when done (or the error); and its timeout.
     var handshakeCompletion: ((NetError?) -> Void)?
     var handshakeTimer: ScheduledTimer?

@@ -32,9 +32,11 @@ public protocol ConnectionHandler: AnyObject {
     /// first). Called on the loop's thread.
     func connectionShouldDrain(_ connection: TCPConnection)
 
-    /// The registry's deadline sweep looks at the connection (a server's protocol that keeps deadlines
-    /// in sweep ticks: a head, a body, an idle wait, write progress): end it if one has passed. `tick`
-    /// counts the sweep's ticks. The connection's own timeouts (``ConnectionOptions/readTimeout``,
+    /// The registry's deadline sweep looks at the connection (a server's protocol that keeps deadlines:
+    /// a head, a body, an idle wait, write progress): end it if one has passed. `tick` counts the sweep's
+    /// ticks; it is not a clock: the sweep ticks at the finest interval anything on the registry asks for,
+    /// which changes as listeners and connections come and go, so keep deadlines as points in time and
+    /// compare them with the time now. The connection's own timeouts (``ConnectionOptions/readTimeout``,
     /// ``ConnectionOptions/writeTimeout``, ``ConnectionOptions/idleTimeout``) were checked just before,
     /// by the connection itself: a handler need not, and cannot skip them; a connection they ended is not
     /// passed here. Only the connections a registry keeps (a listener's) are swept. By default nothing is

@@ -11,11 +11,14 @@ import Synchronization
 /// resumes each of its waiters exactly once: when the last connection has ended, or when the loop shuts
 /// down (its shutdown ends every registered connection).
 ///
-/// One deadline sweep: once ``sweep(every:)`` set its interval, a timer ticks while connections are
-/// registered (it stops at the first tick that finds none) and looks at each connection: its own
-/// timeouts (``ConnectionOptions/readTimeout``, ``ConnectionOptions/writeTimeout``,
+/// One deadline sweep: once an interval was asked for, a timer ticks while connections are registered
+/// (it stops at the first tick that finds none) and looks at each connection: its own timeouts
+/// (``ConnectionOptions/readTimeout``, ``ConnectionOptions/writeTimeout``,
 /// ``ConnectionOptions/idleTimeout``) first, then its handler's deadlines
 /// (``ConnectionHandler/checkDeadlines(_:now:)``), so a registered connection keeps no timer of its own.
+/// It ticks at the finest interval any party asks for (an owner through ``sweep(every:)``, a registered
+/// connection through its own timeouts), so each party's deadlines are noticed within its own interval;
+/// every deadline is kept on the loop's clock (``sweptAt``), so a change of interval makes none early.
 ///
 /// Loop-confined: created and used on its loop's thread; other threads read ``count`` only.
 package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined: used on its loop's thread only; other threads read its atomic count
@@ -36,10 +39,15 @@ package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined:
     package private(set) var isDraining = false
     /// No connection will be registered any more (the endpoint stopped accepting, or a drain began).
     private var isClosed = false
-    /// The sweep's interval, once ``sweep(every:)`` set it, and its timer while it ticks.
+    /// The sweep intervals asked for, each with how many ask for it: owners through ``sweep(every:)``
+    /// (until ``stopSweeping(every:)``) and registered connections with timeouts of their own (until they
+    /// end). The sweep ticks at the finest.
+    private var askedIntervals: [Duration: Int] = [:]
+    /// The finest interval asked for, and the sweep's timer while it ticks.
     private var sweepInterval: Duration?
     private var sweepTimer: ScheduledTimer?
-    /// Sweep ticks so far: the clock of the handlers' deadlines. Loop thread.
+    /// Sweep ticks so far (their interval can change: deadlines are kept on the loop's clock, not in
+    /// ticks). Loop thread.
     package private(set) var tick: UInt64 = 0
     /// The loop's clock (``EventLoop/clockNanoseconds``) read at the last tick, once for all the
     /// connections: what deadlines kept in nanoseconds compare against during a sweep. Loop thread.
@@ -68,29 +76,47 @@ package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined:
     /// Registers `connection`: the registry keeps it until it ends. Loop thread.
     package func add(_ connection: TCPConnection) {
         connection.registry = self
-        if connection.profile.sweepInterval != nil {  // its timeouts are swept from now on
-            connection.timeoutsAreSwept()
-            if sweepInterval == nil { sweepInterval = connection.profile.sweepInterval }
-        }
         connections[ObjectIdentifier(connection)] = connection
         openConnections.add(1, ordering: .relaxed)
         countChanged?(1)
-        if sweepTimer == nil, sweepInterval != nil { startSweeping() }
+        if let interval = connection.profile.sweepInterval {  // its timeouts are swept from now on
+            connection.timeoutsAreSwept()
+            ask(interval, 1)
+        }
+        if sweepTimer == nil, sweepInterval != nil { startTicking() }
     }
 
-    /// Sweeps the connections every `interval` while one is registered. The first interval asked for
-    /// stays: owners that count their deadlines in ticks (an HTTP server's loop context, which asks
-    /// before its listener binds) keep the interval they counted with; deadlines kept on the loop's clock
-    /// (a connection's own timeouts) fall due at most one interval late, whatever it is. Loop thread.
+    /// Sweeps the connections at least every `interval` while one is registered, until
+    /// ``stopSweeping(every:)`` withdraws it. The sweep ticks at the finest interval asked for: a finer one
+    /// re-arms it at once. Loop thread.
     package func sweep(every interval: Duration) {
-        if sweepInterval == nil { sweepInterval = interval }
-        if !connections.isEmpty, sweepTimer == nil { startSweeping() }
+        ask(interval, 1)
+        if !connections.isEmpty, sweepTimer == nil { startTicking() }
     }
 
-    /// The interval the sweep ticks at, once one was asked for. Loop thread.
+    /// Withdraws one ``sweep(every:)`` of `interval` (its owner left): when it was the finest asked for,
+    /// the sweep ticks at the next finest. Loop thread.
+    package func stopSweeping(every interval: Duration) {
+        ask(interval, -1)
+    }
+
+    /// The interval the sweep ticks at: the finest asked for, nil when none is. Loop thread.
     package var interval: Duration? { sweepInterval }
 
-    private func startSweeping() {
+    /// Counts `change` more parties asking for `interval`; re-arms a ticking sweep when the finest changed.
+    private func ask(_ interval: Duration, _ change: Int) {
+        let askers = askedIntervals[interval, default: 0] + change
+        askedIntervals[interval] = askers > 0 ? askers : nil
+        if change > 0, let current = sweepInterval, current <= interval { return }  // not finer: nothing changes
+        let finest = askedIntervals.keys.min()
+        guard finest != sweepInterval else { return }
+        sweepInterval = finest
+        guard sweepTimer != nil else { return }  // the next connection starts it at the new interval
+        stopTicking()
+        if !connections.isEmpty { startTicking() }
+    }
+
+    private func startTicking() {
         guard let interval = sweepInterval else { return }
         do {
             sweepTimer = try loop.schedule(after: interval, repeating: interval) { [unowned self] in sweepOnce() }
@@ -103,12 +129,12 @@ package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined:
         tick &+= 1
         // A tick that finds no connection stops the timer (nothing has a deadline; the next connection
         // starts it again): lazily, so connections that come and go one at a time do not each start one.
-        guard !connections.isEmpty else { return stopSweeping() }
+        guard !connections.isEmpty else { return stopTicking() }
         sweptAt = loop.clockNanoseconds
         forEach { $0.sweep(tick: tick, now: sweptAt) }
     }
 
-    private func stopSweeping() {
+    private func stopTicking() {
         sweepTimer?.cancel()
         sweepTimer = nil
     }
@@ -118,6 +144,7 @@ package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined:
         guard connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
         openConnections.subtract(1, ordering: .relaxed)
         countChanged?(-1)
+        if let interval = connection.profile.sweepInterval { ask(interval, -1) }
         finishIfDone()
     }
 
@@ -184,7 +211,7 @@ package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined:
         shutdownHandlers = []
         for handler in handlers { handler() }
         forEach { $0.end(.shutDown) }
-        stopSweeping()
+        stopTicking()
         resumeWaiters()
     }
 
@@ -192,7 +219,7 @@ package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined:
         guard isClosed, connections.isEmpty, runningTasks == 0 else { return }
         abortTimer?.cancel()
         abortTimer = nil
-        stopSweeping()
+        stopTicking()
         if isObservingShutdown {
             isObservingShutdown = false
             shutdownHandlers = []

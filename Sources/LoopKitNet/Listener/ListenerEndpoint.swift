@@ -25,6 +25,9 @@ final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on i
     private var isClosed = false
     private var isPaused = false
     private var retryTimer: ScheduledTimer?
+    /// The sweep interval this endpoint asked its registry for, until it closes (its accepted connections
+    /// keep asking for it while they live).
+    private var askedSweepInterval: Duration?
 
     /// TLS for the accepted connections, if they speak it.
     let tls: TLSContext?
@@ -67,14 +70,26 @@ final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on i
             throw .loopShutDown
         }
         // The accepted connections' timeouts are checked by the registry's sweep.
-        if let interval = profile.sweepInterval { registry.sweep(every: interval) }
+        if let interval = profile.sweepInterval {
+            registry.sweep(every: interval)
+            askedSweepInterval = interval
+        }
         do {
             watch = try loop.watch(fd, for: .readable) { [unowned self] _ in self.acceptAll() }
         } catch {
+            stopAskingForSweep()
             registry.close()
             if case .libevent(let call, let code) = error { throw .system(call, code) }
             throw .loopShutDown
         }
+    }
+
+    /// Withdraws this endpoint's sweep interval from the registry (a registry shared with a server that
+    /// sweeps more coarsely goes back to its interval once no accepted connection needs this one).
+    private func stopAskingForSweep() {
+        guard let interval = askedSweepInterval else { return }
+        askedSweepInterval = nil
+        registry.stopSweeping(every: interval)
     }
 
     /// Runs `body` on the loop's thread: now when on it, else in its next iteration. A loop that refuses
@@ -126,6 +141,7 @@ final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on i
         isClosed = true
         // The registry's observer stays while accepted connections live on: the loop's shutdown ends them.
         registry.close()
+        stopAskingForSweep()
         retryTimer?.cancel()
         retryTimer = nil
         watch?.cancel()
