@@ -310,6 +310,35 @@ struct ArrayProcessorTests {
         #expect(chunks.dropFirst().allSatisfy { $0 + 1_000_000 <= 4_000_000 })  // the whole iteration
     }
 
+    @Test("budget: a chunk that ran past its deadline (its thread lost the core) makes the next chunks leave room for that, fading")
+    func chunkLeavesRoomForALateOvershoot() throws {
+        let driver = try LoopDriver()
+        let clock = driver.clock, loop = driver.loop
+        let spans = Lock<[UInt64: (first: UInt64, last: UInt64, items: [Int])]>([:])
+        try loop.process(0..<40_000, budget: .time(.milliseconds(4)), each: { item in
+            let before = clock.nanoseconds()
+            // Item 3,000 takes 2 ms instead of 10 µs, as when the loop's thread is preempted mid-stride.
+            clock.advance(by: item == 3_000 ? .milliseconds(2) : .microseconds(10))
+            spans.withLock { spans in
+                let span = spans[loop.iteration]
+                spans[loop.iteration] = (span?.first ?? before, clock.nanoseconds(), (span?.items ?? []) + [item])
+            }
+        }, completion: { _ in })
+        try driver.runUntilIdle()
+        let chunks = spans.withLock { $0.sorted { $0.key < $1.key }.map(\.value) }
+        let late = try #require(chunks.firstIndex { $0.items.contains(3_000) })
+        let length = { (index: Int) in chunks[index].last - chunks[index].first }
+        // Before it, chunks take the budget less one check window (3.5 ms); the late one ran past that.
+        #expect((2...late - 1).allSatisfy { length($0) >= 3_400_000 && length($0) <= 3_500_000 })
+        #expect(length(late) > 4_000_000)
+        let overshoot = length(late) - 3_500_000
+        // The next chunk leaves room for the overshoot as well, where a window would have done before …
+        #expect(length(late + 1) <= 4_000_000 - overshoot + 20_000)
+        // … and the room fades by an eighth an iteration, back to the window.
+        #expect(length(late + 2) > length(late + 1))
+        #expect(chunks.count > late + 20 && length(late + 20) >= 3_400_000)
+    }
+
     @Test("eachChunk receives consecutive slices between clock reads; per-item mode gives one item each")
     func eachChunkReceivesConsecutiveSlices() throws {
         for budget in [ProcessingBudget.perItem, .time(.milliseconds(4))] {

@@ -12,7 +12,8 @@ extension EventLoop {
     ///   loop's clock once every few items (the stride adapts to the measured cost per item). The budget is
     ///   for the whole iteration: each chunk leaves room for the rest of the iteration as lately measured
     ///   (timers, I/O, other work, progress deliveries, completions of offloaded work; at most three
-    ///   quarters of the budget) and for a stride's overrun (an eighth), and when the last chunk used more
+    ///   quarters of the budget) and for a stride's overrun (an eighth, or the largest overrun lately when
+    ///   the loop's thread lost its core mid-stride), and when the last chunk used more
     ///   than half the budget, `completion` runs in the next iteration. For items far cheaper than the
     ///   budget, no iteration runs items for longer than the budget.
     ///

@@ -34,6 +34,10 @@ final class ProcessingRun {
     /// The rest of an iteration (poll, timers, I/O, other queued work, progress deliveries), as measured
     /// between two steps: the chunk leaves room for it, so the whole iteration stays near the budget.
     var restOfIteration: UInt64 = 0
+    /// How far a chunk lately ran past its deadline, at least one check window: a stride whose thread lost
+    /// its core mid-way (a busy machine) ends later than the measured cost says, and the next chunks leave
+    /// room for that as they do for the rest of the iteration.
+    var overshoot: UInt64 = 0
 
     init(loop: EventLoop, job: ProcessingJob, total: Int, budget: UInt64,
          runItems: @escaping (inout Int, Int) throws -> Void,
@@ -56,6 +60,10 @@ final class ProcessingRun {
     /// budget (three quarters for the rest, an eighth for the check window), so the job goes on however
     /// busy its loop is.
     static func largestRest(of budget: UInt64) -> UInt64 { budget / 4 * 3 }
+
+    /// The most of a budget the chunk leaves unused, for the rest of the iteration and its own overshoot
+    /// together: seven eighths, so a chunk always keeps an eighth and the job goes on.
+    static func largestReserve(of budget: UInt64) -> UInt64 { budget / 8 * 7 }
 
     /// Reports `next` to the progress and to `update`, unless it was already reported.
     func report() {
@@ -119,12 +127,14 @@ final class ProcessingRun {
     /// sizing each stride from the measured cost so that it takes at most a small share of the budget.
     ///
     /// The chunk's share is the budget less the rest of the iteration as lately measured (at most three
-    /// quarters of the budget) and less one check window, the most a stride runs past its deadline: the
-    /// iteration as a whole, not only its chunk, keeps within the budget.
+    /// quarters of the budget) and less one check window, the most a stride runs past its deadline when the
+    /// measured cost holds, or the largest overshoot lately when it did not (at most seven eighths in all):
+    /// the iteration as a whole, not only its chunk, keeps within the budget.
     private func runChunk(from start: UInt64) throws {
         let clock = loop.timeSource
         let window = max(1, budget / Self.checkDivisor)
-        let deadline = start &+ (budget - window - min(restOfIteration, Self.largestRest(of: budget)))
+        let reserve = min(restOfIteration, Self.largestRest(of: budget)) + max(window, overshoot)
+        let deadline = start &+ (budget - min(reserve, Self.largestReserve(of: budget)))
         var lastRead = start
         var stride = max(1, min(self.stride, total - next))
         while next < total {
@@ -143,6 +153,10 @@ final class ProcessingRun {
             stride = max(1, min(Int(min(fit, Double(total))), stride * 2, total))
         }
         if lastRead &- start > budget { loop.noteBudgetOverrun() }
+        // The largest overshoot lately, as for the rest: a new one counts at once, an old one fades by an
+        // eighth an iteration.
+        let overran = lastRead > deadline ? lastRead - deadline : 0
+        overshoot = max(overran, overshoot - overshoot / 8)
         // The next iteration starts with a stride that fills one check window at the measured cost.
         if nanosecondsPerItem > 0 {
             self.stride = max(1, Int(min(Double(window) / nanosecondsPerItem, Double(total))))
