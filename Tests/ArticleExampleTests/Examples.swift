@@ -188,8 +188,8 @@ func example_ArrayProcessing_11(router: inout HTTPRouter, configuration: inout H
     job.cancel()
 }
 
-// Sources/LoopKit/LoopKit.docc/ArrayProcessing.md:104
-func example_ArrayProcessing_104(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKit/LoopKit.docc/ArrayProcessing.md:107
+func example_ArrayProcessing_107(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try await loop.process(records, each: { record in index.add(record) })   // Sendable closures
 }
 
