@@ -120,6 +120,21 @@ struct WorkPoolTests {
         #expect(pool.activeCount == 0 && pool.queuedCount == 0 && pool.completedCount == 5)
     }
 
+    @Test("Work queued together runs in parallel, also when it reaches a thread still spinning after its last item")
+    func queuedWorkRunsInParallel() async throws {
+        let pool = try WorkPool(threads: 2, name: "parallel")
+        defer { pool.shutdown() }
+        for _ in 0..<200 {
+            try await pool.run {}  // a thread that just ran work may spin for the next: it takes one item only
+            // Each item waits for the other to start: they meet only on two threads at once.
+            let first = DispatchSemaphore(value: 0), second = DispatchSemaphore(value: 0)
+            async let one = pool.run { first.signal(); return second.wait(timeout: .now() + 10) == .success }
+            async let two = pool.run { second.signal(); return first.wait(timeout: .now() + 10) == .success }
+            let (oneMet, twoMet) = try await (one, two)
+            try #require(oneMet && twoMet)
+        }
+    }
+
     @Test("The shared pool has one thread per CPU, at least two")
     func sharedPoolIsSizedFromTheCPUCount() {
         #expect(WorkPool.shared.threadCount == max(2, WorkPool.processorCount))

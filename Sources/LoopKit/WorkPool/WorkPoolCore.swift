@@ -33,8 +33,9 @@ final class WorkPoolCore: Sendable {
     let queueLimit: Int
     let name: String
     private let state = Lock(State())
-    /// What sleeping threads wait on: signalled by a submit that finds a sleeper, and once per sleeper
-    /// at shutdown. A thread that is spinning is not woken: it sees the item by itself.
+    /// What sleeping threads wait on: signalled by a submit that finds a sleeper and no spinning thread,
+    /// by a thread that takes an item and leaves more queued, and once per sleeper at shutdown. A thread
+    /// that is spinning is not woken: it sees the item by itself.
     private let wakeUp = DispatchSemaphore(value: 0)
     /// The items queued, mirrored out of the lock for spinning threads to watch.
     private let pending = Atomic<Int>(0)
@@ -76,7 +77,9 @@ final class WorkPoolCore: Sendable {
             state.queue.append(item)
             state.counters.queued += 1
             pending.add(1, ordering: .releasing)
-            guard state.sleepers > 0 else { return .queued }
+            // A spinning thread sees the item by itself, and if it finds more queued when it takes one,
+            // it wakes a sleeper then (below): the submitter, often a busy loop, makes no wake-up call.
+            guard state.sleepers > 0, !spinning.load(ordering: .relaxed) else { return .queued }
             state.sleepers -= 1
             return .queuedForASleeper
         }
@@ -147,7 +150,7 @@ final class WorkPoolCore: Sendable {
     /// then reaches a running thread, and its submit skips the wake-up. Otherwise it sleeps until a
     /// submit signals it.
     private func workerLoop() {
-        enum Next { case run(WorkItem), idle, exit }
+        enum Next { case run(WorkItem, wakeASleeper: Bool), idle, exit }
         var wakeSpin = WakeSpin()
         while true {
             let next = state.withLock { state -> Next in
@@ -156,12 +159,17 @@ final class WorkPoolCore: Sendable {
                     guard item.markRunning() else { continue }  // cancelled while queued
                     state.counters.queued -= 1
                     state.counters.active += 1
-                    return .run(item)
+                    // More waiting than this thread takes, and a submit may have left a sleeper asleep
+                    // for a spinner: wake one, so that queued work still runs in parallel.
+                    let wake = state.counters.queued > 0 && state.sleepers > 0 && !spinning.load(ordering: .relaxed)
+                    if wake { state.sleepers -= 1 }
+                    return .run(item, wakeASleeper: wake)
                 }
                 return state.counters.isShutDown ? .exit : .idle
             }
             switch next {
-            case .run(let item):
+            case .run(let item, let wakeASleeper):
+                if wakeASleeper { wakeUp.signal() }
                 item.run()
                 let waiters = state.withLock { state -> [DispatchSemaphore] in
                     state.counters.active -= 1
