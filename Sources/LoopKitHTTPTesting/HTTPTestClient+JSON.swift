@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import HTTPTypes
+import LoopKitNet
 
 extension HTTPTestClient {
     /// Sends `value` encoded as JSON (`Content-Type: application/json`) and reads the response.
@@ -26,7 +27,7 @@ extension HTTPTestClient {
                         json value: some Encodable) throws -> HTTPTestResponse {
         var fields = headerFields
         if fields[.contentType] == nil { fields[.contentType] = "application/json" }
-        return try execute(method, path, headerFields: fields, body: Array(JSONEncoder().encode(value)))
+        return try execute(method, path, headerFields: fields, body: Bytes(JSONEncoder().encode(value)))
     }
 }
 

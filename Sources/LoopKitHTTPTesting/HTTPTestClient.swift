@@ -188,8 +188,8 @@ public final class HTTPTestClient {
     ///
     /// - Parameter bytes: The bytes.
     /// - Throws: LoopKitNet's `NetError` when the connection has closed.
-    public func send(_ bytes: [UInt8]) throws {
-        try transport.send(bytes)
+    public func send(_ bytes: Bytes) throws {
+        try transport.send(Array(bytes))
     }
 
     /// Sends `text`'s UTF-8 bytes raw (`"GET / HTTP/1.1\r\nHost: t\r\n\r\n"`).
@@ -207,7 +207,7 @@ public final class HTTPTestClient {
     ///   - request: The method, path and fields.
     ///   - body: The body.
     /// - Throws: LoopKitNet's `NetError` when the connection has closed.
-    public func send(_ request: HTTPRequest, body: [UInt8] = []) throws {
+    public func send(_ request: HTTPRequest, body: Bytes = []) throws {
         var head = "\(request.method.rawValue) \(request.path ?? "/") HTTP/1.1\r\n"
         let hostField = HTTPField.Name("Host")!
         if request.headerFields[hostField] == nil { head += "Host: \(request.authority ?? "test")\r\n" }
@@ -215,7 +215,7 @@ public final class HTTPTestClient {
         if !body.isEmpty, request.headerFields[.contentLength] == nil, request.headerFields[.transferEncoding] == nil {
             head += "Content-Length: \(body.count)\r\n"
         }
-        try transport.send(Array((head + "\r\n").utf8) + body)
+        try transport.send(Array((head + "\r\n").utf8) + Array(body))
     }
 
     // MARK: Receiving
@@ -250,7 +250,7 @@ public final class HTTPTestClient {
     ///   - body: Its body.
     /// - Returns: The response.
     /// - Throws: What ``send(_:body:)`` and ``nextResponse(isHeadRequest:)`` throw.
-    public func execute(_ request: HTTPRequest, body: [UInt8] = []) throws -> HTTPTestResponse {
+    public func execute(_ request: HTTPRequest, body: Bytes = []) throws -> HTTPTestResponse {
         try send(request, body: body)
         return try nextResponse(isHeadRequest: request.method == .head)
     }
@@ -258,7 +258,7 @@ public final class HTTPTestClient {
     /// Sends a request for `path` and reads its response.
     ///
     /// ```swift
-    /// let response = try client.execute(.post, "/echo", body: Array("ping".utf8))
+    /// let response = try client.execute(.post, "/echo", body: Bytes("ping"))
     /// ```
     ///
     /// - Parameters:
@@ -269,7 +269,7 @@ public final class HTTPTestClient {
     /// - Returns: The response.
     /// - Throws: What ``nextResponse(isHeadRequest:)`` throws.
     public func execute(_ method: HTTPRequest.Method = .get, _ path: String, headerFields: HTTPFields = [:],
-                        body: [UInt8] = []) throws -> HTTPTestResponse {
+                        body: Bytes = []) throws -> HTTPTestResponse {
         try execute(HTTPRequest(method: method, scheme: nil, authority: nil, path: path, headerFields: headerFields), body: body)
     }
 
@@ -291,7 +291,7 @@ public final class HTTPTestClient {
     /// - Returns: The bytes that came after the last response read and before the end.
     /// - Throws: ``HTTPTestClientError/noResponse(received:)`` (in memory) when the loop goes idle with the
     ///   connection still open; ``HTTPTestClientError/timedOut(after:received:)`` live.
-    public func readUntilClosed() throws -> [UInt8] {
+    public func readUntilClosed() throws -> Bytes {
         while true {
             buffer += transport.takeReceived()
             if transport.isClosedByServer { break }
@@ -302,7 +302,7 @@ public final class HTTPTestClient {
         }
         buffer += transport.takeReceived()
         defer { buffer = [] }
-        return buffer
+        return Bytes(buffer)
     }
 
     /// Takes the bytes received and not yet read (for ``WebSocketTestClient``, after the upgrade).

@@ -1,4 +1,5 @@
 import HTTPTypes
+import LoopKitNet
 
 /// A response as an ``HTTPTestClient`` read it off the wire.
 ///
@@ -9,10 +10,10 @@ public struct HTTPTestResponse: Sendable, Hashable {
     /// The fields, in wire order (`Date`, `Content-Length` and `Connection` included).
     public var headerFields: HTTPFields
     /// The body, de-chunked.
-    public var body: [UInt8]
+    public var body: Bytes
 
     /// The body as UTF-8 text.
-    public var text: String { String(decoding: body, as: UTF8.self) }
+    public var text: String { body.utf8String }
 
     /// Parses one response from the front of `bytes`.
     ///
@@ -42,10 +43,11 @@ public struct HTTPTestResponse: Sendable, Hashable {
         if let length = fields[.contentLength] {
             guard let count = Int(length), count >= 0 else { throw .malformed("Content-Length \(length)") }
             guard bytes.count - bodyStart >= count else { return nil }
-            response.body = Array(bytes[bodyStart..<(bodyStart + count)])
+            response.body = Bytes(bytes[bodyStart..<(bodyStart + count)])
             return (response, bodyStart + count)
         }
         if fields[.transferEncoding]?.lowercased().contains("chunked") == true {
+            var chunks: [Bytes] = []
             var cursor = bodyStart
             while true {
                 guard let lineEnd = find([13, 10], in: bytes, from: cursor) else { return nil }
@@ -59,16 +61,19 @@ public struct HTTPTestResponse: Sendable, Hashable {
                         guard let end = find([13, 10], in: bytes, from: cursor) else { return nil }
                         let empty = end == cursor
                         cursor = end + 2
-                        if empty { return (response, cursor) }
+                        if empty {
+                            response.body = Bytes(joining: chunks)
+                            return (response, cursor)
+                        }
                     }
                 }
                 guard bytes.count >= cursor + size + 2 else { return nil }
-                response.body += bytes[cursor..<(cursor + size)]
+                chunks.append(Bytes(bytes[cursor..<(cursor + size)]))
                 cursor += size + 2
             }
         }
         guard atEndOfStream else { return nil }  // a body delimited by the connection's end
-        response.body = Array(bytes[bodyStart...])
+        response.body = Bytes(bytes[bodyStart...])
         return (response, bytes.count)
     }
 

@@ -1,5 +1,6 @@
 import HTTPTypes
 import LoopKitHTTP
+import LoopKitNet
 
 /// A WebSocket client for testing routes, over an ``HTTPTestClient``'s connection: in memory on a stepped
 /// loop or live over a socket, with the same API.
@@ -63,13 +64,13 @@ public final class WebSocketTestClient {
     }
 
     /// Sends a binary message (one masked frame).
-    public func send(_ bytes: [UInt8]) throws {
-        try sendFrame(WebSocketFrame(opcode: .binary, payload: bytes))
+    public func send(_ bytes: Bytes) throws {
+        try sendFrame(WebSocketFrame(opcode: .binary, payload: Array(bytes)))
     }
 
     /// Sends a ping with `payload` (at most 125 bytes); the server's pong is read and dropped by ``receive()``.
-    public func ping(_ payload: [UInt8] = []) throws {
-        try sendFrame(WebSocketFrame(opcode: .ping, payload: payload))
+    public func ping(_ payload: Bytes = []) throws {
+        try sendFrame(WebSocketFrame(opcode: .ping, payload: Array(payload)))
     }
 
     /// The next whole message from the server: in memory, stepping the loop until it has arrived; live,
@@ -111,7 +112,7 @@ public final class WebSocketTestClient {
     }
 
     private func sendFrame(_ frame: WebSocketFrame) throws {
-        try http.send(WebSocketFrameEncoder.encode(frame, maskKey: Self.mask))
+        try http.send(Bytes(WebSocketFrameEncoder.encode(frame, maskKey: Self.mask)))
     }
 
     /// Parses the buffered bytes into frames until a whole message is there (answering pings, noting a
@@ -166,7 +167,7 @@ public final class WebSocketTestClient {
     }
 
     private static func message(_ opcode: WebSocketOpcode, _ payload: [UInt8]) throws -> WebSocketMessage {
-        guard opcode == .text else { return .binary(payload) }
+        guard opcode == .text else { return .binary(Bytes(payload)) }
         guard let text = String(validating: payload, as: UTF8.self) else {
             throw WebSocketTestClientError.protocolViolation("a text message that is not UTF-8")
         }

@@ -367,8 +367,16 @@ func example_ServingHTTP_40(router: inout HTTPRouter, configuration: inout HTTPS
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:72
-func example_ServingHTTP_72(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:77
+func example_ServingHTTP_77(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    let page = Bytes(String(repeating: "<p>LoopKit</p>", count: 1_000))   // built once, shared by every response
+    router.get("/page") { _ in HTTPServerResponse(status: .ok, body: .bytes(page)) }
+    router.get("/head") { _ in HTTPServerResponse(status: .ok, body: .bytes(page.prefix(64))) }  // a slice: no copy
+    router.post("/size") { request in .text("\(request.body.count) bytes") }
+}
+
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:93
+func example_ServingHTTP_93(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     actor TodoStore {
         private var todos: [Int: Todo] = [:]
         private var nextID = 1
@@ -395,8 +403,8 @@ func example_ServingHTTP_72(router: inout HTTPRouter, configuration: inout HTTPS
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:105
-func example_ServingHTTP_105(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:126
+func example_ServingHTTP_126(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let todos = LoopBound(TodoList(), on: group.loops[0])
     router.post("/todos", .inTask) { request in
         let new = try request.decode(as: NewTodo.self)
@@ -404,8 +412,8 @@ func example_ServingHTTP_105(router: inout HTTPRouter, configuration: inout HTTP
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:116
-func example_ServingHTTP_116(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:137
+func example_ServingHTTP_137(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let hits = Dictionary(uniqueKeysWithValues: group.loops.map { (ObjectIdentifier($0), LoopBound(0, on: $0)) })
     router.get("/hello") { request in
         hits[ObjectIdentifier(request.loop)]!.value += 1                        // this loop's own count
@@ -413,8 +421,8 @@ func example_ServingHTTP_116(router: inout HTTPRouter, configuration: inout HTTP
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:139
-func example_ServingHTTP_139(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:160
+func example_ServingHTTP_160(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     struct NewTodo: Codable { var title: String }
     struct Todo: Codable { var id: Int; var title: String; var done: Bool }
 
@@ -424,8 +432,8 @@ func example_ServingHTTP_139(router: inout HTTPRouter, configuration: inout HTTP
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:162
-func example_ServingHTTP_162(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:183
+func example_ServingHTTP_183(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.get("/todos/:id") { request in
         let id = try request.parameters.require("id", as: Int.self)             // /todos/x: 400
         return .text("todo \(id)")
@@ -437,8 +445,8 @@ func example_ServingHTTP_162(router: inout HTTPRouter, configuration: inout HTTP
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:184
-func example_ServingHTTP_184(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:205
+func example_ServingHTTP_205(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.on(.post, "/upload", bodyLimit: nil) { request, body in      // any size, constant memory
         var count = 0
         for try await chunk in body { count += chunk.count }
@@ -451,8 +459,8 @@ func example_ServingHTTP_184(router: inout HTTPRouter, configuration: inout HTTP
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:221
-func example_ServingHTTP_221(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:242
+func example_ServingHTTP_242(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     var router = HTTPRouter()
     router.use(CORSMiddleware(allowedOrigin: .only(["https://app.example"])))   // preflights answered here
     router.use(before: { request in                                           // inline: 401 before the route
@@ -466,8 +474,8 @@ func example_ServingHTTP_221(router: inout HTTPRouter, configuration: inout HTTP
     router.get("/items") { request in .text("[]") }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:257
-func example_ServingHTTP_257(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:278
+func example_ServingHTTP_278(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     var router = HTTPRouter()
     router.use(AccessLogMiddleware())                     // every request
     router.get("/health") { _ in .text("ok") }

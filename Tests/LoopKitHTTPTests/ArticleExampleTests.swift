@@ -57,7 +57,7 @@ struct ArticleExampleTests {
         let created = try client.execute(.post, "/todos", json: NewTodo(title: "milk"))
         #expect(created.status == .created)
         #expect(try created.decode(as: Todo.self).title == "milk")
-        #expect(try client.execute(.post, "/todos", body: Array("{}".utf8)).status == .badRequest)
+        #expect(try client.execute(.post, "/todos", body: Bytes("{}")).status == .badRequest)
         #expect(try client.execute(.get, "/todos/7").text == "todo 7")
         #expect(try client.execute(.get, "/todos/x").status == .badRequest)
         #expect(try client.execute(.get, "/search?q=tea+pot&limit=3").text == "tea pot, first 3")

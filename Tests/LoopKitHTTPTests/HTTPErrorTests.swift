@@ -50,7 +50,7 @@ struct HTTPErrorTests {
     @Test(arguments: HTTPTestMode.allCases)
     func aStreamingRoutesHTTPErrorIsItsStatus(mode: HTTPTestMode) throws {
         let client = try HTTPTestClient(router: Self.router(), mode: mode)
-        let response = try client.execute(.post, "/stream", body: Array("{}".utf8))
+        let response = try client.execute(.post, "/stream", body: Bytes("{}"))
         #expect(response.status == .unprocessableContent)
         #expect(response.text == "not a todo")
     }

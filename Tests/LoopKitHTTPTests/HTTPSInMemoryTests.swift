@@ -31,7 +31,7 @@ struct HTTPSInMemoryTests {
         let client = try HTTPTestClient(router: Self.router, configuration: try Self.configuration(), clientTLS: try Self.trustingClient())
         defer { client.shutDown() }
         #expect(try client.execute(.get, "/hello").text == "Hello over TLS")
-        #expect(try client.execute(.post, "/echo", body: Array(repeating: UInt8(ascii: "x"), count: 100_000)).body.count == 100_000)
+        #expect(try client.execute(.post, "/echo", body: Bytes(Array(repeating: UInt8(ascii: "x"), count: 100_000))).body.count == 100_000)
     }
 
     @Test func aClientThatDoesNotTrustTheServerCannotStart() throws {

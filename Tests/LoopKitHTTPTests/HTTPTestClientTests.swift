@@ -48,7 +48,7 @@ struct HTTPTestClientTests {
         let client = try HTTPTestClient(router: testRouter(), mode: mode)
         let request = HTTPRequest(method: .post, scheme: nil, authority: "example.com", path: "/echo",
                                   headerFields: [.contentType: "text/plain"])
-        let response = try client.execute(request, body: Array("ping".utf8))
+        let response = try client.execute(request, body: Bytes("ping"))
         #expect(response.status == .ok)
         #expect(response.text == "ping")
     }
@@ -83,7 +83,7 @@ struct HTTPTestClientTests {
         configuration.maxBodySize = 4
         let server = HTTPServer(group: group, configuration: configuration, router: testRouter(), logger: quietLogger)
         let client = try HTTPTestClient(server: server)
-        #expect(try client.execute(.post, "/echo", body: Array("12345".utf8)).status == .contentTooLarge)
+        #expect(try client.execute(.post, "/echo", body: Bytes("12345")).status == .contentTooLarge)
         #expect(server.port == nil)  // the server itself was never started
     }
 

@@ -30,7 +30,7 @@ struct JSONTests {
     func post(_ path: String, _ body: String, mode: HTTPTestMode,
               configuration: HTTPServer.Configuration = .init()) throws -> HTTPTestResponse {
         let client = try HTTPTestClient(router: Self.router(), configuration: configuration, mode: mode)
-        return try client.execute(.post, path, body: Array(body.utf8))
+        return try client.execute(.post, path, body: Bytes(body))
     }
 
     @Test(arguments: HTTPTestMode.allCases)

@@ -50,7 +50,7 @@ struct LimitsAndTimeoutsTests {
     @Test(arguments: HTTPTestMode.allCases)
     func bodyOverTheLimitIs413(mode: HTTPTestMode) throws {
         let client = try client(mode) { $0.maxBodySize = 16 }
-        let response = try client.execute(.post, "/echo", body: Array("01234567890123456".utf8))
+        let response = try client.execute(.post, "/echo", body: Bytes("01234567890123456"))
         #expect(response.status == .contentTooLarge)
         #expect(try client.readUntilClosed().isEmpty)
     }

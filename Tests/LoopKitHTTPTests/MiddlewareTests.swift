@@ -164,10 +164,10 @@ struct MiddlewareTests {
         }
         let client = try HTTPTestClient(router: router, mode: mode)
         defer { client.shutDown() }
-        let counted = try client.execute(.post, "/count", body: Array(repeating: 7, count: 100_000))
+        let counted = try client.execute(.post, "/count", body: Bytes(Array(repeating: 7, count: 100_000)))
         #expect(counted.text == "100000")
         #expect(traceOrder(counted) == "a> handler <a")
-        let refused = try client.execute(.post, "/count?deny", body: Array(repeating: 7, count: 10))
+        let refused = try client.execute(.post, "/count?deny", body: Bytes(Array(repeating: 7, count: 10)))
         #expect(refused.status == .forbidden)
         #expect(traceOrder(refused) == "<a")
     }
@@ -183,7 +183,7 @@ struct MiddlewareTests {
         }
         let client = try HTTPTestClient(router: router, mode: mode)
         defer { client.shutDown() }
-        let counted = try client.execute(.post, "/count", body: Array(repeating: 7, count: 50_000))
+        let counted = try client.execute(.post, "/count", body: Bytes(Array(repeating: 7, count: 50_000)))
         #expect(counted.text == "50000")
         #expect(traceOrder(counted) == "<a")
         #expect(try client.execute(.post, "/count", body: [1, 2, 3]).text == "3")  // the connection goes on

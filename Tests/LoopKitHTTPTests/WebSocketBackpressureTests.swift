@@ -23,7 +23,7 @@ struct WebSocketBackpressureTests {
         let finished = Flag()
         var router = HTTPRouter()
         router.webSocket("/ws/flood", .inTask) { _, socket in
-            let payload = [UInt8](repeating: 0x5A, count: Self.messageSize)
+            let payload = Bytes([UInt8](repeating: 0x5A, count: Self.messageSize))
             for _ in 0..<Self.messageCount {
                 try await socket.send(.binary(payload))
                 sent.value.add(1, ordering: .relaxed)

@@ -54,7 +54,7 @@ struct WebSocketWholeFrameMessageTests {
     @Test func binaryEqualsItsBytes() throws {
         for count in [0, 1, 7, 8, 31, 32, 33, 1024, 70_000] {
             let bytes = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 131) }
-            #expect(try message(of: WebSocketFrame(opcode: .binary, payload: bytes)) == .binary(bytes), "\(count) bytes")
+            #expect(try message(of: WebSocketFrame(opcode: .binary, payload: bytes)) == .binary(Bytes(bytes)), "\(count) bytes")
         }
     }
 

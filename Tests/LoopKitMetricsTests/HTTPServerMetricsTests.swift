@@ -44,7 +44,7 @@ struct HTTPServerMetricsTests {
     func bodiesAreMeasured(mode: HTTPTestMode) throws {
         let metrics = TestMetrics()
         let client = try Self.client(metrics, mode: mode)
-        #expect(try client.execute(.post, "/echo", body: Array("twelve bytes".utf8)).text == "twelve bytes")
+        #expect(try client.execute(.post, "/echo", body: Bytes("twelve bytes")).text == "twelve bytes")
         #expect(try metrics.expectRecorder(HTTPServerMetrics.Name.requestBodySize, [("http.request.method", "POST")]).lastValue == 12)
         #expect(try metrics.expectRecorder(HTTPServerMetrics.Name.responseBodySize,
                                            [("http.request.method", "POST"), ("http.response.status_code", "200")]).lastValue == 12)

@@ -23,7 +23,7 @@ struct MetricDescriptionsTests {
     @Test func everyHTTPServerMetricHasADescription() throws {
         let metrics = TestMetrics()
         let client = try HTTPServerMetricsTests.client(metrics, mode: .inMemory)
-        #expect(try client.execute(.post, "/echo", body: Array("body".utf8)).status == .ok)
+        #expect(try client.execute(.post, "/echo", body: Bytes("body")).status == .ok)
         try client.runUntilIdle()
         let labels = Set(metrics.counters.map(\.label) + metrics.meters.map(\.label) + metrics.recorders.map(\.label)
                          + metrics.timers.map(\.label))

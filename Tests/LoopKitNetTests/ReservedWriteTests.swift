@@ -98,4 +98,69 @@ struct ReservedWriteTests {
         _ = try driver.runUntilIdle()
         #expect(reads.all == [first + second])  // one delivery: one write of the batch
     }
+
+    // MARK: Followed by bytes sent by reference (a response head, then its body)
+
+    /// Serialises `head` through a reserved write followed by `body` by reference.
+    static func writeReserved(_ head: [UInt8], followedBy body: Bytes, on connection: TCPConnection) throws {
+        try connection.write(reservingCapacity: head.count, { buffer in
+            head.withUnsafeBytes { buffer.copyMemory(from: $0) }
+            return head.count
+        }, followedBy: body)
+    }
+
+    /// Outside a read handler, however much the peer takes at once: what it did not take is queued, and
+    /// everything arrives in order, the reserved bytes first.
+    @Test func aReservedWriteFollowedByBytesSendsBothInOrder() throws {
+        for room in [3, 1000, 2000, 64 * 1024] {
+            let (driver, pair, reads) = try pair(room: room)
+            try Self.writeReserved(second, followedBy: Bytes(first), on: pair.client)
+            #expect(pair.client.bufferedOutputCount == max(0, second.count + first.count - room), "room \(room)")
+            _ = try driver.runUntilIdle()
+            #expect(reads.all.flatMap { $0 } == second + first, "room \(room)")
+        }
+    }
+
+    /// Output already queued goes first; the reserved bytes and the bytes after them wait behind it.
+    @Test func aReservedWriteFollowedByBytesKeepsItsPlaceBehindQueuedOutput() throws {
+        let (driver, pair, reads) = try pair(room: 1000)
+        try pair.client.write(Bytes(first))
+        try Self.writeReserved(second, followedBy: Bytes(first), on: pair.client)
+        #expect(pair.client.bufferedOutputCount == first.count + second.count + first.count - 1000)
+        _ = try driver.runUntilIdle()
+        #expect(reads.all.flatMap { $0 } == first + second + first)
+    }
+
+    /// A writer that reports nothing sends nothing, not even the bytes that were to follow it.
+    @Test func aReservedWriteThatWritesNothingDropsTheBytesAfterIt() throws {
+        let (driver, pair, reads) = try pair(room: 64 * 1024)
+        try pair.client.write(reservingCapacity: 64, { _ in 0 }, followedBy: Bytes(first))
+        #expect(pair.client.bufferedOutputCount == 0)
+        _ = try driver.runUntilIdle()
+        #expect(reads.all.isEmpty)
+    }
+
+    /// Inside a read handler both join the handler's batch and go out with its other writes, in order.
+    @Test func aReservedWriteFollowedByBytesInsideAReadHandlerJoinsTheBatch() throws {
+        let driver = try LoopDriver()
+        let pair = try InMemoryConnectionPair(driver: driver)
+        let (first, second, server) = (first, second, pair.server)
+        server.onRead { bytes in
+            do {
+                try Self.writeReserved(second, followedBy: Bytes(first), on: server)
+                try Self.writeReserved(second, on: server)
+            } catch {
+                Issue.record("not written: \(error)")
+            }
+            return bytes.count
+        }
+        let reads = Recorder<[UInt8]>()
+        pair.client.onRead { bytes in
+            reads.record(Array(bytes))
+            return bytes.count
+        }
+        try pair.client.write("go")
+        _ = try driver.runUntilIdle()
+        #expect(reads.all == [second + first + second])  // one delivery: one write of the batch
+    }
 }

@@ -29,7 +29,7 @@ public func serverSentEventFuzzer(_ data: UnsafePointer<UInt8>?, _ size: Int) ->
 
     let encoded: [UInt8]
     do throws(ServerSentEventError) {
-        encoded = try event.encoded()
+        encoded = Array(try event.encoded())
     } catch {
         guard case .lineBreak(let field, let value) = error else { return 0 }
         if let type = event.event, type.utf8.contains(where: breaksLine) {
@@ -54,7 +54,7 @@ public func serverSentEventFuzzer(_ data: UnsafePointer<UInt8>?, _ size: Int) ->
     )
     fuzzCheck(decoded.first == expected, "\(event) decoded to \(decoded), expected \(expected)")
 
-    let comment = ServerSentEvent.comment(part(0) + part(2))
+    let comment = Array(ServerSentEvent.comment(part(0) + part(2)))
     fuzzCheck(comment.filter(breaksLine) == [UInt8(ascii: "\n")] && comment.last == UInt8(ascii: "\n"),
               "a comment with more than its final line break")
     fuzzCheck(EventStreamDecoder.decode(comment + encoded) == decoded, "a comment changed the events")

@@ -131,7 +131,7 @@ struct ServeCommand: ParsableCommand {
         var router = HTTPRouter()
         router.get("/metrics") { _ in
             HTTPServerResponse(status: .ok, headerFields: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                               body: .bytes(registry.emitToBuffer()))
+                               body: .bytes(Bytes(registry.emitToBuffer())))
         }
         var quiet = logger
         quiet.logLevel = max(logger.logLevel, .notice)  // scrapes are not worth an access line each

@@ -127,7 +127,7 @@ public enum DemoRoutes {
         return router
     }
 
-    static let hello = Array("Hello, World!".utf8)
+    static let hello = Bytes("Hello, World!")
     /// Built once: a fields literal per response costs about 800 instructions.
     static let plainText: HTTPFields = [.contentType: "text/plain"]
 

@@ -1,3 +1,5 @@
+import LoopKitNet
+
 /// The page `LoopDemo serve` answers at `GET /`: one self-contained HTML file (no build step, no external
 /// asset) where a person starts `/work`-style jobs on the server's loop, watches a progress bar per job
 /// fed by server-sent events (`/jobs/ID/events`), cancels a job, and sees the round-trip time of `/hello`
@@ -16,8 +18,8 @@ enum LivePage {
     static let itemsRange = 1...100_000_000
 
     /// The page, with `items` in its "Items per job" field.
-    static func html(items: Int) -> [UInt8] {
-        beforeItems + Array(String(items).utf8) + afterItems
+    static func html(items: Int) -> Bytes {
+        Bytes(beforeItems + Array(String(items).utf8) + afterItems)
     }
 
     /// The field's value for a page opened with `?items=` `query` (nil: none): the count when it is a whole

@@ -114,7 +114,8 @@ public final class HTTPRequestBody: AsyncSequence, @unchecked Sendable {  // loo
         if let ending { finishCallbacks(ending) }
     }
 
-    /// Collects the whole body into one array, up to `limit` bytes.
+    /// Collects the whole body, up to `limit` bytes, into one ``Bytes``: a body that arrived as one chunk
+    /// is that chunk (no copy), a longer one is copied once into storage of its exact size.
     ///
     /// - Parameter limit: The most bytes to accept.
     /// - Returns: The body.
@@ -122,16 +123,18 @@ public final class HTTPRequestBody: AsyncSequence, @unchecked Sendable {  // loo
     ///   413 sent for it); other ``HTTPBodyError``s when the body is cut short.
     ///
     /// Call on the loop's thread (from the handler's task).
-    public func collect(upTo limit: Int) async throws(HTTPBodyError) -> [UInt8] {
-        var collected: [UInt8] = []
+    public func collect(upTo limit: Int) async throws(HTTPBodyError) -> Bytes {
+        var parts: [Bytes] = []
+        var count = 0
         for try await chunk in self {
-            guard collected.count + chunk.count <= limit else {
+            guard count + chunk.count <= limit else {
                 refuse(.tooLarge(limit: limit))
                 throw .tooLarge(limit: limit)
             }
-            collected.append(contentsOf: chunk)
+            parts.append(chunk)
+            count += chunk.count
         }
-        return collected
+        return Bytes(joining: parts)
     }
 
     func next() async throws(HTTPBodyError) -> Bytes? {

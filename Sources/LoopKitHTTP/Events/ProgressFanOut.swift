@@ -103,7 +103,7 @@ final class ProgressFanOut: @unchecked Sendable {  // loop-confined: subscribers
         let kind = snapshot.isCancelled ? "cancelled" : snapshot.isFinished ? "finished" : "progress"
         let event: [UInt8]
         do {
-            event = try ServerSentEvent(event: kind, id: String(sequence), data: snapshot.jsonObject).encoded()
+            event = try ServerSentEvent(event: kind, id: String(sequence), data: snapshot.jsonObject).encodedArray()
         } catch {
             preconditionFailure("a progress event's fields hold no line break: \(error)")
         }

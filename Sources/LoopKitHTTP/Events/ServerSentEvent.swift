@@ -1,3 +1,5 @@
+import LoopKitNet
+
 /// One event of a `text/event-stream` response (the HTML standard's server-sent events).
 ///
 /// ```swift
@@ -34,7 +36,12 @@ public struct ServerSentEvent: Sendable, Hashable {
     ///
     /// - Throws: ``ServerSentEventError`` when ``event`` or ``id`` holds a line break (or ``id`` a NUL):
     ///   written as is, it would end the field early and inject another.
-    public func encoded() throws(ServerSentEventError) -> [UInt8] {
+    public func encoded() throws(ServerSentEventError) -> Bytes {
+        Bytes(try encodedArray())
+    }
+
+    /// ``encoded()`` as an array, for the writers that copy it into the connection's output at once.
+    func encodedArray() throws(ServerSentEventError) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(data.utf8.count + 32)
         if let event {
@@ -75,7 +82,12 @@ public struct ServerSentEvent: Sendable, Hashable {
     ///
     /// - Parameter text: The comment; line breaks in it are replaced by spaces.
     /// - Returns: The comment's bytes, ending with a line break.
-    public static func comment(_ text: String) -> [UInt8] {
+    public static func comment(_ text: String) -> Bytes {
+        Bytes(commentArray(text))
+    }
+
+    /// ``comment(_:)`` as an array, for the writers that copy it into the connection's output at once.
+    static func commentArray(_ text: String) -> [UInt8] {
         [UInt8(ascii: ":"), UInt8(ascii: " ")] + text.utf8.map { breaksLine($0) ? UInt8(ascii: " ") : $0 } + [UInt8(ascii: "\n")]
     }
 

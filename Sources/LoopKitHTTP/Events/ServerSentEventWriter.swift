@@ -1,4 +1,5 @@
 import LoopKit
+import LoopKitNet
 import Synchronization
 
 /// Writes the events of a `text/event-stream` response (``HTTPServerResponse/events(keepAlive:_:)``),
@@ -39,7 +40,7 @@ public final class ServerSentEventWriter: Sendable {
     ///
     /// Call on the connection's loop (from the streaming task).
     public func send(_ event: ServerSentEvent) async throws {
-        let bytes = try event.encoded()
+        let bytes = try event.encodedArray()
         wroteSinceTick.store(true, ordering: .relaxed)
         try await body.write(bytes)
     }
@@ -52,13 +53,13 @@ public final class ServerSentEventWriter: Sendable {
     /// Call on the connection's loop (from the streaming task).
     public func comment(_ text: String) async throws {
         wroteSinceTick.store(true, ordering: .relaxed)
-        try await body.write(ServerSentEvent.comment(text))
+        try await body.write(ServerSentEvent.commentArray(text))
     }
 
     /// A keep-alive tick (a loop timer): a comment when nothing was written since the last tick. It does
     /// not wait for the output to drain: a few bytes on top of a full buffer are harmless. Loop thread.
     func keepAliveTick() {
         guard !wroteSinceTick.exchange(false, ordering: .relaxed) else { return }
-        body.writeWithoutWaiting(ServerSentEvent.comment("keep-alive"))
+        body.writeWithoutWaiting(ServerSentEvent.commentArray("keep-alive"))
     }
 }

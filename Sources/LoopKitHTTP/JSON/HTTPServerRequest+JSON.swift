@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import LoopKitNet
 
 extension HTTPServerRequest {
     /// The collected body, decoded from JSON; a body that does not decode answers 400 by itself.
@@ -54,7 +55,7 @@ extension HTTPRequestBody {
     /// Call on the loop's thread (from the handler's task).
     public func decode<Value: Decodable>(as type: Value.Type = Value.self, upTo limit: Int,
                                          decoder: JSONDecoder? = nil) async throws(HTTPError) -> Value {
-        let bytes: [UInt8]
+        let bytes: Bytes
         do {
             bytes = try await collect(upTo: limit)
         } catch {
@@ -71,11 +72,11 @@ extension HTTPRequestBody {
 
 /// Decoding a JSON body, and the 400 message for one that does not decode.
 enum JSONBody {
-    static func decode<Value: Decodable>(_ type: Value.Type, from bytes: [UInt8],
+    static func decode<Value: Decodable>(_ type: Value.Type, from bytes: Bytes,
                                          decoder: JSONDecoder?) throws(HTTPError) -> Value {
         guard !bytes.isEmpty else { throw HTTPError(.badRequest, "invalid JSON body: the body is empty") }
         do {
-            return try (decoder ?? JSONCoders.decoder).decode(type, from: Data(bytes))
+            return try (decoder ?? JSONCoders.decoder).decode(type, from: bytes.withUnsafeBytes { Data($0) })
         } catch let error as DecodingError {
             throw HTTPError(.badRequest, "invalid JSON body: " + problem(error))
         } catch {

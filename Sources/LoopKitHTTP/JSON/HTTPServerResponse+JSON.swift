@@ -32,7 +32,7 @@ extension HTTPServerResponse {
     public static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok,
                             encoder: JSONEncoder? = nil) throws -> HTTPServerResponse {
         let data = try (encoder ?? JSONCoders.encoder).encode(value)
-        return HTTPServerResponse(status: status, headerFields: JSONCoders.contentTypeFields, body: .bytes(Array(data)))
+        return HTTPServerResponse(status: status, headerFields: JSONCoders.contentTypeFields, body: .bytes(data))
     }
 }
 

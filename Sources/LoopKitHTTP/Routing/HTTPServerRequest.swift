@@ -1,6 +1,7 @@
 import HTTPTypes
 import Logging
 import LoopKit
+import LoopKitNet
 import Tracing
 
 /// A request as a handler sees it: the head, the collected body, the path parameters and the loop, and
@@ -13,7 +14,7 @@ public struct HTTPServerRequest: Sendable {
     /// The version the client spoke.
     public var version: HTTPVersion
     /// The body, collected up to the server's ``HTTPServer/Configuration/maxBodySize``.
-    public var body: [UInt8]
+    public var body: Bytes
     /// Values of the route's `:name` segments.
     public var parameters: HTTPPathParameters
     /// The loop the connection lives on: the handler runs on its thread.
@@ -53,7 +54,7 @@ public struct HTTPServerRequest: Sendable {
     private let server: HTTPLoopContext
     private var changedLogger: Logger?
 
-    init(head: HTTPRequest, version: HTTPVersion, body: [UInt8], parameters: HTTPPathParameters, loop: EventLoop,
+    init(head: HTTPRequest, version: HTTPVersion, body: Bytes, parameters: HTTPPathParameters, loop: EventLoop,
          context: HTTPRequestContext, server: HTTPLoopContext) {
         self.head = head
         self.version = version

@@ -1,4 +1,5 @@
 import HTTPTypes
+import LoopKitNet
 
 /// A response as a handler returns it: the head and the body.
 public struct HTTPServerResponse: Sendable {
@@ -24,7 +25,7 @@ public struct HTTPServerResponse: Sendable {
     ///   - text: The body.
     ///   - status: The status (200 by default).
     public static func text(_ text: String, status: HTTPResponse.Status = .ok) -> HTTPServerResponse {
-        HTTPServerResponse(status: status, headerFields: plainTextFields, body: .bytes(Array(text.utf8)))
+        HTTPServerResponse(status: status, headerFields: plainTextFields, body: .bytes(Bytes(text)))
     }
 
     /// `Content-Type: text/plain; charset=utf-8`, built once and shared (a copy is a retain): a fields
@@ -35,7 +36,7 @@ public struct HTTPServerResponse: Sendable {
 /// The body of a response: bytes known up front, or a stream written with backpressure.
 public struct HTTPResponseBody: Sendable {
     enum Storage: Sendable {
-        case bytes([UInt8])
+        case bytes(Bytes)
         /// `watchesClient`: the connection keeps reading while the body streams, so that a client that
         /// goes away is noticed at once (an event stream waits for events, not for the client).
         case stream(@Sendable (HTTPBodyWriter) async throws -> Void, watchesClient: Bool)
@@ -44,18 +45,27 @@ public struct HTTPResponseBody: Sendable {
     let storage: Storage
 
     /// No body (`Content-Length: 0`).
-    public static let empty = HTTPResponseBody(storage: .bytes([]))
+    public static let empty = HTTPResponseBody(storage: .bytes(Bytes()))
 
-    /// These bytes, sent with `Content-Length`.
-    /// - Parameter bytes: The body.
-    public static func bytes(_ bytes: [UInt8]) -> HTTPResponseBody { HTTPResponseBody(storage: .bytes(bytes)) }
+    /// These bytes, sent with `Content-Length`: a body of 2 KiB or more is sent from its own storage
+    /// (queued by reference, never copied), so a body built once (a file, a rendered page) is shared by
+    /// every response that sends it, and a slice sends exactly its bytes.
+    /// - Parameter bytes: The body (an array literal works too: `.bytes([0x68, 0x69])`).
+    public static func bytes(_ bytes: Bytes) -> HTTPResponseBody { HTTPResponseBody(storage: .bytes(bytes)) }
+
+    /// A copy of these bytes (an array, `Data`, a string's `utf8` view), sent with `Content-Length`: a
+    /// convenience for ``bytes(_:)-(Bytes)``, which it calls with `Bytes(bytes)`.
+    /// - Parameter bytes: The body; copied once.
+    public static func bytes(_ bytes: some Sequence<UInt8>) -> HTTPResponseBody {
+        HTTPResponseBody(storage: .bytes(Bytes(bytes)))
+    }
 
     /// This text as UTF-8, sent with `Content-Length`.
     /// - Parameter text: The body.
-    public static func string(_ text: String) -> HTTPResponseBody { HTTPResponseBody(storage: .bytes(Array(text.utf8))) }
+    public static func string(_ text: String) -> HTTPResponseBody { HTTPResponseBody(storage: .bytes(Bytes(text))) }
 
     /// A body written by `write`, sent chunked; `write` runs as a task on the connection's loop and each
-    /// ``HTTPBodyWriter/write(_:)-([UInt8])`` suspends while the connection's pending output is above its high-water mark.
+    /// ``HTTPBodyWriter/write(_:)-(Bytes)`` suspends while the connection's pending output is above its high-water mark.
     /// The task is cancelled when the connection closes.
     ///
     /// - Parameter write: Writes the body; returning ends it, throwing aborts the connection.

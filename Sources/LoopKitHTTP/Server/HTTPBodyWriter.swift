@@ -27,32 +27,41 @@ public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: ever
     /// Writes `bytes` as one chunk; suspends while the connection's unsent output is above its high-water
     /// mark (the client reads slower than the handler writes).
     ///
+    /// - Parameter bytes: The bytes (a request body's chunk, say); an empty write does nothing.
+    /// - Throws: ``HTTPServerError/connectionClosed`` once the client has gone.
+    ///
+    /// Call on the connection's loop (from the streaming task).
+    public func write(_ bytes: Bytes) async throws {
+        try append { bytes.withUnsafeBytes($0) }
+        try await waitForRoom()
+    }
+
+    /// Writes these bytes (an array, `Data`, a string's `utf8` view) as one chunk, with backpressure as
+    /// ``write(_:)-(Bytes)``: a convenience that copies them into the connection's output.
+    ///
     /// - Parameter bytes: The bytes; an empty write does nothing.
     /// - Throws: ``HTTPServerError/connectionClosed`` once the client has gone.
     ///
     /// Call on the connection's loop (from the streaming task).
-    public func write(_ bytes: [UInt8]) async throws {
-        try await write(bytes: bytes)
+    public func write(_ bytes: some Sequence<UInt8>) async throws {
+        if let lent = bytes.withContiguousStorageIfAvailable({ buffer in Result { try append { $0(UnsafeRawBufferPointer(buffer)) } } }) {
+            try lent.get()
+        } else {
+            let copied = Bytes(bytes)
+            try append { copied.withUnsafeBytes($0) }
+        }
+        try await waitForRoom()
     }
 
-    /// Writes the UTF-8 bytes of `text` as one chunk, with backpressure as ``write(_:)-([UInt8])``.
+    /// Writes the UTF-8 bytes of `text` as one chunk, with backpressure as ``write(_:)-(Bytes)``.
     ///
     /// - Parameter text: The text.
     /// - Throws: ``HTTPServerError/connectionClosed`` once the client has gone.
     ///
     /// Call on the connection's loop (from the streaming task).
     public func write(_ text: String) async throws {
-        try await write(bytes: Array(text.utf8))
-    }
-
-    /// Writes `bytes` as one chunk (a request body's chunk, say), with backpressure as ``write(_:)-([UInt8])``.
-    ///
-    /// - Parameter bytes: The bytes; an empty write does nothing.
-    /// - Throws: ``HTTPServerError/connectionClosed`` once the client has gone.
-    ///
-    /// Call on the connection's loop (from the streaming task).
-    public func write(_ bytes: Bytes) async throws {
-        try append { bytes.withUnsafeBytes($0) }
+        var text = text
+        try text.withUTF8 { utf8 in try append { $0(UnsafeRawBufferPointer(utf8)) } }
         try await waitForRoom()
     }
 
@@ -64,11 +73,6 @@ public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: ever
         } catch {
             // The client has gone: the streaming task learns it at its next write, or by cancellation.
         }
-    }
-
-    private func write(bytes: [UInt8]) async throws {
-        try append { bytes.withUnsafeBytes($0) }
-        try await waitForRoom()
     }
 
     /// Writes the bytes `lend` lends as one chunk (or raw, for HTTP/1.0), serialised straight into the

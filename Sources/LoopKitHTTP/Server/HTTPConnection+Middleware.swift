@@ -1,13 +1,14 @@
 import HTTPTypes
 import Logging
 import LoopKit
+import LoopKitNet
 
 extension HTTPConnection {
     /// Runs a request whose body was collected through the router's middleware: inline, inside the
     /// read callback, when every middleware is inline and the route is synchronous (or there is no
     /// route); as a task on the loop otherwise. Loop thread.
     /// The head is read in place (`self.head`, set while the request is answered), not copied.
-    func dispatchThroughMiddleware(body: [UInt8], middleware: HTTPMiddlewareChain) {
+    func dispatchThroughMiddleware(body: Bytes, middleware: HTTPMiddlewareChain) {
         let route = self.route.take()
         let request = HTTPServerRequest(head: head!.request, version: head!.version, body: body,
                                         parameters: route?.parameters ?? HTTPPathParameters(), loop: context.loop,

@@ -1,3 +1,5 @@
+import LoopKitNet
+
 /// Parses WebSocket frames out of bytes that may arrive split anywhere, validating as it parses
 /// (RFC 6455 §5.2–§5.5): a rule broken in the header fails before any of the payload is read.
 ///
@@ -65,6 +67,15 @@ package struct WebSocketFrameParser {
             return [UInt8](unsafeUninitializedCapacity: payload.count) { buffer, initialized in
                 if let target = buffer.baseAddress { unmask(payload, into: UnsafeMutableRawPointer(target)) }
                 initialized = payload.count
+            }
+        }
+
+        /// The payload (this frame's, as it arrived) unmasked into ``Bytes``: a binary message's own
+        /// storage, with the one copy the array would take.
+        func unmaskedPayload(_ payload: UnsafeRawBufferPointer) -> Bytes {
+            Bytes(unsafeUninitializedCapacity: payload.count) { target in
+                _ = unmask(payload, into: target.baseAddress!)
+                return payload.count
             }
         }
     }

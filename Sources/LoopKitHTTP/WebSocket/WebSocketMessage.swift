@@ -1,3 +1,5 @@
+import LoopKitNet
+
 /// A whole WebSocket message: text or binary, however many frames it came in.
 ///
 /// ```swift
@@ -12,6 +14,6 @@
 public enum WebSocketMessage: Hashable, Sendable {
     /// A text message (its bytes were checked to be UTF-8).
     case text(String)
-    /// A binary message.
-    case binary([UInt8])
+    /// A binary message (build one from an array literal, a string or an array: `.binary(Bytes(array))`).
+    case binary(Bytes)
 }

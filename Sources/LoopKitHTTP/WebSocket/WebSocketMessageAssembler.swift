@@ -1,3 +1,5 @@
+import LoopKitNet
+
 /// Puts data frames together into messages and checks the fragmentation rules (RFC 6455 §5.4): a
 /// message starts with a text or binary frame and goes on with continuation frames until one has FIN;
 /// a new message inside one, or a continuation outside one, is a protocol error (1002). Text is
@@ -74,7 +76,7 @@ struct WebSocketMessageAssembler {
             return try append(head.frame(unmasking: maskedPayload), extension: negotiated)
         }
         guard maskedPayload.count <= maxMessageSize else { throw .tooBig("message larger than \(maxMessageSize) bytes") }
-        guard head.opcode == .text else { return .binary(head.unmaskedBytes(maskedPayload)) }
+        guard head.opcode == .text else { return .binary(head.unmaskedPayload(maskedPayload)) }
         var isValid = true
         let text = String(unsafeUninitializedCapacity: maskedPayload.count) { target in
             guard let base = target.baseAddress else { return 0 }
@@ -110,6 +112,6 @@ struct WebSocketMessageAssembler {
             guard validator.isComplete else { throw .invalidUTF8("text message ends inside a character") }
             return .text(String(decoding: bytes, as: UTF8.self))
         }
-        return .binary(bytes)
+        return .binary(Bytes(bytes))
     }
 }

@@ -179,6 +179,51 @@ extension TCPConnection {
         }
     }
 
+    /// As ``write(reservingCapacity:_:)``, then `bytes` by reference (no copy) when `body` wrote anything:
+    /// a response head serialised into the batch and a body sent from its own storage, in the same
+    /// `writev`.
+    ///
+    /// - Parameters:
+    ///   - capacity: The most bytes `body` may write.
+    ///   - body: Writes from the start of the buffer and returns how many bytes it wrote (0: nothing is
+    ///     sent, `bytes` neither).
+    ///   - bytes: Sent after what `body` wrote.
+    /// - Throws: As ``write(_:)-(Bytes)``.
+    ///
+    /// Call on the loop's thread.
+    package func write(reservingCapacity capacity: Int, _ body: (UnsafeMutableRawBufferPointer) -> Int,
+                       followedBy bytes: Bytes) throws(NetError) {
+        try checkWritable()
+        guard capacity > 0 else { return }
+        var wrote = false
+        func counting(_ buffer: UnsafeMutableRawBufferPointer) -> Int {
+            let written = body(buffer)
+            wrote = written > 0
+            return written
+        }
+        if batchIsOpen {
+            shared.appendCopy(capacity: capacity, counting)
+            if wrote { shared.append(bytes) }
+            didQueue()
+        } else if output.isEmpty, shared.openBatch(for: ObjectIdentifier(self)) {
+            shared.appendCopy(capacity: capacity, counting)
+            if wrote { shared.append(bytes) }
+            shared.closeBatch(send: { vectors, count in transmit(vectors, count) }, keep: { bytes in output.append(bytes) })
+            if endIfSendFailed() { return }
+            didQueue()
+        } else {
+            let head = Bytes(unsafeUninitializedCapacity: capacity) { buffer in
+                let written = counting(buffer)
+                precondition(written >= 0 && written <= capacity, "LoopKitNet: wrote \(written) bytes into \(capacity)")
+                return written
+            }
+            guard wrote else { return }
+            output.append(head)
+            output.append(bytes)
+            didQueue()
+        }
+    }
+
     // MARK: Internals (loop thread)
 
     /// Bytes queued or in this connection's open write batch.

@@ -191,7 +191,7 @@ final class SSLContextHandle: @unchecked Sendable {  // an SSL_CTX: shareable on
     }
 
     /// The certificates of a PEM text, in order (each to be freed by the caller).
-    private static func readCertificates(_ bytes: [UInt8]) throws(NetError) -> [OpaquePointer] {
+    private static func readCertificates(_ bytes: Bytes) throws(NetError) -> [OpaquePointer] {
         var certificates: [OpaquePointer] = []
         bytes.withUnsafeBytes { raw in
             guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return }
@@ -519,17 +519,16 @@ final class TLSSession {
 
     /// The peer's certificate, DER-encoded, if it sent one. The corresponding OpenSSL calls are
     /// `SSL_get1_peer_certificate` and `i2d_X509`.
-    var peerCertificate: [UInt8]? {
+    var peerCertificate: Bytes? {
         guard let certificate = SSL_get1_peer_certificate(ssl) else { return nil }
         defer { X509_free(certificate) }
         let length = i2d_X509(certificate, nil)
         guard length > 0 else { return nil }
-        var der = [UInt8](repeating: 0, count: Int(length))
-        der.withUnsafeMutableBufferPointer { buffer in
-            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            _ = i2d_X509(certificate, &cursor)
+        return Bytes(unsafeUninitializedCapacity: Int(length)) { buffer in
+            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            let written = i2d_X509(certificate, &cursor)
+            return written > 0 ? Int(written) : 0
         }
-        return der
     }
 
     /// The peer certificate's subject, one line (`CN=client`), if it sent one.

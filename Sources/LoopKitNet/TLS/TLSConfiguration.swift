@@ -12,7 +12,7 @@ public struct TLSConfiguration: Sendable, Hashable {
         /// A PEM file's path.
         case file(String)
         /// PEM text.
-        case pem([UInt8])
+        case pem(Bytes)
     }
 
     /// Which certificates a peer's certificate must chain to.

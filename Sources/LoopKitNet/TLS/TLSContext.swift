@@ -101,7 +101,7 @@ public struct TLSConnectionInfo: Sendable, Hashable {
     /// The ALPN protocol chosen, if any (see ``TCPConnection/applicationProtocol``).
     public var applicationProtocol: String?
     /// The peer's certificate, DER-encoded (a server sees one only when it asks for client certificates).
-    public var peerCertificate: [UInt8]?
+    public var peerCertificate: Bytes?
     /// The peer certificate's subject (`/CN=client`), if it sent one.
     public var peerSubject: String?
 }

@@ -30,7 +30,7 @@ final class TodoServiceTests {
     func badInputIs400WithAMessage(mode: HTTPTestMode) throws {
         let (a, _) = try clients(mode)
         #expect(try a.execute(.get, "/todos/x").text == "parameter id: expected an integer")
-        #expect(try a.execute(.post, "/todos", body: Array("{}".utf8)).text == "invalid JSON body: missing field title")
+        #expect(try a.execute(.post, "/todos", body: Bytes("{}")).text == "invalid JSON body: missing field title")
     }
 
     @Test(arguments: HTTPTestMode.allCases)
