@@ -7,7 +7,7 @@ import Musl
 #endif
 
 /// A lock for critical sections of a few instructions that many threads enter at once: the next-iteration
-/// queue's inbox.
+/// queue's inbox and a work pool's queue.
 ///
 /// `Synchronization.Mutex` on Linux is a priority-inheritance futex: a contended lock sleeps in the kernel
 /// (`FUTEX_LOCK_PI`) and an unlock with sleepers hands ownership to one of them (`FUTEX_UNLOCK_PI`), which

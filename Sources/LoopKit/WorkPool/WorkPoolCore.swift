@@ -32,7 +32,10 @@ final class WorkPoolCore: Sendable {
     let threadCount: Int
     let queueLimit: Int
     let name: String
-    private let state = Lock(State())
+    /// A lock that never sleeps in the kernel: the loops that submit and the threads that take hold it
+    /// for a few instructions each, and a priority-inheritance `Mutex` made a busy loop sleep behind a
+    /// pool thread waiting for a core (``YieldingLock``).
+    private let state = YieldingLock(State())
     /// What sleeping threads wait on: signalled by a submit that finds a sleeper and no spinning thread,
     /// by a thread that takes an item and leaves more queued, and once per sleeper at shutdown. A thread
     /// that is spinning is not woken: it sees the item by itself.
@@ -150,10 +153,17 @@ final class WorkPoolCore: Sendable {
     /// then reaches a running thread, and its submit skips the wake-up. Otherwise it sleeps until a
     /// submit signals it.
     private func workerLoop() {
-        enum Next { case run(WorkItem, wakeASleeper: Bool), idle, exit }
+        enum Next { case run(WorkItem, wakeASleeper: Bool), idle([DispatchSemaphore]), exit([DispatchSemaphore]) }
         var wakeSpin = WakeSpin()
+        // Whether this thread has just run an item: counted as ended in the same critical section that
+        // takes the next, so that a thread enters the lock once per item, not twice.
+        var ranOne = false
         while true {
             let next = state.withLock { state -> Next in
+                if ranOne {
+                    state.counters.active -= 1
+                    state.counters.completed += 1
+                }
                 while let item = state.queue.popFirst() {
                     pending.subtract(1, ordering: .relaxed)
                     guard item.markRunning() else { continue }  // cancelled while queued
@@ -165,19 +175,17 @@ final class WorkPoolCore: Sendable {
                     if wake { state.sleepers -= 1 }
                     return .run(item, wakeASleeper: wake)
                 }
-                return state.counters.isShutDown ? .exit : .idle
+                let waiters = state.takeIdleWaitersIfIdle()
+                return state.counters.isShutDown ? .exit(waiters) : .idle(waiters)
             }
+            ranOne = false
             switch next {
             case .run(let item, let wakeASleeper):
                 if wakeASleeper { wakeUp.signal() }
                 item.run()
-                let waiters = state.withLock { state -> [DispatchSemaphore] in
-                    state.counters.active -= 1
-                    state.counters.completed += 1
-                    return state.takeIdleWaitersIfIdle()
-                }
+                ranOne = true
+            case .idle(let waiters):
                 for waiter in waiters { waiter.signal() }
-            case .idle:
                 if wakeSpin.shouldSpin() {
                     if spinForWork() {
                         wakeSpin.spinSawJob()
@@ -194,7 +202,8 @@ final class WorkPoolCore: Sendable {
                 let start = MonotonicTime.nanoseconds()
                 wakeUp.wait()
                 wakeSpin.waitEnded(afterNanoseconds: MonotonicTime.nanoseconds() &- start, byAnotherThreadsJob: true)
-            case .exit:
+            case .exit(let waiters):
+                for waiter in waiters { waiter.signal() }
                 return
             }
         }
