@@ -303,7 +303,7 @@ let gate = Gate()
 /// The fan-out run's record, set before the gate opens; the handlers (on the loop) mark its answering iteration.
 let answered = Mutex<(count: Int, record: LoopRecord?)>((0, nil))
 var router = HTTPRouter()
-router.get("/events") { request in
+router.get("/events", .inTask) { request in
     let job = await gate.job()
     let iteration = request.loop.iteration
     answered.withLock { answered in
