@@ -18,6 +18,7 @@ final class CChild {
     let context: Context
     var onExit: lk_child_exit_fn?
     var onOutput: lk_child_output_fn?
+    var onStdinWritable: lk_child_writable_fn?
     /// The handle C holds (one retain), set once it is handed out; nil once released.
     var handle: OpaquePointer?
     /// Callbacks running now.
@@ -53,11 +54,20 @@ final class CChild {
         releaseIfFreed()
     }
 
+    func tellStdinWritable() {
+        guard !freed, let onStdinWritable else { return }
+        depth += 1
+        onStdinWritable(context.pointer, handle)
+        depth -= 1
+        releaseIfFreed()
+    }
+
     /// Stops every callback and closes the pipes; the handle goes when no callback runs.
     func free() {
         freed = true
         onExit = nil
         onOutput = nil
+        onStdinWritable = nil
         process.standardInput?.close()
         process.standardOutput?.close()
         process.standardError?.close()
@@ -146,6 +156,7 @@ public func lk_child_spawn(
     let handle = Handles.retain(child)
     child.handle = handle
     process.onExit { [weak child] termination in child?.tellExit(termination) }
+    process.standardInput?.onWritable { [weak child] in child?.tellStdinWritable() }
     for (fd, connection) in [(Int32(1), process.standardOutput), (Int32(2), process.standardError)] {
         guard let connection else { continue }
         connection.onRead { [weak child] bytes in
@@ -203,6 +214,18 @@ public func lk_child_write(_ handle: OpaquePointer!, _ data: UnsafeRawPointer!, 
         } catch {
             return Status.closed
         }
+    }
+}
+
+@c @implementation
+public func lk_child_on_stdin_writable(_ handle: OpaquePointer!, _ onWritable: lk_child_writable_fn!) -> Int32 {
+    switch child(handle) {
+    case .failure(let refusal): return refusal.status
+    case .success(let child):
+        guard let input = child.process.standardInput else { return Status.invalid }
+        guard !input.isClosed, !input.isClosing else { return Status.closed }
+        child.onStdinWritable = onWritable
+        return Status.ok
     }
 }
 

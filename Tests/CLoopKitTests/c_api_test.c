@@ -1793,6 +1793,53 @@ static void *child_kill_off_thread(void *arg) {
     return (void *)status;
 }
 
+/* A writer that fills a cat's standard input until LK_EAGAIN and goes on when told it is writable again. */
+typedef struct {
+    lk_child *child;
+    size_t total, written, echoed;
+    int again, writable_calls, exits, ended, write_errors;
+    char chunk[16384];
+} stdin_pump_t;
+
+static void stdin_pump_fill(stdin_pump_t *pump) {
+    while (pump->written < pump->total) {
+        size_t length = pump->total - pump->written < sizeof pump->chunk ? pump->total - pump->written : sizeof pump->chunk;
+        int status = lk_child_write(pump->child, pump->chunk, length);
+        if (status == LK_EAGAIN) {
+            pump->again++;
+            return;
+        }
+        if (status != LK_OK) {
+            pump->write_errors++;
+            return;
+        }
+        pump->written += length;
+    }
+    if (lk_child_close_stdin(pump->child) != LK_OK) pump->write_errors++;
+}
+
+static void stdin_pump_writable(void *ctx, lk_child *child) {
+    stdin_pump_t *pump = ctx;
+    (void)child;
+    pump->writable_calls++;
+    stdin_pump_fill(pump);
+}
+
+static void stdin_pump_output(void *ctx, lk_child *child, int fd, const void *data, size_t length) {
+    stdin_pump_t *pump = ctx;
+    (void)child;
+    (void)fd;
+    (void)data;
+    if (length == 0) pump->ended++;
+    pump->echoed += length;
+}
+
+static void stdin_pump_exit(void *ctx, lk_child *child, int exit_status, int term_signal) {
+    stdin_pump_t *pump = ctx;
+    (void)child;
+    if (exit_status == 0 && term_signal == 0) pump->exits++;
+}
+
 /* Calls refused before a child starts (all but the last two need no working posix_spawn). */
 static void test_child_misuse(lk_loop *loop, int can_spawn) {
     lk_child *child = NULL;
@@ -1825,6 +1872,7 @@ static void test_child_misuse(lk_loop *loop, int can_spawn) {
     CHECK_EQ(lk_child_terminate(NULL, 0), LK_EINVAL);
     CHECK_EQ(lk_child_write(NULL, "x", 1), LK_EINVAL);
     CHECK_EQ(lk_child_close_stdin(NULL), LK_EINVAL);
+    CHECK_EQ(lk_child_on_stdin_writable(NULL, stdin_pump_writable), LK_EINVAL);
     CHECK_EQ(lk_child_free(NULL), LK_EINVAL);
     pthread_t t;
     void *status;
@@ -1881,6 +1929,7 @@ static void test_child(void) {
     CHECK_EQ(seen.queued_iteration, seen.exit_iteration);
     CHECK_EQ(lk_child_kill(child, SIGTERM), LK_OK); /* ended: nothing */
     CHECK_EQ(lk_child_write(child, "x", 1), LK_EINVAL); /* standard input is not a pipe */
+    CHECK_EQ(lk_child_on_stdin_writable(child, stdin_pump_writable), LK_EINVAL);
     CHECK_EQ(lk_child_free(child), LK_OK);
 
     /* A name without '/' is looked up in PATH (this process's here). */
@@ -1910,10 +1959,29 @@ static void test_child(void) {
     CHECK_EQ(lk_child_close_stdin(child), LK_OK);
     CHECK_EQ(lk_child_close_stdin(child), LK_ECLOSED);
     CHECK_EQ(lk_child_write(child, "x", 1), LK_ECLOSED);
+    CHECK_EQ(lk_child_on_stdin_writable(child, stdin_pump_writable), LK_ECLOSED);
     child_wait(loop, &cat, 1);
     CHECK(cat.exits == 1 && cat.exit_status == 0 && cat.term_signal == 0);
     CHECK(strcmp(cat.out, "hello, cat") == 0);
     CHECK_EQ(lk_child_free(child), LK_OK);
+
+    /* Backpressure: 4 MiB through cat, written until LK_EAGAIN and again when told it is writable. */
+    static stdin_pump_t pump;
+    memset(&pump, 0, sizeof pump);
+    memset(pump.chunk, 'p', sizeof pump.chunk);
+    pump.total = 4u << 20;
+    CHECK_EQ(lk_child_spawn(loop, &cat_options, stdin_pump_exit, stdin_pump_output, &pump, &pump.child), LK_OK);
+    CHECK_EQ(lk_child_on_stdin_writable(pump.child, stdin_pump_writable), LK_OK);
+    stdin_pump_fill(&pump);
+    CHECK(pump.again > 0); /* 4 MiB do not fit a pipe and 64 KiB */
+    for (int i = 0; i < 20000 && !(pump.exits == 1 && pump.ended == 1); i++) {
+        if (lk_loop_run_once(loop, 0) == 0) usleep(1000);
+    }
+    CHECK_EQ(pump.write_errors, 0);
+    CHECK(pump.written == pump.total && pump.echoed == pump.total);
+    CHECK(pump.writable_calls >= pump.again); /* each LK_EAGAIN was followed by a call to write again */
+    CHECK(pump.exits == 1 && pump.ended == 1);
+    CHECK_EQ(lk_child_free(pump.child), LK_OK);
 
     child_seen_t where = {0};
     where.loop = loop;

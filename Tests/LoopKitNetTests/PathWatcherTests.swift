@@ -24,6 +24,10 @@ private func append(_ text: String, to path: String) {
     close(fd)
 }
 
+/// The kernel's limit on events queued per inotify instance (16,384 by default), or nil when unreadable.
+private let inotifyQueueLimit: Int? = (try? String(contentsOfFile: "/proc/sys/fs/inotify/max_queued_events", encoding: .utf8))
+    .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+
 /// Path watching with inotify: what is told, coalescing per iteration, recursion, the async sequence with
 /// its limit and its waiters, errors, and when events are told (R16).
 @Suite("Path watching")
@@ -208,6 +212,28 @@ struct PathWatcherTests {
             append("z", to: directory + "/z")  // the outer one is gone
             _ = try driver.step()
             #expect(told == [directory + "/inner/y"])
+            watcher.close()
+        }
+    }
+
+    @Test("The kernel's queue overflowing is told once, as an overflow event with an empty path, after the events it kept",
+          .enabled(if: (inotifyQueueLimit ?? .max) <= 100_000, "the queue limit is too large to overflow in a test"))
+    func queueOverflowIsTold() throws {
+        let limit = try #require(inotifyQueueLimit)
+        try inTemporaryDirectory { directory in
+            let driver = try LoopDriver()
+            let watcher = try PathWatcher(watching: directory, on: driver.loop)
+            var told: [PathEvent] = []
+            watcher.onEvents { told += $0 }
+            // One event per directory made, more than the queue holds, with the loop not reading.
+            for index in 0..<(limit + 100) { #expect(mkdir(directory + "/d\(index)", 0o755) == 0) }
+            for _ in 0..<1_000 where !told.contains(where: { $0.changes.contains(.overflow) }) { _ = try driver.step() }
+            let overflows = told.filter { $0.changes.contains(.overflow) }
+            #expect(overflows == [PathEvent(path: "", changes: .overflow)])
+            #expect(told.last == overflows.first)
+            let created = told.filter { $0.changes == .created && $0.isDirectory }
+            #expect(created.count >= limit - 1 && created.count < limit + 100)
+            #expect(created.first?.path == directory + "/d0")
             watcher.close()
         }
     }

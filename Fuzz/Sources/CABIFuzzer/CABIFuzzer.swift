@@ -567,6 +567,7 @@ final class Host {
             let bytes = [UInt8](repeating: 0x41, count: program.int(0...2000))
             expect(lk_child_write(handle, bytes, bytes.count), [ok, invalid, closed, again], "lk_child_write")
         case 3:
+            expect(lk_child_on_stdin_writable(handle, { _, _ in }), [ok, invalid, closed], "lk_child_on_stdin_writable")
             expect(lk_child_close_stdin(handle), [ok, invalid, closed], "lk_child_close_stdin")
         case 4:
             fuzzCheck(lk_child_pid(handle) > 0, "lk_child_pid after the start")

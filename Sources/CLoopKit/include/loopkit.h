@@ -598,6 +598,16 @@ LK_EXTERN int lk_child_terminate(lk_child *child, uint64_t grace_ns);
  * than 64 KiB already wait for the pipe: nothing was queued; try again in a later iteration). */
 LK_EXTERN int lk_child_write(lk_child *child, const void *data, size_t length);
 
+/* Told on the loop's thread when input for the child's standard input pipe, after it went above 64 KiB (an
+ * lk_child_write returned LK_EAGAIN), has drained to 16 KiB: the time to write more (uv_write's callback plays
+ * that part in libuv). ctx is lk_child_spawn's. */
+typedef void (*lk_child_writable_fn)(void *ctx, lk_child *child);
+
+/* Sets the callback told when the child's standard input can take more after LK_EAGAIN; NULL clears it.
+ * Errors: LK_EINVAL (NULL child, or standard input is not LK_CHILD_PIPE), LK_ETHREAD, LK_ECLOSED (standard
+ * input was closed, the child ended reading it, or the loop shut down). */
+LK_EXTERN int lk_child_on_stdin_writable(lk_child *child, lk_child_writable_fn on_writable);
+
 /* Closes the child's standard input once what was written has gone: the child reads end of file.
  * Errors: LK_EINVAL (NULL, or standard input is not LK_CHILD_PIPE), LK_ETHREAD, LK_ECLOSED (closed already). */
 LK_EXTERN int lk_child_close_stdin(lk_child *child);
