@@ -63,6 +63,17 @@ struct ReservedWriteTests {
         #expect(reads.all.flatMap { $0 } == first + second)
     }
 
+    /// A writer that says it wrote more than it reserved is a programmer error: the process stops, saying so.
+    @Test func aWriterThatOverstatesWhatItWroteStopsTheProcess() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let driver = try! LoopDriver()
+            let pair = try! InMemoryConnectionPair(driver: driver, options: ConnectionOptions())
+            try! pair.client.write(reservingCapacity: 8) { _ in 9 }
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("wrote 9 bytes into 8"))
+    }
+
     @Test func aWriterThatReportsNothingSendsNothing() throws {
         let (driver, pair, reads) = try pair(room: 64 * 1024)
         try pair.client.write(reservingCapacity: 64) { _ in 0 }
