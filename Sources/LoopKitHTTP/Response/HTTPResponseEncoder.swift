@@ -4,7 +4,7 @@ import HTTPTypes
 /// the loop's write batch, so a response head is written where it is sent from (no buffer of its own, no
 /// copy between connections).
 ///
-/// The space is lent with a capacity (``HTTPConnection/writeEncoded(estimate:_:)``): the encoder writes up
+/// The space is lent with a capacity (``HTTPConnection/writeEncoded(estimate:followedBy:_:)``): the encoder writes up
 /// to it and, past it, only counts, so a response that did not fit reports the exact size it needs and is
 /// serialised again into that much.
 ///

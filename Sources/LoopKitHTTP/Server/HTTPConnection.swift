@@ -667,49 +667,30 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
     /// Serialises with `encode` straight into this connection's output: inside the read callback, the
     /// loop's write batch (the responses to pipelined requests go out with one `writev` when it returns);
     /// outside it, the loop's copy buffer for one write, sent at once. `encode` is first given `estimate`
-    /// bytes and, when they were too few, the size it turned out to need. Nothing is written once the
-    /// connection is closing or closed (the close handler tells this connection). Loop thread.
-    func writeEncoded(estimate: Int, _ encode: (inout HTTPResponseEncoder) -> Void) {
+    /// bytes and, when they were too few, the size it turned out to need. Then `body`, if any, by reference
+    /// (no copy) in the same write: a body at or above ``bodyCopyThreshold`` goes from its own storage, as
+    /// the write batch takes ``Bytes``. Nothing is written once the connection is closing or closed (the
+    /// close handler tells this connection). Loop thread.
+    func writeEncoded(estimate: Int, followedBy body: Bytes? = nil, _ encode: (inout HTTPResponseEncoder) -> Void) {
         guard !isClosed else { return }
         var capacity = estimate
         while true {
             var needed = 0
-            do {
-                try tcp.write(reservingCapacity: capacity) { buffer in
-                    var encoder = HTTPResponseEncoder(into: buffer)
-                    encode(&encoder)
-                    guard encoder.fits else {
-                        needed = encoder.count
-                        return 0
-                    }
-                    return encoder.count
+            func serialise(_ buffer: UnsafeMutableRawBufferPointer) -> Int {
+                var encoder = HTTPResponseEncoder(into: buffer)
+                encode(&encoder)
+                guard encoder.fits else {
+                    needed = encoder.count
+                    return 0
                 }
-            } catch {
-                return  // closing or closed: the close handler tells this connection
+                return encoder.count
             }
-            guard needed > capacity else { return }
-            capacity = needed
-        }
-    }
-
-    /// As ``writeEncoded(estimate:_:)``, then `body` by reference (no copy) in the same write: a body at
-    /// or above ``bodyCopyThreshold`` goes from its own storage, as the write batch takes ``Bytes``.
-    /// Loop thread.
-    func writeEncoded(estimate: Int, followedBy body: Bytes, _ encode: (inout HTTPResponseEncoder) -> Void) {
-        guard !isClosed else { return }
-        var capacity = estimate
-        while true {
-            var needed = 0
             do {
-                try tcp.write(reservingCapacity: capacity, { buffer in
-                    var encoder = HTTPResponseEncoder(into: buffer)
-                    encode(&encoder)
-                    guard encoder.fits else {
-                        needed = encoder.count
-                        return 0
-                    }
-                    return encoder.count
-                }, followedBy: body)
+                if let body {
+                    try tcp.write(reservingCapacity: capacity, serialise, followedBy: body)
+                } else {
+                    try tcp.write(reservingCapacity: capacity, serialise)
+                }
             } catch {
                 return  // closing or closed: the close handler tells this connection
             }
