@@ -676,20 +676,14 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
         var capacity = estimate
         while true {
             var needed = 0
-            func serialise(_ buffer: UnsafeMutableRawBufferPointer) -> Int {
-                var encoder = HTTPResponseEncoder(into: buffer)
-                encode(&encoder)
-                guard encoder.fits else {
-                    needed = encoder.count
-                    return 0
-                }
-                return encoder.count
-            }
             do {
+                // Closure literals, not a local function: a local function that captures `needed` made
+                // Swift box it on the heap, an allocation per response.
                 if let body {
-                    try tcp.write(reservingCapacity: capacity, serialise, followedBy: body)
+                    try tcp.write(reservingCapacity: capacity, { Self.encode(into: $0, encode, needing: &needed) },
+                                  followedBy: body)
                 } else {
-                    try tcp.write(reservingCapacity: capacity, serialise)
+                    try tcp.write(reservingCapacity: capacity) { Self.encode(into: $0, encode, needing: &needed) }
                 }
             } catch {
                 return  // closing or closed: the close handler tells this connection
@@ -697,6 +691,20 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
             guard needed > capacity else { return }
             capacity = needed
         }
+    }
+
+    /// Runs `encode` into `buffer`; returns the bytes written, or 0 with `needed` set to the size it takes
+    /// when `buffer` is too small.
+    @inline(__always)
+    private static func encode(into buffer: UnsafeMutableRawBufferPointer, _ encode: (inout HTTPResponseEncoder) -> Void,
+                               needing needed: inout Int) -> Int {
+        var encoder = HTTPResponseEncoder(into: buffer)
+        encode(&encoder)
+        guard encoder.fits else {
+            needed = encoder.count
+            return 0
+        }
+        return encoder.count
     }
 
     /// Writes an interim `100 Continue` (with the read callback's batch when inside it). Loop thread.
