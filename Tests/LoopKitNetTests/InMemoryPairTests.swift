@@ -7,6 +7,36 @@ import Testing
 /// The in-memory pair: handlers driven step by step by a LoopDriver, no sockets.
 @Suite("In-memory connection pair")
 struct InMemoryPairTests {
+    /// A writable handler that writes more and closes when the output has drained to nothing: the close
+    /// waits for what the handler wrote (a C host feeding a child's standard input does this last).
+    @Test func aWritableHandlerThatWritesAndClosesLosesNothing() throws {
+        let driver = try LoopDriver()
+        var options = ConnectionOptions()
+        options.readHighWaterMark = 64
+        options.writeHighWaterMark = 100
+        options.writeLowWaterMark = 0
+        let pair = try InMemoryConnectionPair(driver: driver, options: options)
+        let received = Recorder<[UInt8]>()
+        pair.server.onRead { bytes in
+            received.record(Array(bytes))
+            return bytes.count
+        }
+        let first = (0..<300).map { UInt8(truncatingIfNeeded: $0) }
+        let second = (0..<300).map { UInt8(truncatingIfNeeded: $0 &* 3) }
+        var wroteTheRest = false
+        pair.client.onWritable {
+            guard !wroteTheRest else { return }  // told again as what it wrote drains
+            wroteTheRest = true
+            #expect(throws: Never.self) { try pair.client.write(Bytes(second)) }
+            pair.client.close()
+        }
+        try pair.client.write(Bytes(first))
+        #expect(pair.client.bufferedOutputCount > 100)  // above the high-water mark
+        _ = try driver.runUntilIdle()
+        #expect(wroteTheRest)
+        #expect(received.all.flatMap { $0 } == first + second)
+    }
+
     @Test func theEchoHandlerRunsOneStepAtATime() throws {
         let driver = try LoopDriver()
         let pair = try InMemoryConnectionPair(driver: driver)

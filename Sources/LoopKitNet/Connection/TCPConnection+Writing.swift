@@ -385,8 +385,7 @@ extension TCPConnection {
     /// Output moved (or was found empty): wake writers at the low-water mark, finish a close or a
     /// half-close that waited for the output.
     func afterOutputMoved() {
-        let pending = pendingOutputCount
-        if aboveHighWater, pending <= profile.options.writeLowWaterMark {
+        if aboveHighWater, pendingOutputCount <= profile.options.writeLowWaterMark {
             aboveHighWater = false
             let writers = writeWaiters
             writeWaiters = []
@@ -394,6 +393,7 @@ extension TCPConnection {
             handler?.connectionBecameWritable(self)
             if profile.pausesReadingWhileOutputIsFull, !machine.isClosed { updateReadInterest() }
         }
-        if pending == 0, !machine.isClosed { perform(machine.outputDrained()) }
+        // Counted again: the writable handler may have written more (and then closed, which waits for it).
+        if pendingOutputCount == 0, !machine.isClosed { perform(machine.outputDrained()) }
     }
 }
