@@ -62,13 +62,30 @@ struct ExecutorsProbe {
                 return count
             }
             check(children == 1_000, "1,000 child tasks all ran on the group's loops (\(children))")
+            // The first child holds its loop until a child has run on the other loop: the waiting children are
+            // taken by the loop that is free (the shared queue), not left behind the busy one.
+            let busyLoop = FirstLoop()
+            let otherLoopRan = DispatchSemaphore(value: 0)
             let loopsUsed = await withTaskGroup(of: Int.self) { tasks in
-                for _ in 0..<64 { tasks.addTask { group.loops.firstIndex { $0 === EventLoop.current } ?? -1 } }
+                for _ in 0..<64 {
+                    tasks.addTask {
+                        let here = group.loops.firstIndex { $0 === EventLoop.current } ?? -1
+                        let onBusyLoop = busyLoop.claim(here) == here
+                        if onBusyLoop {
+                            // Each child on the busy loop waits for the other loop, then passes the signal on.
+                            guard otherLoopRan.wait(timeout: .now() + .seconds(30)) == .success else { return -2 }
+                            otherLoopRan.signal()
+                        } else {
+                            otherLoopRan.signal()
+                        }
+                        return here
+                    }
+                }
                 var used = Set<Int>()
                 for await index in tasks { used.insert(index) }
                 return used
             }
-            check(loopsUsed == [0, 1], "child tasks are spread over both loops (\(loopsUsed.sorted()))")
+            check(loopsUsed == [0, 1], "while one loop is busy in a child, the other loop takes the waiting children (\(loopsUsed.sorted()))")
         }
         if scenario == "fan-out", let loop = group?.loops.first {
             // Children and their parent on one loop: each await costs a few iterations at most.
@@ -95,7 +112,11 @@ struct ExecutorsProbe {
                 try? await Task.sleep(for: .milliseconds(1))
                 return loop.iteration
             }.value
-            check(timerIterations.values.contains(wokeIn), "a task on the default executor goes on in the iteration whose timer woke it")
+            // The iteration the task went on in reports at its end, and a job queued now may still run in it: read
+            // once the loop has begun a later one.
+            while loop.iteration <= wokeIn { try await loop.perform {} }
+            let timers = try await loop.perform { timerIterations.values }
+            check(timers.contains(wokeIn), "a task on the default executor goes on in the iteration whose timer woke it")
         }
         let failed = failures.load(ordering: .relaxed)
         print(failed == 0 ? "==> every check passed" : "==> \(failed) check(s) failed")
@@ -114,5 +135,16 @@ struct ExecutorsProbe {
     static func check(_ ok: Bool, _ what: String) {
         print((ok ? "ok " : "FAIL ") + what)
         if !ok { failures.add(1, ordering: .relaxed) }
+    }
+}
+
+/// The first loop a child ran on, claimed once.
+final class FirstLoop: Sendable {
+    private let index = Atomic<Int>(-1)
+
+    /// Claims `index` unless a loop was claimed before; returns the claimed loop's index.
+    func claim(_ candidate: Int) -> Int {
+        let (exchanged, original) = index.compareExchange(expected: -1, desired: candidate, ordering: .acquiringAndReleasing)
+        return exchanged ? candidate : original
     }
 }

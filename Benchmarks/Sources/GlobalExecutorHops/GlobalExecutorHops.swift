@@ -8,7 +8,7 @@
 // its first await; the installs belong to the whole process, so each executor is a process of its own and
 // Benchmarks/main-bench.sh alternates them):
 //   loopkit  `LoopKitExecutors.install(defaultExecutor: LoopGroup(threads: LOOPS))`: tasks on the group's
-//            loops, round robin; the main actor on `EventLoop.main`
+//            loops, which share one queue of them; the main actor on `EventLoop.main`
 //   default  nothing installed: Swift's cooperative pool; the main actor on Dispatch's main queue
 //            (`dispatchMain()`, as every async main on Linux)
 //   nio      `NIOSingletons.groupLoopCountSuggestion = LOOPS`, then

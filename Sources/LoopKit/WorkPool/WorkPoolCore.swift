@@ -12,7 +12,7 @@ final class WorkPoolCore: Sendable {
     }
 
     private struct State {
-        var queue = WorkQueue()
+        var queue = FIFOQueue<WorkItem>()
         var counters = Counters()
         /// Threads blocked in ``waitUntilIdle()``.
         var idleWaiters: [DispatchSemaphore] = []

@@ -1,17 +1,18 @@
-/// The pool's FIFO of items waiting for a thread: an array read from a moving head, compacted as it
-/// empties, so a push and a pop are amortised O(1) with no dependency beyond the standard library.
-struct WorkQueue {
-    private var items: [WorkItem?] = []
+/// A FIFO read from a moving head of an array, compacted as it empties, so a push and a pop are amortised
+/// O(1) with no dependency beyond the standard library: a work pool's items waiting for a thread, a loop
+/// group's jobs waiting for a loop.
+struct FIFOQueue<Element> {
+    private var items: [Element?] = []
     private var head = 0
 
-    /// Items held, cancelled ones included (they are skipped when popped).
+    /// Elements held.
     var count: Int { items.count - head }
 
-    mutating func append(_ item: WorkItem) {
+    mutating func append(_ item: Element) {
         items.append(item)
     }
 
-    mutating func popFirst() -> WorkItem? {
+    mutating func popFirst() -> Element? {
         guard head < items.count else { return nil }
         let item = items[head]
         items[head] = nil
@@ -26,8 +27,8 @@ struct WorkQueue {
         return item
     }
 
-    /// Takes every item, in order, leaving the queue empty.
-    mutating func removeAll() -> [WorkItem] {
+    /// Takes every element, in order, leaving the queue empty.
+    mutating func removeAll() -> [Element] {
         defer {
             items = []
             head = 0
