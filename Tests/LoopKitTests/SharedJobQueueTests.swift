@@ -96,6 +96,26 @@ struct SharedJobQueueTests {
         }
     }
 
+    @Test("A task queued from outside the group goes to a loop that is awake rather than one waiting in its poll")
+    func outsidePushPrefersAnAwakeLoop() async throws {
+        let group = try LoopGroup(threads: 2, name: "shared")
+        defer { group.shutdown() }
+        let executor = SharedQueueExecutor(group.loops)
+        let awake = group.loops[0], waiting = group.loops[1]
+        for _ in 0..<10 {  // the starting point rotates: each side is tried first
+            let holding = DispatchSemaphore(value: 0), pushed = DispatchSemaphore(value: 0)
+            try awake.enqueue {
+                holding.signal()
+                pushed.wait()  // the loop stays awake in this job while the task is queued
+            }
+            holding.wait()
+            while !waiting.queue.isLoopWaiting { ThisThread.yieldCore() }
+            let task = Task(executorPreference: executor) { EventLoop.current }
+            pushed.signal()
+            #expect(await task.value === awake)
+        }
+    }
+
     @Test("When every loop of the group has shut down, tasks go on on Swift's global executor")
     func afterShutdownJobsGoToTheGlobalExecutor() async throws {
         let group = try LoopGroup(threads: 2, name: "shared")

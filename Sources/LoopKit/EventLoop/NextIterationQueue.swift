@@ -125,6 +125,12 @@ final class NextIterationQueue: Sendable {
         return asleep.load(ordering: .sequentiallyConsistent)
     }
 
+    /// Whether the loop has announced a wait in its poll, as last seen; a hint for choosing among loops
+    /// (a loop that is running or spinning takes a job without a wake-up), not part of the protocol.
+    ///
+    /// Safe from any thread.
+    var isLoopWaiting: Bool { asleep.load(ordering: .relaxed) }
+
     /// Announces that the loop is about to wait in its poll, then looks at the inbox once more.
     ///
     /// - Returns: Whether the loop may wait: false when other threads' jobs arrived (the loop then stays

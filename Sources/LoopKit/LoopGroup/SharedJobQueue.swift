@@ -17,7 +17,10 @@ import Synchronization
 ///   the work it was queued from, as Tokio keeps a worker's last spawned task in its LIFO slot: a task
 ///   hopping between awaits costs no wake-up of another thread. A loop whose callback blocks holds that
 ///   one job back;
-/// - a push from any other thread asks the next loop that is not draining, round robin;
+/// - a push from any other thread asks a loop that is not draining, preferring one that is awake (running,
+///   or spinning after a quick answer from another thread, ``WakeSpin``) to one waiting in its poll, round
+///   robin among equals: a task hopping to the main actor and back comes back to a loop still spinning for
+///   it rather than waking the other;
 /// - a drain runs up to ``drainBudget`` jobs, then queues itself again for the loop's next iteration when
 ///   jobs are left, so a flood of jobs never keeps a loop's I/O waiting for more than one budget.
 ///
@@ -91,22 +94,27 @@ package final class SharedJobQueue: Sendable {
         }
     }
 
-    /// Queues a drain on one loop other than `excluded` that has none queued, starting from the cursor. When
-    /// every loop is gone, hands the waiting jobs to Swift's global executor.
+    /// Queues a drain on one loop other than `excluded` that has none queued, starting from the cursor: an
+    /// awake one (running, or spinning for work, ``WakeSpin``) if there is one, so the job costs no wake-up;
+    /// else the first. When every loop is gone, hands the waiting jobs to Swift's global executor.
     private func scheduleAnother(than excluded: Drainer?, _ taskExecutor: UnownedTaskExecutor) {
         let count = drainers.count
         let start = cursor.wrappingAdd(1, ordering: .relaxed).oldValue
-        var anyAlive = excluded.map { !$0.isGone.load(ordering: .relaxed) } ?? false
-        for offset in 0..<count {
-            let drainer = drainers[(start &+ offset) % count]
-            if drainer === excluded || drainer.isGone.load(ordering: .relaxed) { continue }
-            if drainer.isScheduled.load(ordering: .relaxed) {
-                anyAlive = true
-                continue
+        // Whether a loop that is still there has a drain queued, which will take the jobs.
+        var covered = excluded.map { $0.isScheduled.load(ordering: .relaxed) } ?? false
+        for wakingOneUp in [false, true] {
+            for offset in 0..<count {
+                let drainer = drainers[(start &+ offset) % count]
+                if drainer === excluded || drainer.isGone.load(ordering: .relaxed) { continue }
+                if drainer.isScheduled.load(ordering: .relaxed) {
+                    covered = true
+                    continue
+                }
+                if !wakingOneUp && drainer.loop.queue.isLoopWaiting { continue }
+                if schedule(drainer, taskExecutor) { return }
             }
-            if schedule(drainer, taskExecutor) { return }
         }
-        if !anyAlive { handAllToGlobalExecutor() }
+        if !covered { handAllToGlobalExecutor() }
     }
 
     /// A drain on `drainer`'s loop: jobs until the queue is empty, or ``drainBudget`` of them and then
