@@ -48,9 +48,9 @@ package final class SharedJobQueue: Sendable {
     /// Where a push from outside the group starts looking for a loop.
     private let cursor = Atomic<Int>(0)
 
-    /// A queue drained by `loops`, in place of queueing on each of them.
+    /// A queue drained by `loops`, in place of queueing on each of them (with none, every job goes to Swift's
+    /// global concurrent executor).
     package init(loops: [EventLoop]) {
-        precondition(!loops.isEmpty, "a SharedJobQueue needs at least one loop")
         drainers = loops.map(Drainer.init)
     }
 
@@ -64,9 +64,11 @@ package final class SharedJobQueue: Sendable {
             return queue.count
         }
         if let here = drainerOfCurrentThread() {
-            schedule(here, taskExecutor)
-            // Jobs waiting beyond this one: a second loop shares them.
-            if waiting > 1 && drainers.count > 1 { scheduleAnother(than: here, taskExecutor) }
+            // Jobs waiting beyond this one: a second loop shares them. (This loop may also be past its
+            // shutdown, from its last callbacks: then another loop, or Swift's global executor, takes it.)
+            if !schedule(here, taskExecutor) || (waiting > 1 && drainers.count > 1) {
+                scheduleAnother(than: here, taskExecutor)
+            }
         } else {
             scheduleAnother(than: nil, taskExecutor)
         }
@@ -79,7 +81,6 @@ package final class SharedJobQueue: Sendable {
     }
 
     /// Queues a drain on `drainer`'s loop unless one is queued there. Returns false when the loop is gone.
-    @discardableResult
     private func schedule(_ drainer: Drainer, _ taskExecutor: UnownedTaskExecutor) -> Bool {
         guard !drainer.isGone.load(ordering: .relaxed) else { return false }
         if drainer.isScheduled.load(ordering: .relaxed) { return true }
