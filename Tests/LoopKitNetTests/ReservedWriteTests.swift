@@ -74,6 +74,21 @@ struct ReservedWriteTests {
         #expect(message.contains("wrote 9 bytes into 8"))
     }
 
+    /// The same behind queued output, where the reserved bytes get storage of their own instead of the batch.
+    @Test func aWriterThatOverstatesWhatItWroteBehindQueuedOutputStopsTheProcess() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let driver = try! LoopDriver()
+            var options = ConnectionOptions()
+            options.readHighWaterMark = 4
+            let pair = try! InMemoryConnectionPair(driver: driver, options: options)
+            try! pair.client.write(Bytes([1, 2, 3, 4, 5, 6, 7, 8]))
+            precondition(pair.client.bufferedOutputCount > 0, "the test needs output queued")
+            try! pair.client.write(reservingCapacity: 8) { _ in 9 }
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("wrote 9 bytes into 8"))
+    }
+
     @Test func aWriterThatReportsNothingSendsNothing() throws {
         let (driver, pair, reads) = try pair(room: 64 * 1024)
         try pair.client.write(reservingCapacity: 64) { _ in 0 }

@@ -170,12 +170,7 @@ extension TCPConnection {
             if endIfSendFailed() { return }
             didQueue()
         } else {
-            let bytes = Bytes(unsafeUninitializedCapacity: capacity) { buffer in
-                let written = body(buffer)
-                precondition(written >= 0 && written <= capacity, "LoopKitNet: wrote \(written) bytes into \(capacity)")
-                return written
-            }
-            try write(bytes)
+            try write(Self.reservedBytes(capacity: capacity, body))
         }
     }
 
@@ -212,11 +207,7 @@ extension TCPConnection {
             if endIfSendFailed() { return }
             didQueue()
         } else {
-            let head = Bytes(unsafeUninitializedCapacity: capacity) { buffer in
-                let written = counting(buffer)
-                precondition(written >= 0 && written <= capacity, "LoopKitNet: wrote \(written) bytes into \(capacity)")
-                return written
-            }
+            let head = Self.reservedBytes(capacity: capacity, counting)
             guard wrote else { return }
             output.append(head)
             output.append(bytes)
@@ -225,6 +216,17 @@ extension TCPConnection {
     }
 
     // MARK: Internals (loop thread)
+
+    /// What a reserved write's `body` writes, in bytes of their own: the write's path when its output
+    /// cannot go into the loop's write batch. Stops the process when `body` says it wrote more than it
+    /// reserved (the batch's path checks the same).
+    private static func reservedBytes(capacity: Int, _ body: (UnsafeMutableRawBufferPointer) -> Int) -> Bytes {
+        Bytes(unsafeUninitializedCapacity: capacity) { buffer in
+            let written = body(buffer)
+            precondition(written >= 0 && written <= capacity, "LoopKitNet: wrote \(written) bytes into \(capacity)")
+            return written
+        }
+    }
 
     /// Bytes queued or in this connection's open write batch.
     var pendingOutputCount: Int { output.count + (batchIsOpen ? shared.batchCount : 0) }
