@@ -88,7 +88,7 @@ let package = Package(
         // another thread with the main thread in EventLoop.main.run(), RunLoop.main.run() or dispatchMain().
         .executableTarget(
             name: "MainThreadHop",
-            dependencies: [.product(name: "LoopKit", package: "LoopKit")]
+            dependencies: [.product(name: "LoopKit", package: "LoopKit"), .product(name: "LoopKitExecutors", package: "LoopKit")]
         ),
         // Task.sleep(for: 1 ms) lateness on a LoopKit loop against Swift's default executor (`make bench-main`).
         .executableTarget(

@@ -3,18 +3,20 @@
 # run, each measurement a process of its own (the main thread, dispatchMain() and Swift's executors belong to a
 # whole process), the processes alternated round by round (ROUNDS, default 7; each process warms up first).
 #   1. MainThreadHop: `await MainActor.run { }` and `DispatchQueue.main.async` round trips from another thread,
-#      the main thread in EventLoop.main.run(), RunLoop.main.run() or dispatchMain(); on two cores, then all on
-#      core 0 (the two threads then take turns on one core).
+#      the main thread in EventLoop.main.run() (with and without LoopKitExecutors.install() first, which makes the
+#      main loop Swift's main executor), RunLoop.main.run() or dispatchMain(); on two cores, then all on core 0
+#      (the two threads then take turns on one core).
 #   2. TaskSleepLateness: Task.sleep(for: 1 ms) lateness on a LoopKit loop against Swift's default executor, both
 #      in one process, alternated block by block; the process on core 0, then on two cores.
 #   3. GlobalExecutorHops: actor round trips, task-group fan-out and MainActor.run with
 #      LoopKitExecutors.install(defaultExecutor:), Swift's own executor and NIO's group as the global executor;
 #      a 1-loop group (NIO: 1 loop) with every process on core 0, then a 2-loop group (NIO: 2 loops) on two cores.
 # Ratios are peer / LoopKit per round (above 1: LoopKit faster), summarised as their median (min-max).
-#   MAIN_HOP, SLEEP_LATENESS, EXECUTOR_HOPS: the release binaries. ROUND_TRIPS (20000), SLEEPS (2000),
+#   SECTIONS: which of the three to run ("1 2 3"). MAIN_HOP, SLEEP_LATENESS, EXECUTOR_HOPS: the release binaries. ROUND_TRIPS (20000), SLEEPS (2000),
 #   ACTOR_ROUND_TRIPS (100000), FANOUTS (200) of CHILDREN (1000).
 set -euo pipefail
 ROUNDS=${ROUNDS:-7}
+SECTIONS=${SECTIONS:-1 2 3}
 ROUND_TRIPS=${ROUND_TRIPS:-20000}
 SLEEPS=${SLEEPS:-2000}
 ACTOR_ROUND_TRIPS=${ACTOR_ROUND_TRIPS:-100000}
@@ -81,17 +83,19 @@ verdict() { if awk "BEGIN { exit !($1) }"; then echo met; else echo MISSED; fi; 
 # --- 1. The main thread -------------------------------------------------------------------------------------
 main_rows() {
     local cores=$1 title=$2 runtime hop
-    # Arrays named per runtime and hop kind: mh_loopkit_mainactor, …
-    for runtime in loopkit runloop dispatchmain; do for hop in mainactor mainqueue; do
-        declare -ga "mh_${runtime}_${hop}=()"
+    # Arrays named per runtime and hop kind: mh_loopkit_mainactor, … (loopkit-executor: mh_loopkitexecutor_…)
+    for runtime in loopkit loopkit-executor runloop dispatchmain; do for hop in mainactor mainqueue; do
+        declare -ga "mh_${runtime//-/}_${hop}=()"
     done; done
     for _ in $(seq 1 "$ROUNDS"); do
-        for runtime in loopkit runloop dispatchmain; do
+        for runtime in loopkit loopkit-executor runloop dispatchmain; do
             local out; out=$(run_pinned "$cores" "$MAIN_HOP" --runtime "$runtime" --round-trips "$ROUND_TRIPS")
-            if [ "$runtime" = loopkit ] && ! grep -q "main_queue_on_main_loop 1" <<< "$out"; then
+            if [[ $runtime == loopkit* ]] && ! grep -q "main_queue_on_main_loop 1" <<< "$out"; then
                 echo "  warning: the main queue did not run inside EventLoop.main"; fi
+            if [ "$runtime" = loopkit-executor ] && ! grep -q "executors_installed 1" <<< "$out"; then
+                echo "  warning: LoopKitExecutors was not installed"; fi
             for hop in mainactor mainqueue; do
-                push "mh_${runtime}_${hop}" "$(field "$(grep "^mainhop .* hop $hop " <<< "$out")" ns_per_round_trip)"
+                push "mh_${runtime//-/}_${hop}" "$(field "$(grep "^mainhop .* hop $hop " <<< "$out")" ns_per_round_trip)"
             done
         done
     done
@@ -101,12 +105,17 @@ main_rows() {
             mainactor) echo "    await MainActor.run { } from a detached task (Swift's pool), ns per round trip" ;;
             mainqueue) echo "    DispatchQueue.main.async { signal } from a thread waiting on a semaphore, ns per round trip" ;;
         esac
-        local lk="mh_loopkit_${hop}" rl="mh_runloop_${hop}" dm="mh_dispatchmain_${hop}"
-        printf '      %-31s %-24s %-27s runs: %s\n' "LoopKit EventLoop.main.run()" "$(stats 0 "$lk")" "" "$(runs_of "$lk")"
-        printf '      %-31s %-24s %-27s runs: %s\n' "Foundation RunLoop.main.run()" "$(stats 0 "$rl")" "$(ratio "$rl" "$lk") LoopKit's" "$(runs_of "$rl")"
-        printf '      %-31s %-24s %-27s runs: %s\n' "Dispatch dispatchMain()" "$(stats 0 "$dm")" "$(ratio "$dm" "$lk") LoopKit's" "$(runs_of "$dm")"
+        local lk="mh_loopkit_${hop}" lx="mh_loopkitexecutor_${hop}" rl="mh_runloop_${hop}" dm="mh_dispatchmain_${hop}"
+        printf '      %-37s %-24s %-27s runs: %s\n' "LoopKit EventLoop.main.run()" "$(stats 0 "$lk")" "" "$(runs_of "$lk")"
+        printf '      %-37s %-24s %-27s runs: %s\n' "Foundation RunLoop.main.run()" "$(stats 0 "$rl")" "$(ratio "$rl" "$lk") LoopKit's" "$(runs_of "$rl")"
+        printf '      %-37s %-24s %-27s runs: %s\n' "Dispatch dispatchMain()" "$(stats 0 "$dm")" "$(ratio "$dm" "$lk") LoopKit's" "$(runs_of "$dm")"
         local vr vd; vr=$(ratio_median "$rl" "$lk"); vd=$(ratio_median "$dm" "$lk")
         echo "      goal: >= 2x RunLoop.main: $(verdict "$vr >= 2"); >= dispatchMain: $(verdict "$vd >= 1")"
+        printf '      %-37s %-24s %-27s runs: %s\n' "LoopKit, LoopKitExecutors.install()" "$(stats 0 "$lx")" "" "$(runs_of "$lx")"
+        printf '      %-37s %-24s %-27s\n' "  RunLoop.main.run() / it" "" "$(ratio "$rl" "$lx")"
+        printf '      %-37s %-24s %-27s\n' "  dispatchMain() / it" "" "$(ratio "$dm" "$lx")"
+        vr=$(ratio_median "$rl" "$lx"); vd=$(ratio_median "$dm" "$lx")
+        echo "      goal with the executor installed: >= 2x RunLoop.main: $(verdict "$vr >= 2"); >= dispatchMain: $(verdict "$vd >= 1")"
     done
 }
 
@@ -202,16 +211,24 @@ echo "== The runtime programs run on: $ROUNDS alternated rounds, one process per
 echo "   figures: median [min-max] of the rounds; ratios: peer / LoopKit per round, median (min-max), above 1 = LoopKit faster"
 echo "   ($(nproc) cores, load average at the start: $(cut -d' ' -f1-3 /proc/loadavg))"
 echo
+# section N: whether SECTIONS names it.
+section() { [[ " $SECTIONS " == *" $1 "* ]]; }
+
+if section 1; then
 echo "1. A hop to the main thread and back ($ROUND_TRIPS round trips per process after 2000 of warm-up; a ping-pong: one answer awaited"
 echo "   before the next; each runtime in its own process, from a synchronous main)"
 main_rows all "two cores (unpinned)"
 main_rows 0 "one core (taskset -c 0: the main thread and the other take turns)"
 echo
+fi
+if section 2; then
 echo "2. Task.sleep(for: .milliseconds(1)) lateness: when the task goes on - its deadline, us ($SLEEPS sleeps per side per process,"
 echo "   the two sides alternated in blocks of 100 in one process after a warm-up block each; a LoopGroup(threads: 1) loop)"
 sleep_rows 0 "one core (taskset -c 0)"
 sleep_rows all "two cores (unpinned)"
 echo
+fi
+if section 3; then
 echo "3. Swift's default executor: LoopKitExecutors.install(defaultExecutor: LoopGroup) in an async main, against Swift's own"
 echo "   (nothing installed) and NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor(),"
 echo "   each its own process; measured from Task.detached after a warm-up of a tenth; wall ns per operation, CPU = the"
@@ -219,4 +236,5 @@ echo "   process's CPU time (all threads) per operation"
 executor_rows 0 1 "one core: a 1-loop group, NIO with 1 loop, every process on core 0 (taskset -c 0)"
 executor_rows all 2 "two cores: a 2-loop group, NIO with 2 loops, unpinned"
 echo
+fi
 echo "(load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); $(( $(date +%s) - started )) s)"

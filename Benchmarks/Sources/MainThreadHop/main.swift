@@ -1,12 +1,14 @@
 // The main thread's runtime, the first figure of `make bench-main`: how long a hop to the main thread and
 // back takes when the main thread runs LoopKit's main loop, Foundation's RunLoop or Dispatch's own main.
 //
-//   MainThreadHop --runtime loopkit|runloop|dispatchmain [--round-trips 20000] [--warmup 2000]
+//   MainThreadHop --runtime loopkit|loopkit-executor|runloop|dispatchmain [--round-trips 20000] [--warmup 2000]
 //
 // The main thread runs the runtime named, from this synchronous main (the main thread and `dispatchMain()`
 // belong to the whole process, so each runtime is a process of its own; Benchmarks/main-bench.sh alternates
 // them):
 //   loopkit       `try EventLoop.main.run()`: the main loop drains Dispatch's main queue (rule R12)
+//   loopkit-executor  `LoopKitExecutors.install()`, then `try EventLoop.main.run()`: the main actor's jobs are the
+//                 main loop's own queued work (Swift's main executor is the loop); `DispatchQueue.main` as above
 //   runloop       `RunLoop.main.run()`: CoreFoundation's run loop drains it
 //   dispatchmain  `dispatchMain()`: Dispatch runs its main queue itself
 //
@@ -20,10 +22,12 @@
 // Output, one line each (then the process exits):
 //   mainhop runtime R hop mainactor round_trips N ns_per_round_trip X
 //   mainhop runtime R hop mainqueue round_trips N ns_per_round_trip X
-//   check runtime R main_queue_on_main_loop 1|0        (loopkit only: the main queue ran inside EventLoop.main)
+//   check runtime R main_queue_on_main_loop 1|0 executors_installed 1|0
+//        (loopkit and loopkit-executor only: the main queue ran inside EventLoop.main; LoopKitExecutors installed)
 import Dispatch
 import Foundation
 import LoopKit
+import LoopKitExecutors
 import Synchronization
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -33,8 +37,8 @@ func option(_ name: String) -> String? {
 let runtime = option("--runtime") ?? "loopkit"
 let roundTrips = option("--round-trips").flatMap { Int($0) } ?? 20_000
 let warmup = option("--warmup").flatMap { Int($0) } ?? 2_000
-guard ["loopkit", "runloop", "dispatchmain"].contains(runtime) else {
-    FileHandle.standardError.write(Data("MainThreadHop: --runtime loopkit|runloop|dispatchmain\n".utf8))
+guard ["loopkit", "loopkit-executor", "runloop", "dispatchmain"].contains(runtime) else {
+    FileHandle.standardError.write(Data("MainThreadHop: --runtime loopkit|loopkit-executor|runloop|dispatchmain\n".utf8))
     exit(2)
 }
 
@@ -87,7 +91,7 @@ enum Hops {
 
     /// The other thread: warm-up, one timed run of each kind, the lines, exit.
     static func measure(runtime: String, roundTrips: Int, warmup: Int) {
-        if runtime == "loopkit" {
+        if runtime.hasPrefix("loopkit") {
             let done = DispatchSemaphore(value: 0)
             let onMainLoop = Mutex(false)
             DispatchQueue.main.async {
@@ -95,7 +99,7 @@ enum Hops {
                 done.signal()
             }
             done.wait()
-            print("check runtime \(runtime) main_queue_on_main_loop \(onMainLoop.withLock { $0 } ? 1 : 0)")
+            print("check runtime \(runtime) main_queue_on_main_loop \(onMainLoop.withLock { $0 } ? 1 : 0) executors_installed \(LoopKitExecutors.isInstalled ? 1 : 0)")
         }
         _ = inDetachedTask { await mainActorRoundTrips(warmup) }
         _ = mainQueueRoundTrips(warmup)
@@ -110,13 +114,16 @@ enum Hops {
     }
 }
 
+// The main executor's install comes first, before any task starts (LoopKitExecutors' rule).
+if runtime == "loopkit-executor" { LoopKitExecutors.install() }
+
 let worker = Thread { [runtime, roundTrips, warmup] in
     Hops.measure(runtime: runtime, roundTrips: roundTrips, warmup: warmup)
 }
 worker.start()
 
 switch runtime {
-case "loopkit":
+case "loopkit", "loopkit-executor":
     try EventLoop.main.run()
 case "runloop":
     RunLoop.main.run()
