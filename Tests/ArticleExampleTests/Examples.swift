@@ -322,8 +322,8 @@ func example_RunningOnTheMainLoop_75(router: inout HTTPRouter, configuration: in
     }
 }
 
-// Sources/LoopKit/LoopKit.docc/RunningOnTheMainLoop.md:115
-func example_RunningOnTheMainLoop_115(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKit/LoopKit.docc/RunningOnTheMainLoop.md:118
+func example_RunningOnTheMainLoop_118(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     loop.timerSpin = .microseconds(200)   // wake 200 µs early and spin to each deadline
 }
 

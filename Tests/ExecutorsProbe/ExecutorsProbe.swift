@@ -112,9 +112,10 @@ struct ExecutorsProbe {
                 try? await Task.sleep(for: .milliseconds(1))
                 return loop.iteration
             }.value
-            // The iteration the task went on in reports at its end, and a job queued now may still run in it: read
-            // once the loop has begun a later one.
-            while loop.iteration <= wokeIn { try await loop.perform {} }
+            // The iteration the task went on in reports at its end, which may not have come yet: read once the loop
+            // has begun a later one, on the loop (`perform`, a nonisolated async function, runs on the default
+            // executor, so on this loop, inline).
+            while loop.iteration <= wokeIn { await Task.yield() }
             let timers = try await loop.perform { timerIterations.values }
             check(timers.contains(wokeIn), "a task on the default executor goes on in the iteration whose timer woke it")
         }

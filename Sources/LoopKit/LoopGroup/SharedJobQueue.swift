@@ -22,7 +22,11 @@ import Synchronization
 ///   robin among equals: a task hopping to the main actor and back comes back to a loop still spinning for
 ///   it rather than waking the other;
 /// - a drain runs up to ``drainBudget`` jobs, then queues itself again for the loop's next iteration when
-///   jobs are left, so a flood of jobs never keeps a loop's I/O waiting for more than one budget.
+///   jobs are left, so a flood of jobs never keeps a loop's I/O waiting for more than one budget (R4).
+///
+/// These jobs are not the loop's queued work: a drain takes them as they come, those pushed while it runs
+/// included, so R2 and R3 (work queued during a drain runs in the next iteration) do not hold for them (Swift's
+/// own executor promises no such order either). Everything queued on the loop itself keeps them.
 ///
 /// A loop that has shut down takes no more drains; when no loop of the group takes work any more, the jobs
 /// go to Swift's global concurrent executor, so no task is ever left unrun.
