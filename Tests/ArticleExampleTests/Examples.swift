@@ -57,8 +57,8 @@ func example_README_93(router: inout HTTPRouter, configuration: inout HTTPServer
     try loop.run()                                                 // where RunLoop.main.run() was
 }
 
-// README.md:114
-func example_README_114(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:116
+func example_README_116(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     actor Renderer {
         let loop: EventLoop
         init(loop: EventLoop) { self.loop = loop }
@@ -69,8 +69,8 @@ func example_README_114(router: inout HTTPRouter, configuration: inout HTTPServe
     Task(executorPreference: loop) { /* async code here stays on the loop's thread */ }
 }
 
-// README.md:135
-func example_README_135(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:137
+func example_README_137(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     // A million items without freezing the loop: a time budget per iteration (default 4 ms).
     let job = try loop.process(rows, each: { render($0) },
                                update: { done, total in bar.show(done, of: total) },
@@ -92,36 +92,36 @@ func example_README_135(router: inout HTTPRouter, configuration: inout HTTPServe
     let stages = SectionedDiff(from: oldSections, to: newSections).stages()
 }
 
-// README.md:159
-func example_README_159(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:161
+func example_README_161(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let group = try LoopGroup(threads: 2)
     let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group) { connection in  // SO_REUSEPORT
         for try await chunk in connection.inbound { try await connection.send(chunk) }          // echo
     }
 }
 
-// README.md:176
-func example_README_176(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:178
+func example_README_178(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let socket = try UDPSocket.bind(host: "::1", port: 0, on: loop)             // on the loop's thread
     socket.onDatagrams { batch in                                              // one recvmmsg, lent, no copy
         for datagram in batch { try? socket.write(copying: datagram.payload, toSenderOf: datagram) }
     }                                                                          // one sendmmsg on return
 }
 
-// README.md:188
-func example_README_188(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:190
+func example_README_190(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let result = try await ChildProcess.run("/bin/sh", arguments: ["-c", "make -s"], outputLimit: 1 << 20,
                                             timeout: .seconds(60), on: loop)      // .exited(0), stdout, stderr
 }
 
-// README.md:199
-func example_README_199(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:201
+func example_README_201(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let watcher = try PathWatcher(watching: "/srv/site", recursive: true, on: loop)   // on the loop's thread
     watcher.onEvents { events in for event in events { cache.invalidate(event.path) } }  // one batch per iteration
 }
 
-// README.md:212
-func example_README_212(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:214
+func example_README_214(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
 
     var router = HTTPRouter()
     router.get("/hello") { _ in .text("Hello, World!") }                        // inline: on the loop thread
@@ -137,8 +137,8 @@ func example_README_212(router: inout HTTPRouter, configuration: inout HTTPServe
     try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm], logger: logger).run()
 }
 
-// README.md:249
-func example_README_249(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:251
+func example_README_251(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.webSocket("/ws/echo", .inTask) { request, socket in
         for try await message in socket.messages { try await socket.send(message) }
     }
@@ -153,8 +153,8 @@ func example_README_249(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:273
-@Suite("README.md:273") struct Example_README_273 {
+// README.md:275
+@Suite("README.md:275") struct Example_README_275 {
     @Test func timerFiresAfterQueuedWork() throws {
         let driver = try LoopDriver()                 // a loop on a VirtualClock
         let trace = OrderTrace(driver.loop)
@@ -171,8 +171,8 @@ func example_README_249(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:296
-func example_README_296(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:298
+func example_README_298(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try LoopMetrics.record(loop, name: "main")                 // iteration duration, poll wait, queue depth, …
     router.use(HTTPServerMetrics.middleware())                 // http.server.request.duration, …
     HTTPServerMetrics.record(into: &configuration)             // http.server.open_connections
