@@ -49,7 +49,7 @@ package final class SharedJobQueue: Sendable {
 
     private let jobs = YieldingLock(FIFOQueue<UnownedJob>())
     private let drainers: [Drainer]
-    /// Where a push from outside the group starts looking for a loop.
+    /// Where a push from outside the group starts looking for a loop: an index into `drainers`.
     private let cursor = Atomic<Int>(0)
 
     /// A queue drained by `loops`, in place of queueing on each of them (with none, every job goes to Swift's
@@ -104,10 +104,13 @@ package final class SharedJobQueue: Sendable {
     /// else the first. When every loop is gone, hands the waiting jobs to Swift's global executor.
     private func scheduleAnother(than excluded: Drainer?, _ taskExecutor: UnownedTaskExecutor) {
         let count = drainers.count
-        let start = cursor.wrappingAdd(1, ordering: .relaxed).oldValue
+        // Read, and moved past a loop only when one is asked: a burst's pushes that find every other loop
+        // draining already (most of a fan-out's) change no shared cache line.
+        let start = cursor.load(ordering: .relaxed)
         // Whether a loop that is still there has a drain queued, which will take the jobs.
         var covered = excluded.map { $0.isScheduled.load(ordering: .relaxed) } ?? false
-        for wakingOneUp in [false, true] {
+        for pass in 0..<2 {
+            let wakingOneUp = pass == 1
             for offset in 0..<count {
                 let drainer = drainers[(start &+ offset) % count]
                 if drainer === excluded || drainer.isGone.load(ordering: .relaxed) { continue }
@@ -116,7 +119,10 @@ package final class SharedJobQueue: Sendable {
                     continue
                 }
                 if !wakingOneUp && drainer.loop.queue.isLoopWaiting { continue }
-                if schedule(drainer, taskExecutor) { return }
+                if schedule(drainer, taskExecutor) {
+                    cursor.store((start + offset + 1) % count, ordering: .relaxed)
+                    return
+                }
             }
         }
         if !covered { handAllToGlobalExecutor() }
