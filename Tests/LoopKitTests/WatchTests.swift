@@ -28,6 +28,32 @@ struct WatchTests {
         #expect(watch.isFinished)
     }
 
+    @Test("a loop that watches nothing skips its empty poll; a watch makes each iteration poll again")
+    func emptyPollSkipped() throws {
+        let driver = try LoopDriver()
+        let loop = driver.loop
+        try driver.step(3)
+        #expect(loop.skippedPolls == 3)
+        let pipe = TestPipe()
+        defer { pipe.close() }
+        let events = Lock<[IOEvents]>([])
+        let watch = try loop.watch(pipe.readEnd, for: .readable) { ready in events.withLock { $0.append(ready) } }
+        try driver.step(2)
+        #expect(loop.skippedPolls == 3)
+        pipe.makeReadable()
+        try driver.step()
+        #expect(events.withLock { $0 } == [.readable])  // seen in the first iteration after it became ready
+        watch.pause()
+        try driver.step(2)
+        #expect(loop.skippedPolls == 5)
+        #expect(events.withLock { $0.count } == 1)
+        try watch.resume()
+        try driver.step()
+        #expect(events.withLock { $0.count } == 2)
+        #expect(loop.skippedPolls == 5)
+        watch.cancel()
+    }
+
     @Test("a paused watch reports nothing until resumed, and pausing twice or resuming twice does nothing")
     func pauseAndResume() throws {
         let driver = try LoopDriver()

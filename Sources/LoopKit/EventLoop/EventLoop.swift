@@ -232,6 +232,8 @@ struct LoopState: ~Copyable {
     var wakeSpin = WakeSpin()
     /// The main loop's watch on Dispatch's main-queue handle (rule R12), once it has been driven.
     var mainQueueWatch: Watch?
+    /// Polls that did not wait and were skipped, the base holding only the loop's own events.
+    var skippedPolls = 0
 
     /// What must end when the loop shuts down, by owner, with the order of registration.
     var shutdownObservers: [ObjectIdentifier: (sequence: UInt64, body: () -> Void)] = [:]

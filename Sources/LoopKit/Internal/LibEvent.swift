@@ -84,6 +84,13 @@ final class LibEventBase: @unchecked Sendable {  // libevent's base: touched on 
         if event_base_loop(raw, flags) < 0 { throw .libevent("event_base_loop", errno: errno) }
     }
 
+    /// How many events the base has added, active or virtual (libevent's own internal events aside): what a
+    /// poll could find or run. The corresponding libevent call is `event_base_get_num_events`.
+    var eventCount: Int32 {
+        event_base_get_num_events(
+            raw, UInt32(EVENT_BASE_COUNT_ADDED | EVENT_BASE_COUNT_ACTIVE | EVENT_BASE_COUNT_VIRTUAL))
+    }
+
     /// The name of the kernel mechanism the base uses (`epoll`, `poll`, …).
     var method: String { String(cString: event_base_get_method(raw)) }
 }
@@ -159,6 +166,10 @@ final class LoopEvents: @unchecked Sendable {  // written once in init; other th
     private var wakeUpFD: Int32 = -1
     /// Whether the wake-up event is edge-triggered (then its fd is never read).
     private(set) var wakeUpIsEdgeTriggered = false
+
+    /// How many events an owned loop keeps added on its base: the timer and the wake-up (the tick is only
+    /// ever made active).
+    static let ownEventCount: Int32 = 2
 
     init(base: LibEventBase) { self.base = base }
 
