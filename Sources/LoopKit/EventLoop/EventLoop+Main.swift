@@ -42,14 +42,24 @@ extension EventLoop {
         try MainLoop.shared.get()
     }
 
-    /// Starts watching the main queue's handle: its readiness ends a waiting poll and is cleared by a
-    /// phase 2 callback; the queue itself runs at the end of phase 2 in every iteration (rule R12).
+    /// Starts watching the main queue's handle: its readiness ends a waiting poll; the queue itself runs at
+    /// the end of phase 2 in every iteration (rule R12).
+    ///
+    /// The handle is an eventfd Dispatch adds 1 to whenever the queue gets work. Where the backend has
+    /// edge-triggered events (epoll) it is watched as the loop's own wake-up is: each write is an edge that
+    /// ends one poll, and the counter is never read (a `read` less per main-queue round trip). Elsewhere a
+    /// phase 2 callback reads it, as CoreFoundation's run loop does.
     ///
     /// Called on the main thread each time the main loop is driven; a no-op after the first.
     func watchMainQueue() throws(EventLoopError) {
         guard state.value.mainQueueWatch == nil else { return }
         let handle = MainQueue.handle
-        state.value.mainQueueWatch = try watch(handle, for: .readable) { _ in MainQueue.acknowledge(handle) }
+        let edgeTriggered = events.wakeUpIsEdgeTriggered
+        var flags: LibEventFlags = [.read]
+        if edgeTriggered { flags.insert(.edgeTriggered) }
+        state.value.mainQueueWatch = try register(fd: handle, flags: flags, operation: "run()") { _ in
+            if !edgeTriggered { MainQueue.acknowledge(handle) }
+        }
     }
 
     /// Phase 2, last step on the main loop: the blocks on Dispatch's main queue (rule R12).

@@ -177,7 +177,7 @@ extension EventLoop {
         return try register(fd: signal, flags: .signal, operation: "onSignal(_:_:)") { _ in handler() }
     }
 
-    private func register(
+    func register(
         fd: Int32, flags: LibEventFlags, operation: String, _ handler: @escaping (IOEvents) -> Void
     ) throws(EventLoopError) -> Watch {
         guard owner.isCurrent else { throw .wrongThread(operation: operation) }
