@@ -128,12 +128,16 @@ struct ReservedWriteTests {
     // MARK: Followed by bytes sent by reference (a response head, then its body)
 
     /// Serialises `head` through a reserved write followed by `body` by reference.
-    static func writeReserved(_ head: [UInt8], followedBy body: Bytes, on connection: TCPConnection) throws {
+    static func writeReserved(_ head: [UInt8], followedBy body: Bytes, then trailer: Bytes? = nil,
+                              on connection: TCPConnection) throws {
         try connection.write(reservingCapacity: head.count, { buffer in
             head.withUnsafeBytes { buffer.copyMemory(from: $0) }
             return head.count
-        }, followedBy: body)
+        }, followedBy: body, then: trailer)
     }
+
+    /// What follows a chunk's data in the trailer tests.
+    static let trailer: [UInt8] = Array("\r\n".utf8)
 
     /// Outside a read handler, however much the peer takes at once: what it did not take is queued, and
     /// everything arrives in order, the reserved bytes first.
@@ -188,5 +192,63 @@ struct ReservedWriteTests {
         try pair.client.write("go")
         _ = try driver.runUntilIdle()
         #expect(reads.all == [second + first + second])  // one delivery: one write of the batch
+    }
+
+    // MARK: Then a trailer, by reference too (a chunk's size line, its data, its CRLF)
+
+    /// Outside a read handler, however much the peer takes at once: the reserved bytes, the bytes after them
+    /// and the trailer arrive in that order.
+    @Test func aReservedWriteFollowedByBytesAndATrailerSendsAllThreeInOrder() throws {
+        for room in [1, 3, 1000, 2000, 64 * 1024] {
+            let (driver, pair, reads) = try pair(room: room)
+            try Self.writeReserved(second, followedBy: Bytes(first), then: Bytes(Self.trailer), on: pair.client)
+            let total = second.count + first.count + Self.trailer.count
+            #expect(pair.client.bufferedOutputCount == max(0, total - room), "room \(room)")
+            _ = try driver.runUntilIdle()
+            #expect(reads.all.flatMap { $0 } == second + first + Self.trailer, "room \(room)")
+        }
+    }
+
+    /// Behind queued output the three wait their turn, in order.
+    @Test func aReservedWriteWithATrailerKeepsItsPlaceBehindQueuedOutput() throws {
+        let (driver, pair, reads) = try pair(room: 1000)
+        try pair.client.write(Bytes(first))
+        try Self.writeReserved(second, followedBy: Bytes(first), then: Bytes(Self.trailer), on: pair.client)
+        #expect(pair.client.bufferedOutputCount == first.count + second.count + first.count + Self.trailer.count - 1000)
+        _ = try driver.runUntilIdle()
+        #expect(reads.all.flatMap { $0 } == first + second + first + Self.trailer)
+    }
+
+    /// A writer that reports nothing sends neither the bytes after it nor the trailer.
+    @Test func aReservedWriteThatWritesNothingDropsItsTrailerToo() throws {
+        let (driver, pair, reads) = try pair(room: 64 * 1024)
+        try pair.client.write(reservingCapacity: 64, { _ in 0 }, followedBy: Bytes(first), then: Bytes(Self.trailer))
+        #expect(pair.client.bufferedOutputCount == 0)
+        _ = try driver.runUntilIdle()
+        #expect(reads.all.isEmpty)
+    }
+
+    /// Inside a read handler all three join the handler's batch and go out in one write, in order.
+    @Test func aReservedWriteWithATrailerInsideAReadHandlerJoinsTheBatch() throws {
+        let driver = try LoopDriver()
+        let pair = try InMemoryConnectionPair(driver: driver)
+        let (first, second, server) = (first, second, pair.server)
+        server.onRead { bytes in
+            do {
+                try Self.writeReserved(second, followedBy: Bytes(first), then: Bytes(Self.trailer), on: server)
+                try Self.writeReserved(second, on: server)
+            } catch {
+                Issue.record("not written: \(error)")
+            }
+            return bytes.count
+        }
+        let reads = Recorder<[UInt8]>()
+        pair.client.onRead { bytes in
+            reads.record(Array(bytes))
+            return bytes.count
+        }
+        try pair.client.write("go")
+        _ = try driver.runUntilIdle()
+        #expect(reads.all == [second + first + Self.trailer + second])  // one delivery: one write of the batch
     }
 }

@@ -97,6 +97,15 @@ struct HTTPResponseEncoder {
     /// The most bytes ``appendChunk(_:)`` appends around `count` bytes of data: 16 hex digits and two CRLFs.
     static func chunkCapacity(for count: Int) -> Int { count + 20 }
 
+    /// Appends a chunk's size line alone (size in hex, CRLF): its data and ``chunkEnd`` follow by reference.
+    mutating func appendChunkSizeLine(_ count: Int) {
+        appendHex(count)
+        appendLineEnd()
+    }
+
+    /// The most bytes ``appendChunkSizeLine(_:)`` appends: 16 hex digits and a CRLF.
+    static let chunkSizeLineCapacity = 18
+
     /// Appends the last chunk and the empty trailer section.
     mutating func appendLastChunk() {
         append(Self.lastChunk)

@@ -27,12 +27,20 @@ public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: ever
     /// Writes `bytes` as one chunk; suspends while the connection's unsent output is above its high-water
     /// mark (the client reads slower than the handler writes).
     ///
+    /// From 2 KiB up the bytes are sent from their own storage (no copy), held until the socket has taken
+    /// them, between the chunk's size line and its CRLF in one `writev`; smaller ones are copied with their
+    /// framing, which costs less than the extra `iovec`s.
+    ///
     /// - Parameter bytes: The bytes (a request body's chunk, say); an empty write does nothing.
     /// - Throws: ``HTTPServerError/connectionClosed`` once the client has gone.
     ///
     /// Call on the connection's loop (from the streaming task).
     public func write(_ bytes: Bytes) async throws {
-        try append { bytes.withUnsafeBytes($0) }
+        if bytes.count >= HTTPConnection.bodyCopyThreshold {
+            try appendByReference(bytes)
+        } else {
+            try append { bytes.withUnsafeBytes($0) }
+        }
         try await waitForRoom()
     }
 
@@ -89,6 +97,23 @@ public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: ever
             connection.responseBodyBytes += raw.count
         }
     }
+
+    /// Sends `bytes` as one chunk (or raw, for HTTP/1.0) from their own storage: the size line is serialised
+    /// into the connection's output, the data and the chunk's CRLF follow by reference.
+    private func appendByReference(_ bytes: Bytes) throws {
+        let connection = connection
+        guard !connection.isClosed else { throw HTTPServerError.connectionClosed }
+        if chunked {
+            connection.writeEncoded(estimate: HTTPResponseEncoder.chunkSizeLineCapacity, followedBy: bytes,
+                                    then: Self.chunkEnd) { $0.appendChunkSizeLine(bytes.count) }
+        } else {
+            connection.writeBody(bytes)
+        }
+        connection.responseBodyBytes += bytes.count
+    }
+
+    /// The CRLF that ends every chunk sent by reference: one storage for all of them.
+    private static let chunkEnd = Bytes("\r\n".utf8)
 
     /// Waits while the output is above the high-water mark.
     private func waitForRoom() async throws {

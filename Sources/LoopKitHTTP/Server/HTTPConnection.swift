@@ -668,10 +668,12 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
     /// loop's write batch (the responses to pipelined requests go out with one `writev` when it returns);
     /// outside it, the loop's copy buffer for one write, sent at once. `encode` is first given `estimate`
     /// bytes and, when they were too few, the size it turned out to need. Then `body`, if any, by reference
-    /// (no copy) in the same write: a body at or above ``bodyCopyThreshold`` goes from its own storage, as
-    /// the write batch takes ``Bytes``. Nothing is written once the connection is closing or closed (the
-    /// close handler tells this connection). Loop thread.
-    func writeEncoded(estimate: Int, followedBy body: Bytes? = nil, _ encode: (inout HTTPResponseEncoder) -> Void) {
+    /// (no copy) in the same write, and `trailer` after it (a chunk's CRLF): a body at or above
+    /// ``bodyCopyThreshold`` goes from its own storage, as the write batch takes ``Bytes``. Nothing is
+    /// written once the connection is closing or closed (the close handler tells this connection). Loop
+    /// thread.
+    func writeEncoded(estimate: Int, followedBy body: Bytes? = nil, then trailer: Bytes? = nil,
+                      _ encode: (inout HTTPResponseEncoder) -> Void) {
         guard !isClosed else { return }
         var capacity = estimate
         while true {
@@ -681,7 +683,7 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
                 // Swift box it on the heap, an allocation per response.
                 if let body {
                     try tcp.write(reservingCapacity: capacity, { Self.encode(into: $0, encode, needing: &needed) },
-                                  followedBy: body)
+                                  followedBy: body, then: trailer)
                 } else {
                     try tcp.write(reservingCapacity: capacity) { Self.encode(into: $0, encode, needing: &needed) }
                 }
@@ -690,6 +692,17 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
             }
             guard needed > capacity else { return }
             capacity = needed
+        }
+    }
+
+    /// Writes `bytes` by reference, as they are (a streamed body without chunked framing). Nothing is written
+    /// once the connection is closing or closed, as ``writeEncoded(estimate:followedBy:then:_:)``. Loop thread.
+    func writeBody(_ bytes: Bytes) {
+        guard !isClosed else { return }
+        do {
+            try tcp.write(bytes)
+        } catch {
+            return  // closing or closed: the close handler tells this connection
         }
     }
 

@@ -174,20 +174,21 @@ extension TCPConnection {
         }
     }
 
-    /// As ``write(reservingCapacity:_:)``, then `bytes` by reference (no copy) when `body` wrote anything:
-    /// a response head serialised into the batch and a body sent from its own storage, in the same
-    /// `writev`.
+    /// As ``write(reservingCapacity:_:)``, then `bytes` by reference (no copy) when `body` wrote anything,
+    /// and `trailer` after them when given: a response head serialised into the batch and a body sent from
+    /// its own storage, or a chunk's size line, its data and its CRLF, in the same `writev`.
     ///
     /// - Parameters:
     ///   - capacity: The most bytes `body` may write.
     ///   - body: Writes from the start of the buffer and returns how many bytes it wrote (0: nothing is
-    ///     sent, `bytes` neither).
+    ///     sent, `bytes` and `trailer` neither).
     ///   - bytes: Sent after what `body` wrote.
+    ///   - trailer: Sent after `bytes`, by reference too.
     /// - Throws: As ``write(_:)-(Bytes)``.
     ///
     /// Call on the loop's thread.
     package func write(reservingCapacity capacity: Int, _ body: (UnsafeMutableRawBufferPointer) -> Int,
-                       followedBy bytes: Bytes) throws(NetError) {
+                       followedBy bytes: Bytes, then trailer: Bytes? = nil) throws(NetError) {
         try checkWritable()
         guard capacity > 0 else { return }
         var wrote = false
@@ -198,11 +199,11 @@ extension TCPConnection {
         }
         if batchIsOpen {
             shared.appendCopy(capacity: capacity, counting)
-            if wrote { shared.append(bytes) }
+            if wrote { appendToBatch(bytes, then: trailer) }
             didQueue()
         } else if output.isEmpty, shared.openBatch(for: ObjectIdentifier(self)) {
             shared.appendCopy(capacity: capacity, counting)
-            if wrote { shared.append(bytes) }
+            if wrote { appendToBatch(bytes, then: trailer) }
             shared.closeBatch(send: { vectors, count in transmit(vectors, count) }, keep: { bytes in output.append(bytes) })
             if endIfSendFailed() { return }
             didQueue()
@@ -211,11 +212,19 @@ extension TCPConnection {
             guard wrote else { return }
             output.append(head)
             output.append(bytes)
+            if let trailer { output.append(trailer) }
             didQueue()
         }
     }
 
     // MARK: Internals (loop thread)
+
+    /// Appends `bytes`, then `trailer` if any, to the open write batch, both by reference.
+    @inline(__always)
+    private func appendToBatch(_ bytes: Bytes, then trailer: Bytes?) {
+        shared.append(bytes)
+        if let trailer { shared.append(trailer) }
+    }
 
     /// What a reserved write's `body` writes, in bytes of their own: the write's path when its output
     /// cannot go into the loop's write batch. Stops the process when `body` says it wrote more than it
