@@ -10,7 +10,7 @@ private let chunkSizes = [100, HTTPConnection.bodyCopyThreshold - 1, HTTPConnect
                           5_000, 70_000, 10, 65_536]
 
 /// Chunk `index` of `size` bytes, each chunk a pattern of its own so that a swapped or shifted chunk shows.
-private func chunk(_ index: Int, size: Int) -> [UInt8] {
+func streamedChunk(_ index: Int, size: Int) -> [UInt8] {
     (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index &* 7 &+ 1) }
 }
 
@@ -28,21 +28,31 @@ private func difference(_ received: [UInt8], _ expected: [UInt8]) -> String? {
     return "received \(received.count) bytes, expected \(expected.count); first difference at byte \(index)"
 }
 
-/// `GET /chunks?sizes=…&repeat=N`: each size as one `Bytes` chunk, the list N times.
+/// The chunks `GET /chunks?sizes=…&repeat=N` streams.
+func streamedChunks(sizes: [Int], rounds: Int) -> [[UInt8]] {
+    (0..<rounds).flatMap { round in sizes.enumerated().map { streamedChunk(round * sizes.count + $0.offset, size: $0.element) } }
+}
+
+/// A router with `GET /chunks?sizes=…&repeat=N` only.
 private func streamingRouter() -> HTTPRouter {
     var router = HTTPRouter()
+    addStreamedChunksRoute(to: &router)
+    return router
+}
+
+/// Adds `GET /chunks?sizes=…&repeat=N`: each size as one `Bytes` chunk, the list N times.
+func addStreamedChunksRoute(to router: inout HTTPRouter) {
     router.get("/chunks") { request in
         let sizes = (request.query("sizes") ?? "").split(separator: ",").compactMap { Int($0) }
         let rounds = request.query("repeat").flatMap { Int($0) } ?? 1
         return HTTPServerResponse(status: .ok, body: .stream { writer in
             for round in 0..<rounds {
                 for (index, size) in sizes.enumerated() {
-                    try await writer.write(Bytes(chunk(round * sizes.count + index, size: size)))
+                    try await writer.write(Bytes(streamedChunk(round * sizes.count + index, size: size)))
                 }
             }
         })
     }
-    return router
 }
 
 /// Response bodies a handler streams through ``HTTPBodyWriter``: what reaches the client, byte for byte.
@@ -51,9 +61,7 @@ struct StreamedResponseBodyTests {
     /// The request for `sizes`, repeated `rounds` times, and the chunks it streams.
     private func request(_ sizes: [Int], rounds: Int = 1, version: String = "HTTP/1.1") -> (String, [[UInt8]]) {
         let list = sizes.map(String.init).joined(separator: ",")
-        let chunks = (0..<rounds).flatMap { round in
-            sizes.enumerated().map { chunk(round * sizes.count + $0.offset, size: $0.element) }
-        }
+        let chunks = streamedChunks(sizes: sizes, rounds: rounds)
         return ("GET /chunks?sizes=\(list)&repeat=\(rounds) \(version)\r\nHost: t\r\nConnection: close\r\n\r\n", chunks)
     }
 
