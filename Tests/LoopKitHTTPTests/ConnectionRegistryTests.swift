@@ -170,17 +170,17 @@ struct ConnectionRegistryTests {
     }
 }
 
-/// One deadline sweep per registry: its ticks reach each connection's handler, and it ticks only while
-/// connections are registered.
+/// One deadline sweep per registry: each tick reaches each connection's handler with the loop's clock as
+/// the sweep read it, and it ticks only while connections are registered.
 @Suite("One deadline sweep per registry")
 struct ConnectionRegistrySweepTests {
-    /// A handler that records the ticks its deadlines are checked at.
+    /// A handler that records when its deadlines are checked: the loop's clock, in nanoseconds.
     final class TickRecorder: ConnectionHandler {
-        var ticks: [UInt64] = []
+        var sweptAt: [UInt64] = []
 
         func connection(_ connection: TCPConnection, received bytes: UnsafeRawBufferPointer) -> Int { bytes.count }
 
-        func checkDeadlines(_ connection: TCPConnection, now tick: UInt64) { ticks.append(tick) }
+        func checkDeadlines(_ connection: TCPConnection, now: EventLoopClock.Instant) { sweptAt.append(now.nanoseconds) }
     }
 
     @Test func eachTickReachesTheHandlerOfEveryRegisteredConnection() throws {
@@ -190,13 +190,15 @@ struct ConnectionRegistrySweepTests {
         let pair = try InMemoryConnectionPair(driver: driver)
         let handler = TickRecorder()
         pair.server.setHandler(handler)
+        let start = driver.loop.clock.now
         registry.add(pair.server)
         try driver.advance(by: .seconds(3))
-        #expect(handler.ticks == [1, 2, 3])
+        #expect(handler.sweptAt == (1...3).map { start.advanced(by: .seconds($0)).nanoseconds })
     }
 
     @Test func theSweepStopsWhenNoConnectionIsLeftAndStartsAgainWithTheNext() throws {
         let driver = try LoopDriver()
+        let start = driver.loop.clock.now
         let registry = ConnectionRegistry(loop: driver.loop)
         registry.sweep(every: .seconds(1))
         try driver.advance(by: .seconds(5))
@@ -214,7 +216,8 @@ struct ConnectionRegistrySweepTests {
         second.server.setHandler(handler)
         registry.add(second.server)
         try driver.advance(by: .seconds(1))
-        #expect(handler.ticks == [4])
+        #expect(registry.tick == 4)
+        #expect(handler.sweptAt == [start.advanced(by: .seconds(18)).nanoseconds])  // 1 s after it was added
     }
 
     @Test func anHTTPServerKeepsNoTimerOfItsOwn() throws {

@@ -1,4 +1,5 @@
 import HTTPTypes
+import LoopKit
 import LoopKitNet
 @testable import LoopKitHTTP
 
@@ -50,10 +51,10 @@ struct LineEchoUpgrader: HTTPUpgrader {
 /// The line-echo protocol's handler: writes back every complete line, and leaves a partial one buffered;
 /// the server's drain makes it say `bye` and close. It records the ticks of the server's deadline sweep.
 final class LineEchoHandler: ConnectionHandler {
-    /// The sweep ticks the handler was asked to check its deadlines at.
-    var sweepTicks: [UInt64] = []
+    /// When the sweep asked the handler to check its deadlines: the loop's clock, in nanoseconds.
+    var sweptAt: [UInt64] = []
 
-    func checkDeadlines(_ connection: TCPConnection, now tick: UInt64) { sweepTicks.append(tick) }
+    func checkDeadlines(_ connection: TCPConnection, now: EventLoopClock.Instant) { sweptAt.append(now.nanoseconds) }
 
     func connectionShouldDrain(_ connection: TCPConnection) {
         _ = Result { () throws(NetError) in try connection.write("bye\n") }

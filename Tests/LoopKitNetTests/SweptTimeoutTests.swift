@@ -33,13 +33,14 @@ struct SweptTimeoutTests {
         }
     }
 
-    /// A handler that takes every byte and records the sweep's ticks, checking no deadline of its own.
+    /// A handler that takes every byte and records when the sweep looked at it (the loop's clock, in
+    /// nanoseconds), checking no deadline of its own.
     final class TickRecorder: ConnectionHandler {
-        var ticks: [UInt64] = []
+        var sweptAt: [UInt64] = []
 
         func connection(_ connection: TCPConnection, received bytes: UnsafeRawBufferPointer) -> Int { bytes.count }
 
-        func checkDeadlines(_ connection: TCPConnection, now tick: UInt64) { ticks.append(tick) }
+        func checkDeadlines(_ connection: TCPConnection, now: EventLoopClock.Instant) { sweptAt.append(now.nanoseconds) }
     }
 
     static func options(_ configure: (inout ConnectionOptions) -> Void) -> ConnectionOptions {
@@ -94,12 +95,14 @@ struct SweptTimeoutTests {
 
     @Test func theConnectionChecksItsTimeoutsBeforeItsHandlerWhichCannotSkipThem() throws {
         let driver = try LoopDriver()
+        let start = driver.loop.clock.now
         let registry = ConnectionRegistry(loop: driver.loop)
         let end = SocketEnd(driver: driver, options: Self.options { $0.idleTimeout = .milliseconds(400) }, registry: registry)
         let handler = TickRecorder()
         end.connection.setHandler(handler)
         try driver.advance(by: .seconds(1))
-        #expect(handler.ticks == [1, 2, 3])  // the fourth tick found the idle timeout passed: the handler was not asked
+        // Ticks every 100 ms; the fourth found the idle timeout passed: the handler was not asked.
+        #expect(handler.sweptAt == (1...3).map { start.advanced(by: .milliseconds(100 * $0)).nanoseconds })
         #expect(end.connection.closeReason == .timedOut(.idle))
     }
 
@@ -145,17 +148,18 @@ struct SweptTimeoutTests {
 
     @Test func theSweepTicksAtTheFinestIntervalAskedForAndGoesBackWhenItsAskerLeaves() throws {
         let driver = try LoopDriver()
+        let start = driver.loop.clock.now
         let registry = ConnectionRegistry(loop: driver.loop)
         registry.sweep(every: .seconds(1))  // as an HTTP server's loop context does
         let end = SocketEnd(driver: driver, options: ConnectionOptions(), registry: registry)
         let handler = TickRecorder()
         end.connection.setHandler(handler)
         try driver.advance(by: .milliseconds(300))
-        #expect(handler.ticks.isEmpty)
+        #expect(handler.sweptAt.isEmpty)
         registry.sweep(every: .milliseconds(10))  // finer: the sweep is re-armed now
         #expect(registry.interval == .milliseconds(10))
         try driver.advance(by: .milliseconds(100))
-        #expect(handler.ticks == Array(1...10))  // 310 ms … 400 ms
+        #expect(handler.sweptAt == (1...10).map { start.advanced(by: .milliseconds(300 + 10 * $0)).nanoseconds })  // 310 … 400 ms
         registry.sweep(every: .milliseconds(500))  // coarser than the finest: nothing changes
         #expect(registry.interval == .milliseconds(10))
         registry.stopSweeping(every: .milliseconds(10))
@@ -163,9 +167,10 @@ struct SweptTimeoutTests {
         registry.stopSweeping(every: .milliseconds(500))
         #expect(registry.interval == .seconds(1))
         try driver.advance(by: .milliseconds(999))
-        #expect(handler.ticks.count == 10)
+        #expect(handler.sweptAt.count == 10)
         try driver.advance(by: .milliseconds(1))
-        #expect(handler.ticks.count == 11)  // 1 s after it went back
+        #expect(handler.sweptAt.count == 11)
+        #expect(handler.sweptAt.last == start.advanced(by: .milliseconds(1_400)).nanoseconds)  // 1 s after it went back
         #expect(driver.loop.liveTimerCount == 1)
     }
 

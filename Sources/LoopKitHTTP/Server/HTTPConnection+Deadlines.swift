@@ -1,3 +1,4 @@
+import LoopKit
 import LoopKitNet
 
 // Every deadline of an HTTP connection, checked by its loop's sweep (``HTTPLoopContext``): one per state
@@ -7,10 +8,9 @@ import LoopKitNet
 // deadline is never noticed before it passed, and at most one sweep interval after.
 
 extension HTTPConnection {
-    /// The registry's sweep (``HTTPLoopContext/registry``): the deadlines are checked against the clock
-    /// the sweep read (``HTTPLoopContext/sweptAt``), not the tick count.
-    func checkDeadlines(_ connection: TCPConnection, now tick: UInt64) {
-        checkTimeout(now: context.sweptAt)
+    /// The registry's sweep (``HTTPLoopContext/registry``), with the loop's clock as it read it.
+    func checkDeadlines(_ connection: TCPConnection, now: EventLoopClock.Instant) {
+        checkTimeout(now: now.nanoseconds)
     }
 
     /// Called by the loop's sweep (``HTTPLoopContext``) with the loop's clock: ends the connection when

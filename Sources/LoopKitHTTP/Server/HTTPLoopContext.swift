@@ -83,9 +83,6 @@ final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one per lo
     /// The loop's clock now, for a deadline's stamp. Loop thread.
     var now: UInt64 { loop.clockNanoseconds }
 
-    /// The loop's clock at the sweep under way: what the deadlines are checked against. Loop thread.
-    var sweptAt: UInt64 { registry.sweptAt }
-
     /// Starts the registry's deadline sweep and watches the loop's shutdown (which ends the connections).
     /// Call on the loop's thread.
     func start() throws {

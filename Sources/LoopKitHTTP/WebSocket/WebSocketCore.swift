@@ -83,9 +83,9 @@ final class WebSocketCore: ConnectionHandler {
     /// not come within ``WebSocketConfiguration/closeTimeout``; closes it with 1001 when a keep-alive
     /// ping's pong did not come within ``WebSocketConfiguration/pingTimeout``; sends the keep-alive ping
     /// that fell due. Each deadline is noticed at the first tick after it passed (up to one interval late).
-    func checkDeadlines(_ connection: TCPConnection, now tick: UInt64) {
+    func checkDeadlines(_ connection: TCPConnection, now instant: EventLoopClock.Instant) {
         guard !tcp.isClosed, let context = served?.context else { return }
-        let now = context.sweptAt
+        let now = instant.nanoseconds
         if OutputDeadlines.cutIfStuck(tcp, now: now, context: context) { return }  // closed: `served` is gone
         guard pingDue != nil || pongDue != nil || closeDue != nil else { return }
         if let due = closeDue, now >= due {

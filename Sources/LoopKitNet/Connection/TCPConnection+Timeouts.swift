@@ -67,11 +67,11 @@ extension TCPConnection {
         timeouts?.timer = nil
     }
 
-    /// The registry's sweep looks at the connection at `tick` (`now` on the loop's clock): the timeouts
-    /// of ``ConnectionOptions`` first, then its handler's deadlines
+    /// The registry's sweep looks at the connection at `now` on the loop's clock: the timeouts of
+    /// ``ConnectionOptions`` first, then its handler's deadlines
     /// (``ConnectionHandler/checkDeadlines(_:now:)``) if it is still open. A handler cannot skip the
     /// connection's own timeouts. Loop thread only.
-    func sweep(tick: UInt64, now: UInt64) {
+    func sweep(now: UInt64) {
         if timeouts != nil {
             guard !machine.isClosed else { return }
             if case .expired(let which) = timeoutCheck(now: now) {
@@ -79,7 +79,7 @@ extension TCPConnection {
                 return
             }
         }
-        handler?.checkDeadlines(self, now: tick)
+        handler?.checkDeadlines(self, now: EventLoopClock.Instant(nanoseconds: now))
     }
 
     /// What a look at the timeouts at `now` finds.

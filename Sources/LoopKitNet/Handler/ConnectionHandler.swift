@@ -1,3 +1,5 @@
+import LoopKit
+
 /// What a ``TCPConnection``'s bytes and events go to. A connection has one handler at a time
 /// (``TCPConnection/setHandler(_:)``), and hands itself over with ``TCPConnection/replaceHandler(_:)``:
 /// a protocol upgrade (HTTP to WebSocket) replaces the HTTP handler with the new protocol's, which is
@@ -33,20 +35,21 @@ public protocol ConnectionHandler: AnyObject {
     func connectionShouldDrain(_ connection: TCPConnection)
 
     /// The registry's deadline sweep looks at the connection (a server's protocol that keeps deadlines:
-    /// a head, a body, an idle wait, write progress): end it if one has passed. `tick` counts the sweep's
-    /// ticks; it is not a clock: the sweep ticks at the finest interval anything on the registry asks for,
-    /// which changes as listeners and connections come and go, so keep deadlines as points in time and
-    /// compare them with the time now. The connection's own timeouts (``ConnectionOptions/readTimeout``,
+    /// a head, a body, an idle wait, write progress): end it if one has passed. `now` is the loop's clock
+    /// as the sweep read it, once for every connection it looks at: keep deadlines as instants of
+    /// ``EventLoop/clock`` (`loop.clock.now.advanced(by: timeout)`) and compare them with `now`. The sweep
+    /// runs at the finest interval anything on the registry asks for, so a deadline is noticed at most one
+    /// interval after it passed, never before. The connection's own timeouts (``ConnectionOptions/readTimeout``,
     /// ``ConnectionOptions/writeTimeout``, ``ConnectionOptions/idleTimeout``) were checked just before,
     /// by the connection itself: a handler need not, and cannot skip them; a connection they ended is not
     /// passed here. Only the connections a registry keeps (a listener's) are swept. By default nothing is
     /// checked. Called on the loop's thread.
-    func checkDeadlines(_ connection: TCPConnection, now tick: UInt64)
+    func checkDeadlines(_ connection: TCPConnection, now: EventLoopClock.Instant)
 }
 
 extension ConnectionHandler {
     public func connectionShouldDrain(_ connection: TCPConnection) { connection.close() }
-    public func checkDeadlines(_ connection: TCPConnection, now tick: UInt64) {}
+    public func checkDeadlines(_ connection: TCPConnection, now: EventLoopClock.Instant) {}
     public func connectionInputEnded(_ connection: TCPConnection) {}
     public func connectionBecameWritable(_ connection: TCPConnection) {}
     public func connection(_ connection: TCPConnection, closedWith reason: CloseReason) {}

@@ -131,7 +131,7 @@ package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined:
         // starts it again): lazily, so connections that come and go one at a time do not each start one.
         guard !connections.isEmpty else { return stopTicking() }
         sweptAt = loop.clockNanoseconds
-        forEach { $0.sweep(tick: tick, now: sweptAt) }
+        forEach { $0.sweep(now: sweptAt) }
     }
 
     private func stopTicking() {
