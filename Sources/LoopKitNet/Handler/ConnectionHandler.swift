@@ -36,8 +36,8 @@ public protocol ConnectionHandler: AnyObject {
 
     /// The registry's deadline sweep looks at the connection (a server's protocol that keeps deadlines:
     /// a head, a body, an idle wait, write progress): end it if one has passed. `now` is the loop's clock
-    /// as the sweep read it, once for every connection it looks at: keep deadlines as instants of
-    /// ``EventLoop/clock`` (`loop.clock.now.advanced(by: timeout)`) and compare them with `now`. The sweep
+    /// as the sweep read it, once for every connection it looks at: keep deadlines as instants of the
+    /// loop's clock (`loop.clock.now.advanced(by: timeout)`) and compare them with `now`. The sweep
     /// runs at the finest interval anything on the registry asks for, so a deadline is noticed at most one
     /// interval after it passed, never before. The connection's own timeouts (``ConnectionOptions/readTimeout``,
     /// ``ConnectionOptions/writeTimeout``, ``ConnectionOptions/idleTimeout``) were checked just before,
