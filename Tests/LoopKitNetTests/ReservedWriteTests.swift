@@ -125,117 +125,67 @@ struct ReservedWriteTests {
         #expect(reads.all == [first + second])  // one delivery: one write of the batch
     }
 
-    // MARK: Followed by bytes sent by reference (a response head, then its body)
+    // MARK: Followed by bytes sent by reference (a response head, then its body), and maybe a trailer
+    // (a chunk's size line, its data, its CRLF)
 
-    /// Serialises `head` through a reserved write followed by `body` by reference.
-    static func writeReserved(_ head: [UInt8], followedBy body: Bytes, then trailer: Bytes? = nil,
+    /// Serialises `head` through a reserved write followed by `body` by reference, then `trailer` if any.
+    static func writeReserved(_ head: [UInt8], followedBy body: Bytes, then trailer: [UInt8]? = nil,
                               on connection: TCPConnection) throws {
         try connection.write(reservingCapacity: head.count, { buffer in
             head.withUnsafeBytes { buffer.copyMemory(from: $0) }
             return head.count
-        }, followedBy: body, then: trailer)
+        }, followedBy: body, then: trailer.map { Bytes($0) })
     }
 
-    /// What follows a chunk's data in the trailer tests.
-    static let trailer: [UInt8] = Array("\r\n".utf8)
+    /// Each test below runs without a trailer and with one (a chunk's CRLF).
+    static let trailers: [[UInt8]?] = [nil, Array("\r\n".utf8)]
 
     /// Outside a read handler, however much the peer takes at once: what it did not take is queued, and
-    /// everything arrives in order, the reserved bytes first.
-    @Test func aReservedWriteFollowedByBytesSendsBothInOrder() throws {
-        for room in [3, 1000, 2000, 64 * 1024] {
-            let (driver, pair, reads) = try pair(room: room)
-            try Self.writeReserved(second, followedBy: Bytes(first), on: pair.client)
-            #expect(pair.client.bufferedOutputCount == max(0, second.count + first.count - room), "room \(room)")
-            _ = try driver.runUntilIdle()
-            #expect(reads.all.flatMap { $0 } == second + first, "room \(room)")
-        }
-    }
-
-    /// Output already queued goes first; the reserved bytes and the bytes after them wait behind it.
-    @Test func aReservedWriteFollowedByBytesKeepsItsPlaceBehindQueuedOutput() throws {
-        let (driver, pair, reads) = try pair(room: 1000)
-        try pair.client.write(Bytes(first))
-        try Self.writeReserved(second, followedBy: Bytes(first), on: pair.client)
-        #expect(pair.client.bufferedOutputCount == first.count + second.count + first.count - 1000)
-        _ = try driver.runUntilIdle()
-        #expect(reads.all.flatMap { $0 } == first + second + first)
-    }
-
-    /// A writer that reports nothing sends nothing, not even the bytes that were to follow it.
-    @Test func aReservedWriteThatWritesNothingDropsTheBytesAfterIt() throws {
-        let (driver, pair, reads) = try pair(room: 64 * 1024)
-        try pair.client.write(reservingCapacity: 64, { _ in 0 }, followedBy: Bytes(first))
-        #expect(pair.client.bufferedOutputCount == 0)
-        _ = try driver.runUntilIdle()
-        #expect(reads.all.isEmpty)
-    }
-
-    /// Inside a read handler both join the handler's batch and go out with its other writes, in order.
-    @Test func aReservedWriteFollowedByBytesInsideAReadHandlerJoinsTheBatch() throws {
-        let driver = try LoopDriver()
-        let pair = try InMemoryConnectionPair(driver: driver)
-        let (first, second, server) = (first, second, pair.server)
-        server.onRead { bytes in
-            do {
-                try Self.writeReserved(second, followedBy: Bytes(first), on: server)
-                try Self.writeReserved(second, on: server)
-            } catch {
-                Issue.record("not written: \(error)")
-            }
-            return bytes.count
-        }
-        let reads = Recorder<[UInt8]>()
-        pair.client.onRead { bytes in
-            reads.record(Array(bytes))
-            return bytes.count
-        }
-        try pair.client.write("go")
-        _ = try driver.runUntilIdle()
-        #expect(reads.all == [second + first + second])  // one delivery: one write of the batch
-    }
-
-    // MARK: Then a trailer, by reference too (a chunk's size line, its data, its CRLF)
-
-    /// Outside a read handler, however much the peer takes at once: the reserved bytes, the bytes after them
-    /// and the trailer arrive in that order.
-    @Test func aReservedWriteFollowedByBytesAndATrailerSendsAllThreeInOrder() throws {
+    /// everything arrives in order, the reserved bytes first, the trailer last.
+    @Test(arguments: trailers)
+    func aReservedWriteFollowedByBytesSendsThemInOrder(trailer: [UInt8]?) throws {
         for room in [1, 3, 1000, 2000, 64 * 1024] {
             let (driver, pair, reads) = try pair(room: room)
-            try Self.writeReserved(second, followedBy: Bytes(first), then: Bytes(Self.trailer), on: pair.client)
-            let total = second.count + first.count + Self.trailer.count
-            #expect(pair.client.bufferedOutputCount == max(0, total - room), "room \(room)")
+            try Self.writeReserved(second, followedBy: Bytes(first), then: trailer, on: pair.client)
+            let sent = second + first + (trailer ?? [])
+            #expect(pair.client.bufferedOutputCount == max(0, sent.count - room), "room \(room)")
             _ = try driver.runUntilIdle()
-            #expect(reads.all.flatMap { $0 } == second + first + Self.trailer, "room \(room)")
+            #expect(reads.all.flatMap { $0 } == sent, "room \(room)")
         }
     }
 
-    /// Behind queued output the three wait their turn, in order.
-    @Test func aReservedWriteWithATrailerKeepsItsPlaceBehindQueuedOutput() throws {
+    /// Output already queued goes first; the reserved bytes, the bytes after them and the trailer wait
+    /// behind it.
+    @Test(arguments: trailers)
+    func aReservedWriteFollowedByBytesKeepsItsPlaceBehindQueuedOutput(trailer: [UInt8]?) throws {
         let (driver, pair, reads) = try pair(room: 1000)
         try pair.client.write(Bytes(first))
-        try Self.writeReserved(second, followedBy: Bytes(first), then: Bytes(Self.trailer), on: pair.client)
-        #expect(pair.client.bufferedOutputCount == first.count + second.count + first.count + Self.trailer.count - 1000)
+        try Self.writeReserved(second, followedBy: Bytes(first), then: trailer, on: pair.client)
+        let sent = first + second + first + (trailer ?? [])
+        #expect(pair.client.bufferedOutputCount == sent.count - 1000)
         _ = try driver.runUntilIdle()
-        #expect(reads.all.flatMap { $0 } == first + second + first + Self.trailer)
+        #expect(reads.all.flatMap { $0 } == sent)
     }
 
-    /// A writer that reports nothing sends neither the bytes after it nor the trailer.
-    @Test func aReservedWriteThatWritesNothingDropsItsTrailerToo() throws {
+    /// A writer that reports nothing sends nothing, not even the bytes or the trailer that were to follow it.
+    @Test(arguments: trailers)
+    func aReservedWriteThatWritesNothingDropsTheBytesAfterIt(trailer: [UInt8]?) throws {
         let (driver, pair, reads) = try pair(room: 64 * 1024)
-        try pair.client.write(reservingCapacity: 64, { _ in 0 }, followedBy: Bytes(first), then: Bytes(Self.trailer))
+        try pair.client.write(reservingCapacity: 64, { _ in 0 }, followedBy: Bytes(first), then: trailer.map { Bytes($0) })
         #expect(pair.client.bufferedOutputCount == 0)
         _ = try driver.runUntilIdle()
         #expect(reads.all.isEmpty)
     }
 
-    /// Inside a read handler all three join the handler's batch and go out in one write, in order.
-    @Test func aReservedWriteWithATrailerInsideAReadHandlerJoinsTheBatch() throws {
+    /// Inside a read handler all join the handler's batch and go out with its other writes, in order.
+    @Test(arguments: trailers)
+    func aReservedWriteFollowedByBytesInsideAReadHandlerJoinsTheBatch(trailer: [UInt8]?) throws {
         let driver = try LoopDriver()
         let pair = try InMemoryConnectionPair(driver: driver)
         let (first, second, server) = (first, second, pair.server)
         server.onRead { bytes in
             do {
-                try Self.writeReserved(second, followedBy: Bytes(first), then: Bytes(Self.trailer), on: server)
+                try Self.writeReserved(second, followedBy: Bytes(first), then: trailer, on: server)
                 try Self.writeReserved(second, on: server)
             } catch {
                 Issue.record("not written: \(error)")
@@ -249,6 +199,6 @@ struct ReservedWriteTests {
         }
         try pair.client.write("go")
         _ = try driver.runUntilIdle()
-        #expect(reads.all == [second + first + Self.trailer + second])  // one delivery: one write of the batch
+        #expect(reads.all == [second + first + (trailer ?? []) + second])  // one delivery: one write of the batch
     }
 }
