@@ -97,7 +97,8 @@ struct HTTPResponseEncoder {
     /// The most bytes ``appendChunk(_:)`` appends around `count` bytes of data: 16 hex digits and two CRLFs.
     static func chunkCapacity(for count: Int) -> Int { count + 20 }
 
-    /// Appends a chunk's size line alone (size in hex, CRLF): its data and ``chunkEnd`` follow by reference.
+    /// Appends a chunk's size line alone (size in hex, CRLF): its data and CRLF follow by reference
+    /// (``HTTPBodyWriter/write(_:)-(Bytes)``).
     mutating func appendChunkSizeLine(_ count: Int) {
         appendHex(count)
         appendLineEnd()
