@@ -54,6 +54,21 @@ struct WatchTests {
         watch.cancel()
     }
 
+    @Test("after a wait, the loop's next poll that does not wait is a real one, taking a wake-up still on its way")
+    func firstPollAfterAWaitIsReal() throws {
+        let loop = try EventLoop()  // real time: the loop announces its wait and waits for the timer
+        try loop.schedule(after: .milliseconds(1)) {}
+        try loop.runOnce(blocking: true)
+        let skipped = loop.skippedPolls
+        try loop.enqueue {}
+        try loop.runOnce(blocking: true)  // work queued: no wait, and a real poll (a pusher may still write)
+        #expect(loop.skippedPolls == skipped)
+        try loop.enqueue {}
+        try loop.runOnce(blocking: true)  // then skipped again
+        #expect(loop.skippedPolls == skipped + 1)
+        loop.shutdown()
+    }
+
     @Test("a paused watch reports nothing until resumed, and pausing twice or resuming twice does nothing")
     func pauseAndResume() throws {
         let driver = try LoopDriver()

@@ -106,6 +106,9 @@ extension EventLoop {
             _ = spinForJobsFromOtherThreads(until: timer)
             return try pollWithoutWaiting()
         }
+        // From the announcement on, another thread may write the wake-up: the next poll that does not wait
+        // is a real one, so that it takes that write rather than leave it to end a later wait for nothing.
+        state.value.wakeUpMayBePending = true
         guard queue.prepareToSleep() else { return try pollWithoutWaiting() }
         armTimerEvent()
         let start = realTime ? MonotonicTime.nanoseconds() : 0
@@ -123,14 +126,22 @@ extension EventLoop {
     }
 
     /// Phase 1 when the loop must not wait. Skipped when the base holds only the loop's own events (its
-    /// timer and wake-up, and on the main loop Dispatch's main-queue handle) and nothing is active: then a
-    /// poll can run no callback. Due timers run by the clock, the main queue is drained every iteration, and
-    /// a timer or wake-up left unread only ends the next wait at once. (libuv's loop skips its poll when it
-    /// watches no fd, too.) One system call less per iteration for a loop that only runs jobs and timers.
+    /// timer and wake-up, and on the main loop Dispatch's main-queue handle), nothing is active, and no
+    /// wake-up can be on its way: then a poll can run no callback. Due timers run by the clock and the main
+    /// queue is drained every iteration. (libuv's loop skips its poll when it watches no fd, too.) One
+    /// system call less per iteration for a loop that only runs jobs and timers.
+    ///
+    /// A wake-up can be on its way once the loop has announced a wait (``NextIterationQueue/prepareToSleep()``):
+    /// a pusher that saw the announcement writes it, maybe after the poll that ended the wait. The first
+    /// poll after an announcement is therefore a real one, which takes that write; skipped, the write would
+    /// end the loop's next wait at once, an iteration for nothing.
     @inline(__always)
     private func pollWithoutWaiting() throws(EventLoopError) {
         let own = LoopEvents.ownEventCount + (state.value.mainQueueWatch == nil ? 0 : 1)
-        guard events.base.eventCount > own else { return state.value.skippedPolls += 1 }
+        guard state.value.wakeUpMayBePending || events.base.eventCount > own else {
+            return state.value.skippedPolls += 1
+        }
+        state.value.wakeUpMayBePending = false
         try events.base.poll(.nonBlocking)
     }
 

@@ -234,6 +234,8 @@ struct LoopState: ~Copyable {
     var mainQueueWatch: Watch?
     /// Polls that did not wait and were skipped, the base holding only the loop's own events.
     var skippedPolls = 0
+    /// The loop announced a wait since its last poll that did not wait: a wake-up may still be written.
+    var wakeUpMayBePending = false
 
     /// What must end when the loop shuts down, by owner, with the order of registration.
     var shutdownObservers: [ObjectIdentifier: (sequence: UInt64, body: () -> Void)] = [:]
