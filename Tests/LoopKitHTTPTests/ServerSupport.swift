@@ -70,6 +70,7 @@ final class RawClient {
         var offset = 0
         while offset < bytes.count {
             let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if sent < 0 && errno == EINTR { continue }  // a signal for the process landed on this thread
             if sent <= 0 { return }
             offset += sent
         }
@@ -79,7 +80,11 @@ final class RawClient {
     @discardableResult
     func fill() -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65536)
-        let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        var count: Int
+        // A signal for the process (another test's SIGCHLD or SIGUSR1) may land on this thread: read again.
+        repeat {
+            count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        } while count < 0 && errno == EINTR
         lastReadTimedOut = count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
         guard count > 0 else { return false }
         buffer += chunk[..<count]

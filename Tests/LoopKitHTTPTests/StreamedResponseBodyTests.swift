@@ -69,7 +69,7 @@ struct StreamedResponseBodyTests {
     private func bodyOnTheWire(_ client: RawClient) -> [UInt8] {
         while client.fill() {}
         let separator = Array("\r\n\r\n".utf8)
-        guard let end = (0...(client.buffer.count - separator.count)).first(where: {
+        guard client.buffer.count >= separator.count, let end = (0...(client.buffer.count - separator.count)).first(where: {
             Array(client.buffer[$0..<$0 + separator.count]) == separator
         }) else { return [] }
         return Array(client.buffer[(end + separator.count)...])
