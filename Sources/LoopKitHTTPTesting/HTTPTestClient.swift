@@ -27,8 +27,14 @@ import LoopKitTesting
 /// 127.0.0.1 on a loop thread of its own and the client speaks to it through a socket; waiting means
 /// waiting for bytes (at most 10 s, a hung test's safety net), and ``advance(by:)`` lets real time pass.
 ///
-/// Not `Sendable`: a client belongs to the thread that created it (in memory, the driver's thread); call
-/// every method there. It shuts its server down when released, or at ``shutDown()``.
+/// **Thread rule.** Not `Sendable`: use a client from one task or thread at a time. A client made without a
+/// driver lives on a thread of its own: call it from any thread, before or after an `await` (an `async`
+/// Swift Testing test moves between threads at each one). Its synchronous methods wait for that thread; in
+/// `async` code, the `async` forms (`try await client.execute(…)`) suspend instead, and Swift picks them
+/// there. A client made with ``init(router:configuration:driver:logger:)`` shares the test's driver, and so
+/// its thread: call it on the thread that made the driver (a synchronous test, or before the first `await`);
+/// called elsewhere it throws ``HTTPTestClientError/wrongThread(_:)``. It shuts its server down when
+/// released, or at ``shutDown()``.
 public final class HTTPTestClient {
     /// How this client reaches the routes.
     public let mode: HTTPTestMode
@@ -50,9 +56,11 @@ public final class HTTPTestClient {
                 logger: Logger = Logger(label: "loopkit.http.test", factory: { _ in SwiftLogNoOpLogHandler() })) throws {
         self.mode = mode
         do {
-            switch mode {
-            case .inMemory: transport = try InMemoryTransport(router: router, configuration: configuration, logger: logger)
-            case .live: transport = try LiveTransport(router: router, configuration: configuration, logger: logger)
+            transport = try HomedTransport {
+                switch mode {
+                case .inMemory: try InMemoryTransport(router: router, configuration: configuration, logger: logger)
+                case .live: try LiveTransport(router: router, configuration: configuration, logger: logger)
+                }
             }
         } catch let error as HTTPTestClientError {
             throw error
@@ -90,11 +98,11 @@ public final class HTTPTestClient {
                 logger: Logger = Logger(label: "loopkit.http.test", factory: { _ in SwiftLogNoOpLogHandler() })) throws {
         self.mode = mode
         do {
-            switch mode {
-            case .inMemory:
-                transport = try GroupInMemoryTransport(router: router, configuration: configuration, group: group, logger: logger)
-            case .live:
-                transport = try LiveTransport(router: router, configuration: configuration, group: group, logger: logger)
+            transport = try HomedTransport {
+                switch mode {
+                case .inMemory: try GroupInMemoryTransport(router: router, configuration: configuration, group: group, logger: logger)
+                case .live: try LiveTransport(router: router, configuration: configuration, group: group, logger: logger)
+                }
             }
         } catch let error as HTTPTestClientError {
             throw error
@@ -159,8 +167,10 @@ public final class HTTPTestClient {
             throw HTTPTestClientError.cannotStart("HTTPS in memory needs configuration.tls, the server's TLS context")
         }
         do {
-            transport = try InMemoryTransport(router: router, configuration: configuration, clientTLS: clientTLS,
-                                              serverName: serverName, logger: logger)
+            transport = try HomedTransport {
+                try InMemoryTransport(router: router, configuration: configuration, clientTLS: clientTLS, serverName: serverName,
+                                      logger: logger)
+            }
         } catch {
             throw HTTPTestClientError.cannotStart("\(error)")
         }
@@ -179,8 +189,10 @@ public final class HTTPTestClient {
 
     deinit { transport.shutDown() }
 
-    /// The driver of the in-memory loop, to step it or read its clock; nil when live or on a group.
-    public var driver: LoopDriver? { (transport as? InMemoryTransport)?.driver }
+    /// The driver of the in-memory loop; nil when live or on a group. A client made without a driver keeps
+    /// its driver on a thread of its own (see the thread rule above): step it through the client (``step()``,
+    /// ``advance(by:)``), and read it from the client's thread only.
+    public var driver: LoopDriver? { (transport as? InMemoryTransport)?.driver ?? (transport as? HomedTransport)?.inMemory?.driver }
 
     // MARK: Sending
 
@@ -360,5 +372,80 @@ public final class HTTPTestClient {
     /// Calling it again does nothing; releasing the client does it too.
     public func shutDown() {
         transport.shutDown()
+    }
+
+    // MARK: From async code
+
+    /// Runs `body` with the client on its thread, suspending the caller (on the caller's thread for a
+    /// client on a test's driver).
+    nonisolated(nonsending) private func onClientThread<T>(_ body: @escaping (HTTPTestClient) throws -> T) async throws -> T {
+        guard let home = (transport as? HomedTransport)?.home else { return try body(self) }
+        let client = Unchecked(self)  // the caller is suspended while the client's thread uses it
+        return try await home.perform { try body(client.value) }
+    }
+
+    /// Sends raw bytes, as ``send(_:)-([UInt8])``, without blocking a thread.
+    nonisolated(nonsending) public func send(_ bytes: Bytes) async throws {
+        try await onClientThread { try $0.send(bytes) }
+    }
+
+    /// Sends `text`'s UTF-8 bytes raw, as ``send(_:)-(String)``, without blocking a thread.
+    nonisolated(nonsending) public func send(_ text: String) async throws {
+        try await onClientThread { try $0.send(text) }
+    }
+
+    /// Sends `request` with `body`, as ``send(_:body:)``, without blocking a thread.
+    nonisolated(nonsending) public func send(_ request: HTTPRequest, body: Bytes = []) async throws {
+        try await onClientThread { try $0.send(request, body: body) }
+    }
+
+    /// Reads the next whole response, as ``nextResponse(isHeadRequest:)``, suspending until it has arrived.
+    nonisolated(nonsending) public func nextResponse(isHeadRequest: Bool = false) async throws -> HTTPTestResponse {
+        try await onClientThread { try $0.nextResponse(isHeadRequest: isHeadRequest) }
+    }
+
+    /// Sends `request` and reads its response, suspending until it has arrived.
+    ///
+    /// ```swift
+    /// @Test func answers() async throws {
+    ///     let client = try HTTPTestClient(router: router)
+    ///     try await Task.sleep(for: .milliseconds(1))         // the test may now be on another thread
+    ///     #expect(try await client.execute(.get, "/hello").status == .ok)
+    /// }
+    /// ```
+    nonisolated(nonsending) public func execute(_ request: HTTPRequest, body: Bytes = []) async throws -> HTTPTestResponse {
+        try await onClientThread { try $0.execute(request, body: body) }
+    }
+
+    /// Sends a request for `path` and reads its response, suspending until it has arrived.
+    nonisolated(nonsending) public func execute(_ method: HTTPRequest.Method = .get, _ path: String, headerFields: HTTPFields = [:],
+                                                body: Bytes = []) async throws -> HTTPTestResponse {
+        try await onClientThread { try $0.execute(method, path, headerFields: headerFields, body: body) }
+    }
+
+    /// Reads until the server closes the connection, as ``readUntilClosed()``, suspending meanwhile.
+    nonisolated(nonsending) public func readUntilClosed() async throws -> Bytes {
+        try await onClientThread { try $0.readUntilClosed() }
+    }
+
+    /// Lets the server make progress once, as ``step()``.
+    @discardableResult
+    nonisolated(nonsending) public func step() async throws -> Bool {
+        try await onClientThread { try $0.step() }
+    }
+
+    /// Lets the server finish the work it has queued, as ``runUntilIdle()``.
+    nonisolated(nonsending) public func runUntilIdle() async throws {
+        try await onClientThread { try $0.runUntilIdle() }
+    }
+
+    /// Moves time forward, as ``advance(by:)``.
+    nonisolated(nonsending) public func advance(by duration: Duration) async throws {
+        try await onClientThread { try $0.advance(by: duration) }
+    }
+
+    /// Closes the client's end of the connection, as ``close()``.
+    nonisolated(nonsending) public func close() async throws {
+        try await onClientThread { try $0.close() }
     }
 }

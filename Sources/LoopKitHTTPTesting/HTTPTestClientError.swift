@@ -11,6 +11,9 @@ public enum HTTPTestClientError: Error, Sendable, Hashable, CustomStringConverti
     case malformed(String)
     /// The server could not be started, or the client could not reach it.
     case cannotStart(String)
+    /// A client on a test's ``LoopKitTesting/LoopDriver`` was called off the driver's thread; the message
+    /// says what to do instead.
+    case wrongThread(String)
 
     public var description: String {
         switch self {
@@ -24,6 +27,8 @@ public enum HTTPTestClientError: Error, Sendable, Hashable, CustomStringConverti
             "not an HTTP/1.1 response: \(reason)"
         case .cannotStart(let reason):
             "cannot start the test server: \(reason)"
+        case .wrongThread(let reason):
+            reason
         }
     }
 }

@@ -6,7 +6,8 @@ import LoopKitNetTesting
 import LoopKitTesting
 
 /// The routes on a ``LoopDriver``'s loop, reached through an ``InMemoryConnectionPair``: deterministic,
-/// on virtual time. Belongs to the thread that created it (the driver's).
+/// on virtual time. Belongs to the thread that created it (the driver's): off it, calls throw
+/// ``HTTPTestClientError/wrongThread(_:)`` rather than reach the connection's preconditions.
 final class InMemoryTransport: HTTPTestTransport {
     let driver: LoopDriver
     private let host: HTTPConnectionHost
@@ -45,22 +46,41 @@ final class InMemoryTransport: HTTPTestTransport {
         host.serve(pair.server)
     }
 
+    /// The message for a call off the driver's thread: the test client's rule and the fix, not the
+    /// connection's.
+    static let wrongThreadMessage = """
+        HTTPTestClient called off its driver's thread: a client made with HTTPTestClient(router:driver:) belongs \
+        to the thread that made the LoopDriver, and an async test moves to another thread at an await. Make the \
+        client with HTTPTestClient(router:) (it keeps its loop on a thread of its own) and call \
+        `try await client.execute(…)`, or make the driver and the client after the test's last await.
+        """
+
+    /// Throws ``HTTPTestClientError/wrongThread(_:)`` off the driver's thread.
+    private func checkThread() throws(HTTPTestClientError) {
+        guard driver.loop.isCurrent else { throw .wrongThread(Self.wrongThreadMessage) }
+    }
+
     func send(_ bytes: [UInt8]) throws {
+        try checkThread()
         try pair.client.write(Bytes(bytes))
     }
 
     func takeReceived() -> [UInt8] {
+        guard driver.loop.isCurrent else { return [] }  // the next throwing call says why
         defer { inbox.bytes.removeAll(keepingCapacity: true) }
         return inbox.bytes
     }
 
-    var isClosedByServer: Bool { inbox.closed }
+    var isClosedByServer: Bool {
+        driver.loop.isCurrent && inbox.closed  // off its thread: the next throwing call says why
+    }
 
     /// How long an idle loop waits for a handler's answer from another thread (an actor, another running
     /// loop's `perform`) before the client calls it idle.
     static let crossThreadGrace: Duration = .seconds(2)
 
     func waitForProgress() throws -> Bool {
+        try checkThread()
         guard driver.hasPendingWork || waitForWorkFromOtherThreads() else { return false }
         try driver.step()
         return true
@@ -82,14 +102,17 @@ final class InMemoryTransport: HTTPTestTransport {
     }
 
     func runUntilIdle() throws {
+        try checkThread()
         try driver.runUntilIdle()
     }
 
     func advance(by duration: Duration) throws {
+        try checkThread()
         try driver.advance(by: duration)
     }
 
     func closeClient() throws {
+        try checkThread()
         pair.client.close()
         try driver.runUntilIdle()
     }

@@ -504,21 +504,30 @@ func example_ServingHTTP_278(router: inout HTTPRouter, configuration: inout HTTP
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:41
-func example_TestingHTTPHandlers_41(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
-    try client.send("GET /hello HTTP/1.1\r\nHost: t\r\nContent-Length: x\r\n\r\n")
-    #expect(try client.nextResponse().status == .badRequest)
-    #expect(try client.readUntilClosed().isEmpty)
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:44
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:44") struct Example_TestingHTTPHandlers_44 {
+    @Test func answersAfterAwaits() async throws {
+        let client = try HTTPTestClient(router: router)
+        try await Task.sleep(for: .milliseconds(1))               // the test may now be on another thread
+        #expect(try await client.execute(.get, "/hello").status == .ok)
+    }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:52
-func example_TestingHTTPHandlers_52(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
-    try client.send("GET /events HTTP/1.1\r\nHost: t\r\n\r\n")
-    while !client.receivedText.contains("data: ready") { try #require(try client.step()) }
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:62
+func example_TestingHTTPHandlers_62(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    try await client.send("GET /hello HTTP/1.1\r\nHost: t\r\nContent-Length: x\r\n\r\n")
+    #expect(try await client.nextResponse().status == .badRequest)
+    #expect(try await client.readUntilClosed().isEmpty)
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:67
-@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:67") struct Example_TestingHTTPHandlers_67 {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:73
+func example_TestingHTTPHandlers_73(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    try await client.send("GET /events HTTP/1.1\r\nHost: t\r\n\r\n")
+    while !client.receivedText.contains("data: ready") { try #require(try await client.step()) }
+}
+
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:88
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:88") struct Example_TestingHTTPHandlers_88 {
     @Test(arguments: HTTPTestMode.allCases)
     func slowHeadIsAnswered408(mode: HTTPTestMode) throws {
         var configuration = HTTPServer.Configuration()
@@ -530,8 +539,8 @@ func example_TestingHTTPHandlers_52(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:97
-@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:97") struct Example_TestingHTTPHandlers_97 {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:118
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:118") struct Example_TestingHTTPHandlers_118 {
     @Test(arguments: HTTPTestMode.allCases)
     func echoAnswers(mode: HTTPTestMode) throws {
         let socket = try HTTPTestClient(router: router, mode: mode).webSocket("/ws/echo")
@@ -541,17 +550,17 @@ func example_TestingHTTPHandlers_52(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:117
-func example_TestingHTTPHandlers_117(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:138
+func example_TestingHTTPHandlers_138(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     var configuration = HTTPServer.Configuration()
     configuration.tls = try TLSContext(.server(certificateChain: .file(chain), privateKey: .file(key)))
     let client = try HTTPTestClient(router: router, configuration: configuration,
                                     clientTLS: try TLSContext(.client(trustRoots: .certificates(.file(ca)))))
-    #expect(try client.execute(.get, "/hello").status == .ok)
+    #expect(try await client.execute(.get, "/hello").status == .ok)
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:140
-@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:140") struct Example_TestingHTTPHandlers_140 {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:161
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:161") struct Example_TestingHTTPHandlers_161 {
     @Test(arguments: HTTPTestMode.allCases)
     func aTodoAddedOnOneLoopIsReadOnTheOther(mode: HTTPTestMode) throws {
         let group = try LoopGroup(threads: 2)
@@ -734,6 +743,12 @@ func example_RunningChildProcesses_19(router: inout HTTPRouter, configuration: i
     child.standardInput!.close()                                  // end of file for the child
     for try await chunk in child.standardOutput!.inbound { }
     let termination = await child.termination                     // .exited(0)
+}
+
+// Sources/LoopKitNet/LoopKitNet.docc/RunningChildProcesses.md:45
+func example_RunningChildProcesses_45(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    let build = try await ChildProcess.run("/bin/sh", arguments: ["-c", "make; sleep 600 &"],
+                                           timeout: .seconds(60), on: loop)   // returns when make ends, not in 600 s
 }
 
 // Sources/LoopKitNet/LoopKitNet.docc/SendingAndReceivingDatagrams.md:14

@@ -1,5 +1,6 @@
 import HTTPTypes
 import LoopKitHTTPTesting
+import LoopKitNet
 import Testing
 @testable import LoopKitHTTP
 
@@ -21,6 +22,18 @@ struct LimitsAndTimeoutsTests {
         var configuration = HTTPServer.Configuration()
         configure(&configuration)
         return try HTTPTestClient(router: testRouter(), configuration: configuration, mode: mode)
+    }
+
+    /// Issue 43, item 3: in memory, the client was still sending when the server closed, its next write
+    /// failed, and the 413 the server wrote before it closed was lost ("closed before a whole response").
+    @Test("A body over the route's limit gets its 413 whatever its size, in memory as live",
+          arguments: HTTPTestMode.allCases, [65_536, 100_000, 1_000_000])
+    func overLimitBodyIs413AtAnySize(mode: HTTPTestMode, size: Int) throws {
+        var router = HTTPRouter()
+        router.on(.post, "/x", bodyLimit: 10) { _, _ in .text("never") }
+        let client = try HTTPTestClient(router: router, mode: mode)
+        let response = try client.execute(.post, "/x", body: Bytes([UInt8](repeating: UInt8(ascii: "a"), count: size)))
+        #expect(response.status == .contentTooLarge)
     }
 
     @Test(arguments: HTTPTestMode.allCases)

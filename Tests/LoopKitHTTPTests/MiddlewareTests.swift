@@ -263,8 +263,8 @@ struct MiddlewareTests {
         let client = try HTTPTestClient(router: router, mode: mode)
         defer { client.shutDown() }
         let before = ContinuousClock.now
-        _ = try client.execute(.get, "/bytes")
-        _ = try client.execute(.get, "/stream")
+        _ = try await client.execute(.get, "/bytes")
+        _ = try await client.execute(.get, "/stream")
         // Live, the last chunk goes out as it is written, and the hook runs right after: the client may read
         // the end of the response first.
         try #require(try await eventually { summaries.all.count == 2 })

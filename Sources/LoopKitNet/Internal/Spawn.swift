@@ -142,6 +142,18 @@ enum Spawn {
         systemPidfdSendSignal(pidfd, signal, nil, 0) == 0 ? 0 : errno
     }
 
+    /// Sends `signal` to every process of the group `groupID` (`kill(-groupID, signal)`). 0 or the `errno`
+    /// (`ESRCH`: the group has no member left). A group's id is its leader's pid, which the kernel does not
+    /// give to a new process while any member of the group lives.
+    static func send(_ signal: Int32, toGroup groupID: pid_t) -> Int32 {
+        kill(-groupID, signal) == 0 ? 0 : errno
+    }
+
+    /// Whether the group `groupID` still has a member. The corresponding call is `kill(-groupID, 0)`.
+    static func groupHasMembers(_ groupID: pid_t) -> Bool {
+        kill(-groupID, 0) == 0 || errno == EPERM
+    }
+
     /// Reaps the process of `pidfd` if it has ended: how it ended, or nil while it runs. The corresponding
     /// call is `waitid(P_PIDFD, fd, WEXITED | WNOHANG)`.
     static func reap(_ pidfd: Int32) -> ProcessTermination? {

@@ -1,6 +1,6 @@
 import LoopKit
 
-/// What ``ChildProcess/run(_:arguments:environment:workingDirectory:input:outputLimit:timeout:on:)`` collected.
+/// What ``ChildProcess/run(_:arguments:environment:workingDirectory:newProcessGroup:input:outputLimit:timeout:on:)`` collected.
 /// A plain value; safe from any thread.
 public struct ProcessOutput: Sendable, Hashable {
     /// How the process ended.
@@ -39,14 +39,22 @@ extension ChildProcess {
     /// collected up to `outputLimit` bytes (the rest is read and dropped, so the child never blocks on a
     /// full pipe), standard input fed from `input` then closed (`/dev/null` when nil).
     ///
+    /// It returns at most ``ChildProcess/pipeDrain`` after the child's exit: pipes that a descendant still holds
+    /// open then (a shell's background job) are closed, and what came later is not collected. With a `timeout`,
+    /// the call so returns within the timeout, the grace period and the drain, whatever the child started: in
+    /// its own process group (the default), the timeout terminates the group.
+    ///
     /// - Parameters:
     ///   - executable: A path, such as `/bin/sh`, or a name looked up in `PATH`, such as `sh` (as in ``spawn(_:arguments:environment:workingDirectory:newProcessGroup:standardInput:standardOutput:standardError:timeout:on:)``).
     ///   - arguments: The arguments after argv[0].
     ///   - environment: `NAME=value` strings, or nil for this process's environment.
     ///   - workingDirectory: The child's directory, or nil for this process's.
+    ///   - newProcessGroup: The child leads a process group of its own (the default), so the timeout, and the
+    ///     loop's shutdown, end everything it started in it; false keeps it in this process's group (a
+    ///     terminal's Ctrl-C reaches it; the timeout signals the child alone).
     ///   - input: The bytes of its standard input, or nil for `/dev/null`.
     ///   - outputLimit: The most bytes kept of standard output, and of standard error.
-    ///   - timeout: Terminate it (`SIGTERM`, `SIGKILL` after 1 s) if it still runs then.
+    ///   - timeout: Terminate it and its process group (`SIGTERM`, `SIGKILL` after 1 s) if it still runs then.
     ///   - loop: The loop that observes it.
     /// - Returns: The termination, both outputs, and whether they were truncated or the timeout expired.
     /// - Throws: As ``spawn(_:arguments:environment:workingDirectory:newProcessGroup:standardInput:standardOutput:standardError:timeout:on:)``;
@@ -55,11 +63,13 @@ extension ChildProcess {
     /// Call on the loop's thread: from a `Task` whose executor preference is `loop`.
     public static func run(
         _ executable: String, arguments: [String] = [], environment: [String]? = nil, workingDirectory: String? = nil,
-        input: Bytes? = nil, outputLimit: Int = 1 << 20, timeout: Duration? = nil, on loop: EventLoop
+        newProcessGroup: Bool = true, input: Bytes? = nil, outputLimit: Int = 1 << 20, timeout: Duration? = nil,
+        on loop: EventLoop
     ) async throws(ProcessError) -> ProcessOutput {
         guard outputLimit >= 0 else { throw .invalidArgument("outputLimit must not be negative, got \(outputLimit)") }
         let child = try spawn(executable, arguments: arguments, environment: environment, workingDirectory: workingDirectory,
-                              standardInput: input == nil ? .null : .pipe, timeout: timeout, on: loop)
+                              newProcessGroup: newProcessGroup, standardInput: input == nil ? .null : .pipe, timeout: timeout,
+                              on: loop)
         let output = PipeCollector(limit: outputLimit)
         let errors = PipeCollector(limit: outputLimit)
         var pending = 3  // the exit and the two pipes' ends
@@ -79,7 +89,10 @@ extension ChildProcess {
             }
             connection.onClose { _ in oneDone() }
         }
-        child.onExit { _ in oneDone() }
+        child.onExit { _ in
+            oneDone()
+            child.closeOutputPipes(after: ChildProcess.pipeDrain)  // a descendant may hold them open for ever
+        }
         if let input, let standardInput = child.standardInput {
             do {
                 try standardInput.write(input)

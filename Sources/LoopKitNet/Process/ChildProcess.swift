@@ -18,12 +18,21 @@ import Musl
 ///
 /// Standard input, output and error are each ``StandardIO/pipe`` (a ``TCPConnection`` over a pipe, with its
 /// backpressure: a child that floods its output is stopped by the read high-water mark), ``StandardIO/inherit``
-/// or ``StandardIO/null``. Close ``standardInput`` to give the child end of file. ``ChildProcess/run(_:arguments:environment:workingDirectory:input:outputLimit:timeout:on:)``
+/// or ``StandardIO/null``. Close ``standardInput`` to give the child end of file. ``ChildProcess/run(_:arguments:environment:workingDirectory:newProcessGroup:input:outputLimit:timeout:on:)``
 /// collects the output of a command.
 ///
 /// The exit is told exactly once, on the loop, in phase 2 of the iteration whose poll found the pidfd
 /// readable (rule R15): ``onExit(_:)`` handlers, then tasks awaiting ``termination`` go on in that
-/// iteration's drain. The loop's shutdown kills a child still running (`SIGKILL`) and reaps it.
+/// iteration's drain. The loop's shutdown kills a child still running (`SIGKILL`; its whole process group
+/// when it leads one) and reaps it.
+///
+/// **What the child started.** A child that leads a process group of its own (`newProcessGroup: true`, the
+/// default of ``run(_:arguments:environment:workingDirectory:newProcessGroup:input:outputLimit:timeout:on:)``)
+/// is terminated with its group: ``terminate(gracePeriod:)`` and the timeout send `SIGTERM` to every process
+/// of the group and, after the grace period, `SIGKILL` to those still there, the child's own descendants
+/// included even when the child itself has ended. A child in this process's group is signalled alone. Either
+/// way, once a terminated child has ended, its output pipes stay open for ``pipeDrain`` and are then closed, so
+/// a descendant that keeps them open (a shell's background job) cannot hold a reader for ever.
 ///
 /// **Thread rule**: confined to its loop. Call every method and property on the loop's thread (checked with
 /// a precondition), except ``loop`` and ``pid``, which are safe from any thread. The corresponding libuv call
@@ -43,6 +52,14 @@ public final class ChildProcess: @unchecked Sendable {  // loop-confined: every 
     public let loop: EventLoop
     /// The process id. Safe from any thread.
     public let pid: Int32
+    /// Whether the child leads a process group of its own (its pid is the group's id): then
+    /// ``terminate(gracePeriod:)``, the timeout and the loop's shutdown signal the whole group. Safe from any
+    /// thread.
+    public let leadsProcessGroup: Bool
+    /// How long a terminated child's output pipes stay open after it ended, and how long
+    /// ``run(_:arguments:environment:workingDirectory:newProcessGroup:input:outputLimit:timeout:on:)`` waits for
+    /// its pipes to end after any exit: what the child wrote before it ended is read in that time.
+    public static let pipeDrain: Duration = .milliseconds(250)
     /// The write end of the child's standard input, when it is ``StandardIO/pipe``; close it for end of
     /// file. Call on the loop's thread.
     public let standardInput: TCPConnection?
@@ -58,6 +75,9 @@ public final class ChildProcess: @unchecked Sendable {  // loop-confined: every 
     private var waiters: [UnsafeContinuation<ProcessTermination, Never>] = []
     private var killTimer: ScheduledTimer?
     private var timeoutTimer: ScheduledTimer?
+    private var drainTimer: ScheduledTimer?
+    /// ``terminate(gracePeriod:)`` or the timeout asked the child to end.
+    private var isTerminating = false
     /// The process's own reference, held while it runs.
     private var keepAlive: Unmanaged<ChildProcess>?
     /// The timeout given to `spawn` expired and the process was terminated. Call on the loop's thread.
@@ -74,11 +94,13 @@ public final class ChildProcess: @unchecked Sendable {  // loop-confined: every 
     ///   - workingDirectory: The child's directory, or nil for this process's
     ///     (`posix_spawn_file_actions_addchdir_np`).
     ///   - newProcessGroup: The child leads a new process group (its pid is the group id), so a terminal's
-    ///     signals to this process's group do not reach it.
+    ///     signals to this process's group do not reach it, and ``terminate(gracePeriod:)``, the timeout and the
+    ///     loop's shutdown reach everything it started in that group.
     ///   - standardInput: A pipe (default), inherited or `/dev/null`.
     ///   - standardOutput: A pipe (default), inherited or `/dev/null`.
     ///   - standardError: A pipe (default), inherited or `/dev/null`.
-    ///   - timeout: Terminate the child (``terminate(gracePeriod:)`` with a 1 s grace) if it still runs then.
+    ///   - timeout: Terminate the child (``terminate(gracePeriod:)`` with a 1 s grace: its group too when it
+    ///     leads one) if it still runs then.
     ///   - loop: The loop that observes it.
     /// - Returns: The running child.
     /// - Throws: ``ProcessError/executableNotFound(_:)``, ``ProcessError/notFoundInPath(_:searchPath:)``,
@@ -140,7 +162,8 @@ public final class ChildProcess: @unchecked Sendable {  // loop-confined: every 
             connection.start()
             return connection
         }
-        let process = ChildProcess(loop: loop, pid: pid, pidfd: pidfd, standardInput: connection(parentEnds[0]),
+        let process = ChildProcess(loop: loop, pid: pid, pidfd: pidfd, leadsProcessGroup: newProcessGroup,
+                                   standardInput: connection(parentEnds[0]),
                                    standardOutput: connection(parentEnds[1]), standardError: connection(parentEnds[2]))
         guard pidfd >= 0 else {
             process.forceEnd(-pidfd)
@@ -150,10 +173,11 @@ public final class ChildProcess: @unchecked Sendable {  // loop-confined: every 
         return process
     }
 
-    private init(loop: EventLoop, pid: Int32, pidfd: Int32, standardInput: TCPConnection?, standardOutput: TCPConnection?,
-                 standardError: TCPConnection?) {
+    private init(loop: EventLoop, pid: Int32, pidfd: Int32, leadsProcessGroup: Bool, standardInput: TCPConnection?,
+                 standardOutput: TCPConnection?, standardError: TCPConnection?) {
         self.loop = loop
         self.pid = pid
+        self.leadsProcessGroup = leadsProcessGroup
         self.pidfd = pidfd
         self.standardInput = standardInput
         self.standardOutput = standardOutput
@@ -170,14 +194,14 @@ public final class ChildProcess: @unchecked Sendable {  // loop-confined: every 
 
     private func start(timeout: Duration?) throws(ProcessError) {
         guard loop.addShutdownObserver(ObjectIdentifier(self), { [weak self] in self?.loopIsShuttingDown() }) else {
-            _ = Spawn.send(SIGKILL, to: pidfd)
+            signalAll(SIGKILL)
             loopIsShuttingDown()
             throw .loopShutDown
         }
         do {
             exitWatch = try loop.watch(pidfd, for: .readable) { [unowned self] _ in self.pidfdIsReadable() }
         } catch {
-            _ = Spawn.send(SIGKILL, to: pidfd)
+            signalAll(SIGKILL)
             loop.removeShutdownObserver(ObjectIdentifier(self))
             loopIsShuttingDown()
             throw .system("event_add", 0)
@@ -255,21 +279,72 @@ public final class ChildProcess: @unchecked Sendable {  // loop-confined: every 
         guard code == 0 || code == ESRCH else { throw .system("pidfd_send_signal", code) }
     }
 
-    /// Sends `SIGTERM`, then `SIGKILL` if the process still runs after `gracePeriod`.
+    /// Sends `signal` to the process through its pidfd and, with `toProcessGroup`, first to every process of
+    /// the group it leads (`kill(-pid, signal)`, as swift-subprocess's `send(signal:toProcessGroup:)`).
+    /// Sending to a process that has ended does nothing, even to a group that still has members
+    /// (``terminate(gracePeriod:)`` reaches those).
     ///
-    /// Call on the loop's thread. The corresponding system call is `pidfd_send_signal`.
+    /// - Throws: ``ProcessError/invalidArgument(_:)`` for `toProcessGroup` on a child that leads no group
+    ///   (the signal would reach this process's own group); ``ProcessError/system(_:_:)``.
+    ///
+    /// Call on the loop's thread. The corresponding system calls are `pidfd_send_signal` and `kill(-pid)`.
+    public func kill(_ signal: Int32, toProcessGroup: Bool) throws(ProcessError) {
+        checkThread()
+        guard !toProcessGroup || leadsProcessGroup else {
+            throw .invalidArgument("process \(pid) leads no process group of its own: spawn it with newProcessGroup: true")
+        }
+        guard ended == nil else { return }
+        if toProcessGroup {
+            let code = Spawn.send(signal, toGroup: pid)
+            guard code == 0 || code == ESRCH else { throw .system("kill", code) }
+        }
+        try kill(signal)
+    }
+
+    /// Sends `SIGTERM`, then `SIGKILL` if the process still runs after `gracePeriod`. A child that leads a
+    /// process group is terminated with its group: `SIGTERM` to every member, and after the grace period
+    /// `SIGKILL` to every member still there, even once the child itself has ended. After a terminated child
+    /// has ended, its output pipes are closed within ``pipeDrain``.
+    ///
+    /// Call on the loop's thread. The corresponding system calls are `pidfd_send_signal` and `kill(-pid)`.
     public func terminate(gracePeriod: Duration = .seconds(5)) {
         checkThread()
         guard ended == nil else { return }
-        _ = Spawn.send(SIGTERM, to: pidfd)
+        isTerminating = true
+        signalAll(SIGTERM)
         killTimer?.cancel()
+        let (pid, leadsProcessGroup) = (pid, leadsProcessGroup)
         do {
             killTimer = try loop.schedule(after: gracePeriod) { [weak self] in
-                guard let self, self.ended == nil else { return }
-                _ = Spawn.send(SIGKILL, to: self.pidfd)
+                if let self, self.ended == nil {
+                    self.signalAll(SIGKILL)
+                } else if leadsProcessGroup {
+                    _ = Spawn.send(SIGKILL, toGroup: pid)  // the child ended; what it started in its group did not
+                }
             }
         } catch {
-            _ = Spawn.send(SIGKILL, to: pidfd)  // the loop is shutting down: no grace period to wait for
+            signalAll(SIGKILL)  // the loop is shutting down: no grace period to wait for
+        }
+    }
+
+    /// Signals the process through its pidfd and, when it leads one, its group.
+    private func signalAll(_ signal: Int32) {
+        if leadsProcessGroup { _ = Spawn.send(signal, toGroup: pid) }
+        _ = Spawn.send(signal, to: pidfd)
+    }
+
+    /// Closes the output pipes that are still open after `delay`: for a child that has ended, whose
+    /// descendants may hold them open.
+    func closeOutputPipes(after delay: Duration) {
+        guard drainTimer == nil else { return }
+        let pipes = [standardOutput, standardError].compactMap { $0 }.filter { !$0.isClosed }
+        guard !pipes.isEmpty else { return }
+        do {
+            drainTimer = try loop.schedule(after: delay) {
+                for pipe in pipes { pipe.close() }
+            }
+        } catch {
+            for pipe in pipes { pipe.close() }  // the loop is shutting down
         }
     }
 
@@ -285,7 +360,9 @@ public final class ChildProcess: @unchecked Sendable {  // loop-confined: every 
         loop.removeShutdownObserver(ObjectIdentifier(self))
         exitWatch?.cancel()
         exitWatch = nil
-        killTimer?.cancel()
+        if !(isTerminating && leadsProcessGroup && Spawn.groupHasMembers(pid)) {
+            killTimer?.cancel()  // else it still kills, after the grace period, what the child left in its group
+        }
         killTimer = nil
         timeoutTimer?.cancel()
         timeoutTimer = nil
@@ -297,6 +374,7 @@ public final class ChildProcess: @unchecked Sendable {  // loop-confined: every 
         let suspended = waiters
         waiters = []
         for waiter in suspended { waiter.resume(returning: termination) }
+        if isTerminating { closeOutputPipes(after: Self.pipeDrain) }
         let retained = keepAlive
         keepAlive = nil
         retained?.release()
@@ -305,7 +383,7 @@ public final class ChildProcess: @unchecked Sendable {  // loop-confined: every 
     /// The loop shuts down: the child is killed and reaped (it dies at once: the wait is short).
     private func loopIsShuttingDown() {
         guard ended == nil else { return }
-        _ = Spawn.send(SIGKILL, to: pidfd)
+        signalAll(SIGKILL)
         finish(Spawn.waitUntilEnded(pidfd))
     }
 }

@@ -42,7 +42,10 @@ final class MemoryTransport: Transport {
 
     func write(_ vectors: UnsafePointer<iovec>, count: Int) -> Socket.Transfer {
         guard !isClosed else { return .wouldBlock }
-        guard let partner, !partner.isClosed, !partner.partnerEnded else { return .failed(.brokenPipe) }
+        // As on a socket, what the partner wrote before it closed is read before a write fails: a server that
+        // answers 413 and closes while the client still sends is heard (the read of it is queued).
+        guard let partner, !partner.isClosed else { return inbound.isEmpty ? .failed(.brokenPipe) : .wouldBlock }
+        guard !partner.partnerEnded else { return .failed(.brokenPipe) }
         var room = partner.room
         var moved = 0
         for index in 0..<count where room > 0 {
