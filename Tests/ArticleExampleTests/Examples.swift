@@ -322,8 +322,8 @@ func example_RunningOnTheMainLoop_75(router: inout HTTPRouter, configuration: in
     }
 }
 
-// Sources/LoopKit/LoopKit.docc/RunningOnTheMainLoop.md:118
-func example_RunningOnTheMainLoop_118(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKit/LoopKit.docc/RunningOnTheMainLoop.md:123
+func example_RunningOnTheMainLoop_123(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     loop.timerSpin = .microseconds(200)   // wake 200 µs early and spin to each deadline
 }
 
@@ -636,8 +636,8 @@ func example_WebSocketsAndEvents_66(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:142
-func example_WebSocketsAndEvents_142(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:143
+func example_WebSocketsAndEvents_143(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.get("/clock") { _ in
         .events { events in
             while true {
@@ -648,8 +648,8 @@ func example_WebSocketsAndEvents_142(router: inout HTTPRouter, configuration: in
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:162
-func example_WebSocketsAndEvents_162(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:163
+func example_WebSocketsAndEvents_163(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     actor Jobs {                                  // every loop's handlers reach it with `await`
         var running: [Int: TaskProgress] = [:]
         func progress(of id: Int) -> TaskProgress? { running[id] }
@@ -667,8 +667,8 @@ func example_WebSocketsAndEvents_162(router: inout HTTPRouter, configuration: in
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:194
-func example_WebSocketsAndEvents_194(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:195
+func example_WebSocketsAndEvents_195(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.get("/reports/:id/events") { request in
         let job = try request.loop.process(rows, each: { render($0) }, completion: { _ in })
         return .progressEvents(job.progress, cancelsWhenAbandoned: true)

@@ -23,6 +23,21 @@ struct ExecutorsProbe {
         // Past the first await, main runs as a job of the main loop.
         await Task.yield()
         check(EventLoop.current === main && main.isCurrent, "the async main goes on inside the main loop")
+        // Installed, a @MainActor job is the main loop's own queued work (R1-R3): a task made between two
+        // enqueues runs between them, in the same iteration (issue 43, item 5: it came one iteration late).
+        let order = Recorded()
+        try main.enqueue { order.add(1_000 + main.iteration) }
+        Task { order.add(2_000 + main.iteration) }
+        try main.enqueue { order.add(3_000 + main.iteration) }
+        while order.values.count < 3 { await Task.yield() }
+        let ran = order.values
+        let inOrder = ran.map { $0 / 1_000 } == [1, 2, 3] && Set(ran.map { $0 % 1_000 }).count == 1
+        check(inOrder, "a @MainActor task made between two enqueues runs between them, in their iteration" + (inOrder ? "" : " \(ran)"))
+        let resumedFrom = main.iteration
+        await Task.yield()
+        let resumedIn = main.iteration
+        check(resumedIn == resumedFrom + 1,
+              "the async main's continuation after a yield runs in the next iteration" + (resumedIn == resumedFrom + 1 ? "" : " (\(resumedFrom) -> \(resumedIn))"))
         let fromAnotherThread = await Task.detached { await MainActor.run { EventLoop.current === EventLoop.main } }.value
         check(fromAnotherThread, "MainActor.run from another task runs in the main loop")
         MainActor.assertIsolated("the async main")

@@ -101,4 +101,58 @@ struct GracefulShutdownTests {
         clients.removeAll()
         group.shutdown()
     }
+
+    /// Issue 43, item 4: an idle event stream held graceful shutdown for the whole deadline, and the client
+    /// then saw a reset instead of the end of the chunked body.
+    @Test("An open event stream ends cleanly when shutdown begins: its task cancelled, the chunked body terminated",
+          .timeLimit(.minutes(1)))
+    func eventStreamEndsAtShutdown() async throws {
+        let group = try LoopGroup(threads: 1)
+        var configuration = HTTPServer.Configuration()
+        configuration.shutdownDeadline = .seconds(600)  // before the fix, shutdown waited for all of it
+        var router = HTTPRouter()
+        router.get("/events") { _ in
+            .events { events in
+                try await events.send(ServerSentEvent(data: "ready"))
+                try await Task.sleep(for: .seconds(3600))  // waits for an event that never comes
+            }
+        }
+        let server = HTTPServer(group: group, configuration: configuration, router: router, logger: quietLogger)
+        let port = try server.start()
+        let client = try RawClient(port: port)
+        client.send("GET /events HTTP/1.1\r\nHost: t\r\n\r\n")
+        while !String(decoding: client.buffer, as: UTF8.self).contains("data: ready") {
+            guard client.fill() else { break }
+        }
+        await server.shutdown()
+        let text = String(decoding: client.readUntilClosed(), as: UTF8.self)
+        #expect(text.contains("data: ready"))
+        #expect(text.hasSuffix("\r\n0\r\n\r\n"))  // the last chunk: a clean end, not a reset
+        group.shutdown()
+    }
+
+    @Test("A handler's task sees the server's graceful shutdown (gracefulShutdown(), cancelOnGracefulShutdown)",
+          .timeLimit(.minutes(1)))
+    func handlerTasksSeeGracefulShutdown() async throws {
+        let group = try LoopGroup(threads: 1)
+        var configuration = HTTPServer.Configuration()
+        configuration.shutdownDeadline = .seconds(600)
+        var router = HTTPRouter()
+        router.get("/until-shutdown", .inTask) { _ async throws -> HTTPServerResponse in
+            try await gracefulShutdown()
+            return .text(Task.isShuttingDownGracefully ? "stopping" : "not told")
+        }
+        let server = HTTPServer(group: group, configuration: configuration, router: router, logger: quietLogger)
+        let services = ServiceGroup(services: [server], logger: quietLogger)
+        let running = Task { try await services.run() }
+        try await eventually { server.port != nil }
+        let client = try RawClient(port: try #require(server.port))
+        client.send("GET /until-shutdown HTTP/1.1\r\nHost: t\r\n\r\n")
+        try await eventually { (try? await server.openConnectionCount()) == 1 }
+        await services.triggerGracefulShutdown()
+        let response = try client.readResponse()
+        #expect(response.text == "stopping")
+        try await running.value
+        group.shutdown()
+    }
 }

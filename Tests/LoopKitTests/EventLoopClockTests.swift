@@ -41,6 +41,42 @@ struct EventLoopClockTests {
         #expect(outcome.text == "woke at \(start + 5_000_000_000) ns in iteration \(firing), on the loop true")
     }
 
+    /// Issue 43, item 6: the article said a plain sleep measured real time on a virtual-time loop; it never
+    /// did, and for a test author the loop's time is the right one (a handler's retry delay takes no real
+    /// time, and ends exactly when the test advances past it).
+    @Test("A plain Task.sleep (no clock) on a driver's loop ends on virtual time too, not before its deadline")
+    func plainSleepEndsOnVirtualTime() throws {
+        let driver = try LoopDriver()
+        let outcome = Outcome()
+        let loop = driver.loop
+        let started = ContinuousClock.now
+        Task(executorPreference: loop) {
+            do {
+                try await Task.sleep(for: .milliseconds(500))  // ContinuousClock: the loop times it
+                outcome.set("woke in iteration \(loop.iteration), on the loop \(loop.isCurrent)")
+            } catch {
+                outcome.set("\(type(of: error))")
+            }
+        }
+        try driver.runUntilIdle()
+        try driver.advance(by: .milliseconds(499))
+        #expect(outcome.text == nil)
+        let firing = loop.iteration + 1
+        try driver.advance(by: .milliseconds(1))
+        #expect(outcome.text == "woke in iteration \(firing), on the loop true")
+        #expect(started.duration(to: .now) < .milliseconds(500))  // it did not wait for real time
+    }
+
+    @Test("A sleep off the loop (a detached task) measures real time while the driver's time stands still")
+    func sleepOffTheLoopIsRealTime() async throws {
+        let driver = try LoopDriver()
+        let before = driver.loop.clock.now
+        let started = ContinuousClock.now
+        try await Task.detached { try await Task.sleep(for: .milliseconds(50)) }.value
+        #expect(started.duration(to: .now) >= .milliseconds(50))
+        #expect(driver.loop.clock.now == before)  // nothing advanced the loop's time
+    }
+
     @Test("Cancelling a sleeping task ends its sleep at once with CancellationError")
     func cancellationEndsTheSleep() throws {
         let driver = try LoopDriver()

@@ -7,6 +7,8 @@ struct LoopKitExecutorsTests {
     static let mainChecks = [
         "ok installed",
         "ok the async main goes on inside the main loop",
+        "ok a @MainActor task made between two enqueues runs between them, in their iteration",
+        "ok the async main's continuation after a yield runs in the next iteration",
         "ok MainActor.run from another task runs in the main loop",
         "ok DispatchQueue.main blocks still run in the main loop (R12)",
         "ok Task.sleep on the main actor resumes on the main loop",

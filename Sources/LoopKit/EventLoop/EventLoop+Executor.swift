@@ -36,14 +36,15 @@ extension EventLoop: TaskExecutor {
 
     /// Queues a Swift concurrency job isolated to `executor`, a serial executor whose jobs run on this
     /// loop's thread (the main actor's, when `LoopKitExecutors` puts it on the main loop), in the next drain.
+    /// The job runs on `executor` alone, with no task executor: a `@MainActor` task has no executor
+    /// preference, and given the loop as one, Swift's first `swift_task_switch` of a new task saw a
+    /// different context and queued the task again, one iteration late (issue 43, item 5).
     ///
     /// Safe from any thread. Stops the process when the loop has finished shutting down: an isolated job
     /// cannot run anywhere else.
     package func enqueue(_ job: UnownedJob, isolatedTo executor: UnownedSerialExecutor) {
         do {
-            try append(Job { [self] in
-                job.runSynchronously(isolatedTo: executor, taskExecutor: self.asUnownedTaskExecutor())
-            }, isExecutorJob: true)
+            try append(Job { job.runSynchronously(on: executor) }, isExecutorJob: true)
         } catch {
             fatalError("LoopKit: a serial executor on an EventLoop that has finished shutting down was given work")
         }

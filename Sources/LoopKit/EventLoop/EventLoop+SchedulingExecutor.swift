@@ -11,10 +11,10 @@
 /// never by a Dispatch timer on another thread. (A group installed as Swift's default executor by LoopKitExecutors
 /// does the same for the tasks it runs.)
 ///
-/// Swift checks the sleep's deadline on the sleep's own clock when the job runs and sleeps again for what
-/// is left, so a plain `Task.sleep(for:)` (`ContinuousClock`) always measures real time, also on a loop
-/// whose time is virtual: sleep on ``EventLoop/clock`` for the loop's time. A job whose loop shuts down first
-/// goes on on Swift's global executor, so its task is never lost.
+/// The loop times the delay on its own time, whatever the sleep's clock: a plain `Task.sleep(for:)`
+/// (`ContinuousClock`) on a `LoopDriver`'s loop ends on the driver's virtual time, as a sleep on
+/// ``EventLoop/clock`` does (a sleep in a task off the loop measures real time). A job whose loop shuts down
+/// first goes on on Swift's global executor, so its task is never lost.
 @_spi(ExperimentalScheduling)
 extension EventLoop: SchedulingExecutor {
     public func enqueue<C: Clock>(_ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C) {

@@ -10,6 +10,12 @@ extension HTTPServerResponse {
     /// open: when the client disconnects, the task is cancelled, so a `write` waiting for its next event
     /// (an `AsyncStream`, a `Task.sleep`) ends at once rather than at its next send.
     ///
+    /// When the server's graceful shutdown begins, an open stream does not hold it: its task is cancelled,
+    /// and whether `write` then returns or throws the cancellation, the chunked body is terminated and the
+    /// connection closed, so a client's `EventSource` reconnects (to another instance) at once. Inside
+    /// `write`, as in every handler's task, swift-service-lifecycle's `withGracefulShutdownHandler`,
+    /// `cancelOnGracefulShutdown()` and `Task.isShuttingDownGracefully` answer to the server's shutdown.
+    ///
     /// ```swift
     /// router.get("/clock") { _ in
     ///     .events { events in

@@ -37,8 +37,9 @@ public struct HTTPServerResponse: Sendable {
 public struct HTTPResponseBody: Sendable {
     enum Storage: Sendable {
         case bytes(Bytes)
-        /// `watchesClient`: the connection keeps reading while the body streams, so that a client that
-        /// goes away is noticed at once (an event stream waits for events, not for the client).
+        /// `watchesClient`: an event stream. The connection keeps reading while the body streams, so that a
+        /// client that goes away is noticed at once (an event stream waits for events, not for the client),
+        /// and graceful shutdown ends the stream rather than wait for it.
         case stream(@Sendable (HTTPBodyWriter) async throws -> Void, watchesClient: Bool)
     }
 

@@ -70,7 +70,7 @@ extension HTTPConnection {
         asyncTrail = trail
         let logger = context.logger
         if bodyCollected { context.handlerTasksInFlight += 1 }
-        Task(executorPreference: context.loop) {
+        context.startTask {
             let response = await Self.respond(to: request, through: middleware, trail: trail, logger: logger, terminal: terminal)
             if bodyCollected {
                 self.onLoop { connection in

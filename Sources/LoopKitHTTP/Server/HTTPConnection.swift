@@ -46,6 +46,12 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
     var isClosed = false
     /// The task writing a streamed response body, until it ends; cancelled when the connection closes.
     @exclusivity(unchecked) private var responseTask: Task<Void, Never>?
+    /// The streamed body is an event stream (``HTTPServerResponse/events(keepAlive:_:)``): open-ended, so
+    /// graceful shutdown ends it rather than wait for it.
+    private var streamsEvents = false
+    /// Graceful shutdown cancelled the event stream's task: however its writer ends (returning, or throwing
+    /// the cancellation), the body is terminated cleanly and the connection closes.
+    private var eventStreamEndedByShutdown = false
 
     /// True while `receive` runs (what it writes goes out with the read callback's batch, and parsing
     /// goes on there).
@@ -276,7 +282,7 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
         switch route.handler {
         case .streaming(_, let run):
             let logger = context.logger
-            Task(executorPreference: context.loop) {
+            context.startTask {
                 let response: HTTPServerResponse?
                 do {
                     response = try await run(serverRequest, body)
@@ -499,7 +505,7 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
             tcp.pauseReading()
             let logger = context.logger
             context.handlerTasksInFlight += 1
-            Task(executorPreference: context.loop) {
+            context.startTask {
                 let response: HTTPServerResponse
                 do {
                     response = try await run(serverRequest)
@@ -599,13 +605,16 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
             // bounded by its high-water mark, and the client's end of file closes the connection).
             if !machine.isStreamingBody && !watchesClient { tcp.pauseReading() }
             let writer = HTTPBodyWriter(connection: self, chunked: chunked)
-            responseTask = Task(executorPreference: context.loop) {
+            streamsEvents = watchesClient
+            responseTask = context.startTask {
                 do {
                     try await write(writer)
                     self.onLoop { $0.finishStream(chunked: chunked) }
                 } catch {
                     self.onLoop { connection in
-                        if connection.isClosed {  // the client went away: the writer learnt it, nothing failed
+                        if connection.eventStreamEndedByShutdown {  // the server stops: the stream ends cleanly
+                            connection.finishStream(chunked: chunked)
+                        } else if connection.isClosed {  // the client went away: the writer learnt it, nothing failed
                             connection.context.logger.debug("streamed body ended: client gone", metadata: ["error": "\(error)"])
                         } else {
                             connection.context.logger.error("streamed body failed", metadata: ["error": "\(error)"])
@@ -619,6 +628,7 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
 
     private func finishStream(chunked: Bool) {
         responseTask = nil
+        streamsEvents = false
         guard !isClosed else { return }
         if chunked { writeEncoded(estimate: 5) { $0.appendLastChunk() } }
         finishResponse()
@@ -745,9 +755,16 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
         shutdown()
     }
 
-    /// Graceful shutdown: close now when idle, else after the current response.
+    /// Graceful shutdown: close now when idle, else after the current response. An event stream has no end
+    /// to wait for: its task is cancelled, and its body terminated when the writer returns or throws (a
+    /// client's `EventSource` reconnects elsewhere).
     func shutdown() {
         guard !isClosed else { return }
-        if machine.shutdownRequested() == .closeNow { tcp.close() }
+        if machine.shutdownRequested() == .closeNow {
+            tcp.close()
+        } else if streamsEvents, let responseTask, !eventStreamEndedByShutdown {
+            eventStreamEndedByShutdown = true
+            responseTask.cancel()
+        }
     }
 }

@@ -22,7 +22,7 @@ package final class HTTPConnectionHost {
     /// - Throws: ``EventLoopError/shutDown`` when the loop refuses work.
     package init(loop: EventLoop, configuration: HTTPServer.Configuration, router: HTTPRouter, logger: Logger) throws {
         context = HTTPLoopContext(loop: loop, configuration: configuration, router: router, logger: logger,
-                                  tracing: HTTPTracing.resolve(configuration.tracer))
+                                  tracing: HTTPTracing.resolve(configuration.tracer), gracefulShutdown: HTTPGracefulShutdown())
         // Made ids are `memory-1`, `memory-2`…: the same in every run (a server's also name its process and
         // its loop context, whose number depends on how many loops the process has made).
         context.requestIDs = HTTPRequestIDGenerator(fixedPrefix: "memory-")

@@ -1,6 +1,11 @@
 import Logging
 import LoopKit
 import LoopKitNet
+// The graceful-shutdown manager that swift-service-lifecycle's `withGracefulShutdownHandler`,
+// `cancelOnGracefulShutdown` and `Task.isShuttingDownGracefully` read from a task-local: handler tasks start
+// from loop callbacks, outside the service's task, so the server binds one of its own for them and shuts it
+// down when its graceful shutdown begins. Only this file names it.
+@_spi(TestKit) import ServiceLifecycle
 
 /// A server's presence on one loop: the cached `Date`, the deadlines' lengths, and the registry its
 /// connections are kept in (LoopKitNet's, shared with the listener's endpoint on this loop: one entry per
@@ -28,6 +33,10 @@ final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one per lo
     /// answer may come back from another thread: an actor, another loop's `perform`).
     var handlerTasksInFlight = 0
 
+    /// What handler tasks see as graceful shutdown: shared by the server's loops, shut down when the server's
+    /// graceful shutdown begins.
+    let gracefulShutdown: HTTPGracefulShutdown
+
     /// The deadlines' lengths in nanoseconds, compared with stamps on the loop's clock
     /// (``EventLoop/clockNanoseconds``) at each sweep.
     let headTimeout: UInt64
@@ -40,8 +49,9 @@ final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one per lo
     let sweepInterval: Duration
 
     init(loop: EventLoop, configuration: HTTPServer.Configuration, router: HTTPRouter, logger: Logger,
-         tracing: HTTPTracing?) {
+         tracing: HTTPTracing?, gracefulShutdown: HTTPGracefulShutdown) {
         self.loop = loop
+        self.gracefulShutdown = gracefulShutdown
         self.configuration = configuration
         self.router = router.withGroupChains()
         self.logger = logger
@@ -104,6 +114,26 @@ final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one per lo
     /// response, a WebSocket closes with 1001, whatever is left is aborted at the deadline); `onFinished`
     /// runs once every connection is gone, or the loop shut down. Call on the loop's thread.
     func shutdown(deadline: Duration, onFinished: @escaping @Sendable () -> Void) {
+        gracefulShutdown.begin()
         registry.drain(deadline: deadline, whenDrained: onFinished)
     }
+
+    /// Starts a handler's task on the loop (a route's, middleware's, a streamed body's, an upgrade's), seeing
+    /// the server's graceful shutdown: inside it, `withGracefulShutdownHandler`, `cancelOnGracefulShutdown()`
+    /// and `Task.isShuttingDownGracefully` answer to the server's shutdown, as in a `ServiceGroup`'s service.
+    @discardableResult
+    func startTask(_ operation: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+        TaskLocals.$gracefulShutdownManager.withValue(gracefulShutdown.manager) {
+            Task(executorPreference: loop, operation: operation)
+        }
+    }
+}
+
+/// A server's graceful shutdown as its handler tasks see it (swift-service-lifecycle's manager, bound as
+/// their task-local). Safe from any thread.
+final class HTTPGracefulShutdown: Sendable {
+    let manager = GracefulShutdownManager()
+
+    /// Tells every handler task that registered for it; once (later calls do nothing).
+    func begin() { manager.shutdownGracefully() }
 }

@@ -183,11 +183,12 @@ public final class HTTPServer: Service, Sendable {
         var contexts: [HTTPLoopContext] = []
         let listener: TCPListener
         let tracing = HTTPTracing.resolve(configuration.tracer)
+        let gracefulShutdown = HTTPGracefulShutdown()
         do {
             for loop in group.loops {
                 let context = try loop.invokeAndWait { [configuration, router, logger, tracing] in
                     let context = HTTPLoopContext(loop: loop, configuration: configuration, router: router, logger: logger,
-                                                  tracing: tracing)
+                                                  tracing: tracing, gracefulShutdown: gracefulShutdown)
                     try context.start()
                     return context
                 }

@@ -30,7 +30,7 @@ extension HTTPConnection {
             return
         }
         let logger = context.logger
-        Task(executorPreference: context.loop) {
+        context.startTask {
             let decision: HTTPUpgradeDecision
             do {
                 decision = try await upgrader.shouldUpgrade(request)
@@ -69,7 +69,7 @@ extension HTTPConnection {
         let trail = HTTPMiddlewareChain.Trail(chain: middleware)
         asyncTrail = trail
         let logger = context.logger
-        Task(executorPreference: context.loop) {
+        context.startTask {
             let response = await Self.respond(to: request, through: middleware, trail: trail, logger: logger) { request in
                 if let refusal { return refusal }
                 let decision = upgrader.asksRoute ? try await upgrader.shouldUpgrade(request) : .accept([:])
