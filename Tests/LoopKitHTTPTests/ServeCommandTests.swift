@@ -164,6 +164,23 @@ struct ServeCommandTests {
         #expect(answers.map(\.closed) == [true, true, true])
     }
 
+    /// `--ws-max-message 10`: /ws/echo echoes a 10-byte message and fails an 11-byte one with 1009.
+    @Test func webSocketMaxMessageSetsTheEchoRoutesLimit() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "LoopDemo is not built beside the tests")
+        let (echoed, refused) = try await onOwnThread { () throws -> (WebSocketFrame?, UInt16?) in
+            try Self.serving(["--ws-max-message", "10"]) { _, port in
+                let server = try port("listening on ")
+                let client = try WebSocketClient(port: server)
+                client.sendText("0123456789")
+                let echoed = try client.readFrame()
+                client.sendText("0123456789a")
+                return (echoed, try client.readClose()?.code)
+            }
+        }
+        #expect(echoed == WebSocketFrame(opcode: .text, payload: Array("0123456789".utf8)))
+        #expect(refused == 1009)
+    }
+
     /// `--max-body 10`: a body of exactly 10 bytes, sized or chunked, is echoed and uploaded.
     @Test func maxBodyTakesABodyAtTheLimit() async throws {
         let body = Array("0123456789".utf8)

@@ -60,6 +60,8 @@ final class RawClient {
 
     /// The last read gave up at the safety timeout (rather than seeing the end of the stream).
     private(set) var lastReadTimedOut = false
+    /// The last read found the connection reset (ECONNRESET), not ended with a FIN.
+    private(set) var lastReadWasReset = false
 
     /// Why a read found no more bytes: the end of the stream, or the safety timeout.
     private var endOfInput: ClientError { lastReadTimedOut ? .timedOut : .closedEarly }
@@ -86,6 +88,7 @@ final class RawClient {
             count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         } while count < 0 && errno == EINTR
         lastReadTimedOut = count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
+        lastReadWasReset = count < 0 && errno == ECONNRESET
         guard count > 0 else { return false }
         buffer += chunk[..<count]
         return true

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import LoopKitHTTP
 
@@ -158,4 +159,76 @@ struct WebSocketProtocolTests {
             #expect(try client.readClose()?.code == 1000)
         }
     }
+}
+
+/// Issue 43, item 10: on a violation the server wrote its close frame and closed the socket while the peer
+/// was still sending, so the kernel answered the unread input with a reset (no FIN), which could discard the
+/// close frame. Now the server half-closes and drains before the final close.
+@Suite("Closing on a violation while the peer keeps sending")
+struct LingeringCloseTests {
+    @Test("A peer flooding an oversized message gets the 1009 close frame, then an orderly end (a FIN, not a reset)")
+    func oversizedFloodGetsTheCloseFrameAndAFin() async throws {
+        try await withServer(router: webSocketTestRouter()) { (_: HTTPServer, port: Int) async throws in
+            let client = try WebSocketClient(port: port, path: "/ws/small")
+            // A 4 MiB frame's header (over the route's 600-byte frame limit), then its payload, sent from another
+            // thread while this one reads: the peer is still sending when the server refuses.
+            var header: [UInt8] = [0x82, 0xFF]
+            withUnsafeBytes(of: UInt64(4 << 20).bigEndian) { header += $0 }
+            header += client.mask
+            let raw = SharedRawClient(client.raw)
+            let frameHeader = header
+            let flood = SenderThread {
+                raw.client.send(frameHeader)
+                let chunk = [UInt8](repeating: 0x55, count: 64 << 10)
+                for _ in 0..<64 { raw.client.send(chunk) }  // stops at the first refused send
+            }
+            let close = try client.readClose()
+            #expect(close?.code == 1009)
+            #expect(client.raw.isClosedByServer())
+            #expect(!client.raw.lastReadWasReset)  // the end came as a FIN after the close frame
+            flood.join()
+        }
+    }
+
+    @Test("An HTTP refusal while the client still sends its body ends with a FIN after the response")
+    func httpRefusalWhileSendingEndsWithAFin() async throws {
+        var router = HTTPRouter()
+        router.on(.post, "/small", bodyLimit: 10) { _, _ in .text("never") }
+        try await withServer(router: router) { (_: HTTPServer, port: Int) async throws in
+            let client = try RawClient(port: port)
+            let sender = SharedRawClient(client)
+            let flood = SenderThread {
+                sender.client.send("POST /small HTTP/1.1\r\nHost: t\r\nContent-Length: 4194304\r\n\r\n")
+                let chunk = [UInt8](repeating: 0x61, count: 64 << 10)
+                for _ in 0..<64 { sender.client.send(chunk) }
+            }
+            #expect(try client.readResponse().status == 413)
+            #expect(client.isClosedByServer())
+            #expect(!client.lastReadWasReset)
+            flood.join()
+        }
+    }
+}
+
+/// A thread of its own for a flooding sender: the test's reads block, and a task for the sender could wait
+/// behind them for a thread of Swift's small pool.
+private final class SenderThread: Sendable {
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ body: @escaping @Sendable () -> Void) {
+        let done = done
+        Thread.detachNewThread {
+            body()
+            done.signal()
+        }
+    }
+
+    func join() { done.wait() }
+}
+
+/// A raw client one thread sends on while another reads (a socket is full duplex; `send` touches no state of
+/// the reader's).
+private struct SharedRawClient: @unchecked Sendable {  // send and fill share only the descriptor
+    let client: RawClient
+    init(_ client: RawClient) { self.client = client }
 }

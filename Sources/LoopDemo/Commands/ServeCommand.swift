@@ -32,6 +32,10 @@ struct ServeCommand: ParsableCommand {
             help: "The largest request body, in bytes, on every route, /echo and /upload included (413 past it). Without it: 1 MiB for the bodies a route collects, no limit for /echo and /upload.")
     var maxBody: Int?
 
+    @Option(name: .customLong("ws-max-message"),
+            help: "The largest WebSocket message /ws/echo takes, in bytes (1009 past it); 1 MiB without it. Its frames may be as large.")
+    var webSocketMaxMessage: Int?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info (an access line per request), notice, warning, error, critical.")
     var logLevel = "info"
 
@@ -50,6 +54,7 @@ struct ServeCommand: ParsableCommand {
         if let metricsPort, !(0...65535).contains(metricsPort) { throw ValidationError("--metrics must be in 0...65535") }
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1") }
         if let maxBody, maxBody < 0 { throw ValidationError("--max-body must not be negative") }
+        if let webSocketMaxMessage, webSocketMaxMessage < 1 { throw ValidationError("--ws-max-message must be at least 1") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
     }
 
@@ -67,7 +72,12 @@ struct ServeCommand: ParsableCommand {
         if let tlsCertificate, let tlsKey {
             configuration.tls = try TLSContext(.server(certificateChain: .file(tlsCertificate), privateKey: .file(tlsKey)))
         }
-        var router = DemoRoutes.router(work: .calibrated(nanosecondsPerItem: 1_000), maxBodySize: maxBody)
+        var webSocket = WebSocketConfiguration()
+        if let webSocketMaxMessage {
+            webSocket.maxMessageSize = webSocketMaxMessage
+            webSocket.maxFrameSize = max(webSocket.maxFrameSize, webSocketMaxMessage)
+        }
+        var router = DemoRoutes.router(work: .calibrated(nanosecondsPerItem: 1_000), maxBodySize: maxBody, webSocket: webSocket)
         let registry = metricsPort.map { _ in Self.bootstrapMetrics() }
         if registry != nil {
             // Every loop's iterations, every request (the middleware first: it sees every answer), the connections.

@@ -15,7 +15,9 @@ public enum DemoRoutes {
     ///     it); nil, the default, for no limit. `serve --max-body` sets it, and with it the server's
     ///     `HTTPServer.Configuration.maxBodySize`, which limits the routes whose body is collected.
     /// - Returns: A router with exactly the demo's routes.
-    public static func router(work: SyntheticWork, jobs: DemoJobs = DemoJobs(), maxBodySize: Int? = nil) -> HTTPRouter {
+    ///   - webSocket: The `/ws/echo` route's limits (its largest message: `serve --ws-max-message`).
+    public static func router(work: SyntheticWork, jobs: DemoJobs = DemoJobs(), maxBodySize: Int? = nil,
+                              webSocket: WebSocketConfiguration = WebSocketConfiguration()) -> HTTPRouter {
         var router = HTTPRouter()
         // `?items=N` sets the page's "Items per job" field, which the jobs it starts (`?start=`) run.
         router.get("/") { request in
@@ -121,7 +123,7 @@ public enum DemoRoutes {
         }
         // A WebSocket that sends every message back (permessage-deflate when the client offers it); the
         // client's reading paces the echo: `send` waits while the output is above the high-water mark.
-        router.webSocket("/ws/echo", .inTask) { _, socket in
+        router.webSocket("/ws/echo", .inTask, configuration: webSocket) { _, socket in
             for try await message in socket.messages { try await socket.send(message) }
         }
         return router

@@ -454,7 +454,7 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
             }
             requestEnded(isComplete: true)
         }
-        tcp.close()
+        tcp.closeAfterDrainingInput()  // the client may still be sending: the refusal must not be lost to a reset
     }
 
     // MARK: Handlers

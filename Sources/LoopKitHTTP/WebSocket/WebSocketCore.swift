@@ -298,7 +298,9 @@ final class WebSocketCore: ConnectionHandler {
         case .sendClose(let code, let reason, let thenCloseTransport):
             writeFrame(.close, WebSocketFrameEncoder.closePayload(code: code, reason: reason))
             if thenCloseTransport {
-                tcp.close()
+                // A violation: the peer may still be sending (a 4 MiB message refused at 1 MiB). Half-close
+                // and drain, so the close frame is read before any reset (RFC 6455 §7.1.1).
+                tcp.closeAfterDrainingInput()
             } else {
                 closeDue = tcp.loop.clockNanoseconds &+ configuration.closeTimeout.clampedNanoseconds
             }

@@ -158,6 +158,7 @@ extension TCPConnection {
     /// Hands freshly read bytes to whoever reads: a waiting `inbound` reader gets them as a chunk, the
     /// read handler is lent them; what is left unconsumed is kept.
     private func deliver(_ bytes: UnsafeRawBufferPointer, fromSharedBuffer: Bool) {
+        if extras != nil, isLingering { return dropWhileLingering(bytes.count) }
         if let consumer = readWaiter.unpark() {
             consumer.resume(returning: Bytes(copying: bytes))
             return
@@ -178,6 +179,11 @@ extension TCPConnection {
     /// Hands the bytes held in the connection's own buffer to whoever reads.
     func deliverInput() {
         guard !input.isEmpty else { return }
+        if extras != nil, isLingering {
+            let count = input.count
+            input.release()
+            return dropWhileLingering(count)
+        }
         if let consumer = readWaiter.unpark() {
             consumer.resume(returning: takeInputChunk())
             return

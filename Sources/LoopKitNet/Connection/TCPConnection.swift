@@ -373,6 +373,7 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
             completion(reason == .shutDown ? .loopShutDown : .connectionClosed(reason))
         }
         extras?.handshakeTimer?.cancel()
+        if extras?.lingering != nil { endLingering() }
         if let waiter = connectWaiter {
             connectWaiter = nil
             waiter.resume(returning: .failure(reason == .shutDown ? .loopShutDown : .connectionClosed(reason)))
@@ -440,6 +441,8 @@ final class ConnectionExtras {
     var outputWait: (sent: UInt64, since: UInt64)?
     /// When a graceful close began waiting for the output to drain (loop clock).
     var closingSince: UInt64?
+    /// Input is read and dropped until the close (``TCPConnection/closeAfterDrainingInput(upTo:within:)``).
+    var lingering: Lingering?
     /// The TLS handshake's end: told once, nil when done (or the error); and its timeout.
     var handshakeCompletion: ((NetError?) -> Void)?
     var handshakeTimer: ScheduledTimer?

@@ -227,6 +227,14 @@ enum Socket {
         _ = Glibc.shutdown(fd, Int32(SHUT_WR))
     }
 
+    /// Bytes written to the socket that the peer has not acknowledged yet (`ioctl(SIOCOUTQ)`); 0 for a
+    /// descriptor that is not a TCP socket.
+    static func unacknowledgedOutput(_ fd: Int32) -> Int {
+        var count: Int32 = 0
+        let siocoutq: UInt = 0x5411  // SIOCOUTQ, as TIOCOUTQ
+        return ioctl(fd, siocoutq, &count) == 0 ? Int(count) : 0
+    }
+
     /// Makes the coming `close` send a reset instead of a FIN (`SO_LINGER` with zero time).
     static func resetOnClose(_ fd: Int32) {
         var linger = linger(l_onoff: 1, l_linger: 0)
