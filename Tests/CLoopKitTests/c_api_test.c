@@ -2082,6 +2082,113 @@ static void test_child(void) {
     CHECK_EQ(lk_loop_destroy(loop), LK_OK);
 }
 
+/* ---- Sizes and durations with the top bit set (issue 43, item 7) ------------------------------------ */
+
+static void count_fired(void *ctx) { (*(int *)ctx)++; }
+
+/* A size_t crosses into Swift as a signed Int, so one with the top bit set arrives negative: each call
+ * refuses it with LK_EINVAL. lk_udp_bind took it as "the default" (0): SIZE_MAX gave batches of 32 and
+ * (size_t)1 << 63 datagrams cut at 2,048 bytes, LK_OK. A uint64_t duration takes its whole range. */
+static void test_top_bit_values(void) {
+    lk_loop *loop = begin("sizes and durations with the top bit set: LK_EINVAL, or the whole range");
+    const size_t top = (size_t)1 << (sizeof(size_t) * 8 - 1);
+    const size_t sizes[] = {SIZE_MAX, top, top + 32, SIZE_MAX - 1};
+    lk_udp *udp = NULL;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        CHECK_EQ(lk_udp_bind(loop, "127.0.0.1", 0, 0, sizes[i], 0, &udp), LK_EINVAL);
+        CHECK_EQ(lk_udp_bind(loop, "127.0.0.1", 0, 0, 0, sizes[i], &udp), LK_EINVAL);
+        CHECK_EQ(lk_udp_bind(loop, "127.0.0.1", 0, 0, sizes[i], sizes[i], &udp), LK_EINVAL);
+    }
+    CHECK_EQ(lk_udp_bind(loop, "127.0.0.1", 0, 0, 1025, 0, &udp), LK_EINVAL);
+    CHECK_EQ(lk_udp_bind(loop, "127.0.0.1", 0, 0, 0, 65536, &udp), LK_EINVAL);
+    CHECK(udp == NULL);
+    /* The edges of the ranges are taken: a 60,000-byte datagram arrives whole with 65,535. */
+    CHECK_EQ(lk_udp_bind(loop, "127.0.0.1", 0, 0, 1, 1, &udp), LK_OK);
+    CHECK_EQ(lk_udp_close(udp), LK_OK);
+    CHECK_EQ(lk_udp_bind(loop, "127.0.0.1", 0, 0, 1024, 65535, &udp), LK_OK);
+    udp_seen_t seen = {0};
+    seen.loop = loop;
+    CHECK_EQ(lk_udp_recv_start(udp, udp_collect, &seen), LK_OK);
+    static char large[60000];
+    memset(large, 'L', sizeof large);
+    CHECK_EQ(lk_udp_send(udp, large, sizeof large, "127.0.0.1", lk_udp_local_port(udp)), LK_OK);
+    for (int i = 0; i < 1000 && seen.datagrams == 0; i++) lk_loop_run_once(loop, 0);
+    CHECK(seen.datagrams == 1 && seen.truncated == 0);
+    /* Lengths with the top bit: LK_EINVAL, nothing sent or queued. */
+    CHECK_EQ(lk_udp_send(udp, large, SIZE_MAX, "127.0.0.1", 9), LK_EINVAL);
+    CHECK_EQ(lk_udp_send(udp, large, top, NULL, 0), LK_EINVAL);
+    CHECK_EQ(lk_udp_queued(udp), 0);
+    CHECK_EQ(lk_udp_close(udp), LK_OK);
+    char buffer[16];
+    fs_result_t none = {0, 99, -1, 0, 0, loop};
+    CHECK_EQ(lk_fs_read(loop, 0, buffer, SIZE_MAX, 0, fs_done, &none), LK_EINVAL);
+    CHECK_EQ(lk_fs_read(loop, 0, buffer, top, -1, fs_done, &none), LK_EINVAL);
+    CHECK_EQ(lk_fs_write(loop, 1, buffer, SIZE_MAX, 0, fs_done, &none), LK_EINVAL);
+    CHECK_EQ(lk_fs_write(loop, 1, buffer, top, -1, fs_done, &none), LK_EINVAL);
+    /* Counts with the top bit: LK_EINVAL, no callback. */
+    process_t refused = {0};
+    CHECK_EQ(lk_process(loop, SIZE_MAX, 0, noop_index, NULL, process_complete, &refused, NULL), LK_EINVAL);
+    CHECK_EQ(lk_process(loop, top, 1000, noop_index, NULL, process_complete, &refused, NULL), LK_EINVAL);
+    lk_work_pool *pool = NULL;
+    CHECK_EQ(lk_work_pool_create(SIZE_MAX, 1, &pool), LK_EINVAL);
+    CHECK_EQ(lk_work_pool_create(top, 1, &pool), LK_EINVAL);
+    CHECK_EQ(lk_work_pool_create(1, SIZE_MAX, &pool), LK_EINVAL);
+    CHECK_EQ(lk_work_pool_create(1, top, &pool), LK_EINVAL);
+    CHECK(pool == NULL);
+
+    /* Durations: the whole range. A timer 2^63 ns or more away is due in 292 years (never early: a delay
+     * that wrapped round would fire at once); a repeating one fires once, its next tick as far. */
+    int far = 0, once = 0;
+    lk_timer *t1 = NULL, *t2 = NULL, *t3 = NULL;
+    CHECK_EQ(lk_timer_start(loop, UINT64_MAX, 0, count_fired, &far, &t1), LK_OK);
+    CHECK_EQ(lk_timer_start(loop, (uint64_t)1 << 63, UINT64_MAX, count_fired, &far, &t2), LK_OK);
+    CHECK_EQ(lk_timer_start(loop, 0, UINT64_MAX, count_fired, &once, &t3), LK_OK);
+    for (int i = 0; i < 5; i++) lk_loop_run_once(loop, 0);
+    CHECK_EQ(far, 0);
+    CHECK_EQ(once, 1);
+    CHECK_EQ(lk_timer_cancel(t1), LK_OK);
+    CHECK_EQ(lk_timer_cancel(t2), LK_OK);
+    CHECK_EQ(lk_timer_cancel(t3), LK_OK);
+    CHECK_EQ(lk_loop_set_timer_spin(loop, UINT64_MAX), LK_OK);
+    CHECK_EQ(lk_loop_timer_spin(loop), 10000000);
+    CHECK_EQ(lk_loop_set_timer_spin(loop, (uint64_t)1 << 63), LK_OK);
+    CHECK_EQ(lk_loop_timer_spin(loop), 10000000);
+    CHECK_EQ(lk_loop_set_timer_spin(loop, 0), LK_OK);
+    process_t budget = {0};
+    CHECK_EQ(lk_process(loop, 3, UINT64_MAX, noop_index, NULL, process_complete, &budget, NULL), LK_OK);
+    for (int i = 0; i < 10 && budget.completions == 0; i++) lk_loop_run_once(loop, 0);
+    CHECK(budget.completions == 1 && budget.status == LK_OK);
+
+    if (have_pidfd()) {
+        /* A child's timeout of UINT64_MAX never expires; a grace of UINT64_MAX never ends in SIGKILL at once. */
+        child_seen_t quick = {0};
+        quick.loop = loop;
+        lk_child_options options = {0};
+        options.file = "/bin/true";
+        options.timeout_ns = UINT64_MAX;
+        lk_child *child = NULL;
+        CHECK_EQ(lk_child_spawn(loop, &options, child_exit, NULL, &quick, &child), LK_OK);
+        child_wait(loop, &quick, 0);
+        CHECK(quick.exits == 1 && quick.exit_status == 0 && quick.term_signal == 0);
+        CHECK_EQ(lk_child_free(child), LK_OK);
+        child_seen_t cat = {0};
+        cat.loop = loop;
+        lk_child_options cat_options = {0};
+        cat_options.file = "/bin/cat";
+        cat_options.stdio[0] = LK_CHILD_PIPE;
+        cat_options.timeout_ns = (uint64_t)1 << 63;
+        CHECK_EQ(lk_child_spawn(loop, &cat_options, child_exit, NULL, &cat, &child), LK_OK);
+        CHECK_EQ(lk_child_write(child, "x", SIZE_MAX), LK_EINVAL);
+        CHECK_EQ(lk_child_write(child, "x", top), LK_EINVAL);
+        CHECK_EQ(lk_child_terminate(child, UINT64_MAX), LK_OK); /* SIGTERM ends cat */
+        child_wait(loop, &cat, 0);
+        CHECK(cat.exits == 1 && cat.term_signal == SIGTERM);
+        CHECK_EQ(lk_child_free(child), LK_OK);
+    }
+    CHECK_EQ(none.calls + refused.completions, 0);
+    CHECK_EQ(lk_loop_destroy(loop), LK_OK);
+}
+
 /* ---- Leak-check cycles ------------------------------------------------------------------------------ */
 
 static void stop_loop(void *ctx) { lk_loop_stop(ctx); }
@@ -2236,6 +2343,7 @@ int main(int argc, char **argv) {
     test_udp();
     test_fs_watch();
     test_child();
+    test_top_bit_values();
     test_iteration_observer();
     printf("c_api_test: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;

@@ -9,7 +9,10 @@
  *   - A callback is never called when the call that registered it returned an error.
  *   - Functions are NOT thread-safe unless marked [any thread]: call them on the thread that created
  *     (or attached) the loop. Calling one from another thread returns LK_ETHREAD.
- *   - NULL handles, NULL callbacks and out-of-range values return LK_EINVAL; nothing is kept.
+ *   - NULL handles, NULL callbacks and out-of-range values return LK_EINVAL; nothing is kept. A size_t
+ *     (a length, a count, a size) above SSIZE_MAX, one with its top bit set such as SIZE_MAX or (size_t)-1,
+ *     is out of range wherever one is taken. A uint64_t duration in nanoseconds takes its whole range:
+ *     2^63 ns and more are 292 years or more, in effect never.
  *
  * Every loop iteration runs three phases, in order:
  *   1. poll for I/O (without waiting when queued work or a due timer is pending);
@@ -231,6 +234,7 @@ LK_EXTERN int lk_loop_invoke_wait(lk_loop *loop, lk_fn fn, void *ctx);
 
 /* Calls fn(ctx) on the loop after delay_ns, then every repeat_ns if repeat_ns > 0. Timers fire in
  * (deadline, scheduling order), never early; a zero delay fires in a later iteration, never this one.
+ * Every value is taken: a delay or period of 2^63 ns or more (UINT64_MAX included) is 292 years.
  * out may be NULL (fire and forget). When out is not NULL, *out is a handle that the caller must release
  * with lk_timer_cancel, also after a one-shot timer fired.
  * [any thread] Errors: LK_EINVAL (NULL loop or fn), LK_ECLOSED. */
@@ -279,7 +283,8 @@ LK_EXTERN int lk_signal_cancel(lk_signal *signal);
  * loop, never before lk_process returns: status is LK_OK or LK_ECANCELED (cancelled, or the loop shut
  * down first). complete may be NULL. When out is not NULL, *out identifies the job until complete returns;
  * LoopKit releases it then. When lk_process returns an error, no callback is ever called.
- * Errors: LK_EINVAL (NULL loop or each), LK_ETHREAD, LK_ECLOSED. */
+ * budget_ns takes its whole range. Errors: LK_EINVAL (NULL loop or each, count over SSIZE_MAX), LK_ETHREAD,
+ * LK_ECLOSED. */
 LK_EXTERN int lk_process(lk_loop *loop, size_t count, uint64_t budget_ns,
                          lk_each_fn each, lk_update_fn update, lk_complete_fn complete,
                          void *ctx, lk_job **out);
@@ -303,7 +308,8 @@ typedef struct lk_work_pool_info {
 /* Creates a pool of `threads` threads with a queue of at most queue_limit waiting items. The shared pool
  * (pool == NULL in the calls below) has one thread per CPU, at least two, and a queue of 1,048,576; it
  * lives as long as the process. Release a pool with lk_work_pool_destroy.
- * [any thread] Errors: LK_EINVAL (threads or queue_limit 0, out NULL), LK_ESYS (no thread could start). */
+ * [any thread] Errors: LK_EINVAL (threads or queue_limit 0 or over SSIZE_MAX, out NULL), LK_ESYS (a thread
+ * could not start: none of the pool's is kept). */
 LK_EXTERN int lk_work_pool_create(size_t threads, size_t queue_limit, lk_work_pool **out);
 
 /* Refuses new work from now on (LK_ECLOSED); work still waiting for a thread never runs, and its after
@@ -471,11 +477,15 @@ typedef struct lk_udp_datagram {
 typedef void (*lk_udp_recv_fn)(void *ctx, lk_udp *udp, const lk_udp_datagram *datagrams, size_t count);
 
 /* Binds a UDP socket to a numeric host ("127.0.0.1", "::1", "0.0.0.0", "::") and port (0: the kernel
- * picks one, see lk_udp_local_port) on loop. batch_size (0: 32) is the most datagrams one recvmmsg takes;
- * max_datagram_size (0: 2048) the largest received whole (a larger one arrives cut, LK_UDP_TRUNCATED).
- * Release it with lk_udp_close. The corresponding libuv calls are uv_udp_init and uv_udp_bind.
- * Errors: LK_EINVAL (NULL, a host that is not numeric, a value out of range), LK_ETHREAD, LK_ECLOSED (the
- * loop has shut down), LK_ESYS (lk_last_errno(): EADDRINUSE, EACCES, ...). */
+ * picks one, see lk_udp_local_port) on loop. batch_size, 1 to 1024 or 0 for the default of 32, is the most
+ * datagrams one recvmmsg takes; max_datagram_size, 1 to 65535 or 0 for the default of 2048, the largest
+ * received whole (a larger one arrives cut, LK_UDP_TRUNCATED). The socket holds batch_size receive buffers
+ * of max_datagram_size bytes. Release it with lk_udp_close. The corresponding libuv calls are uv_udp_init
+ * and uv_udp_bind.
+ * Errors: LK_EINVAL (NULL loop, host or out; a host that is not numeric; a port outside 0...65535;
+ * batch_size over 1024 or max_datagram_size over 65535, SIZE_MAX and every other size with the top bit set
+ * included), LK_ETHREAD, LK_ECLOSED (the loop has shut down), LK_ESYS (lk_last_errno(): EADDRINUSE,
+ * EACCES, ...). */
 LK_EXTERN int lk_udp_bind(lk_loop *loop, const char *host, int port, unsigned int flags,
                           size_t batch_size, size_t max_datagram_size, lk_udp **out);
 
@@ -498,8 +508,8 @@ LK_EXTERN int lk_udp_recv_stop(lk_udp *udp);
  * when the datagram must wait (the kernel said EAGAIN): the caller may reuse them at once. Outside a
  * receive callback the datagram goes to the kernel at once when nothing waits; inside, with the callback's
  * other datagrams when it returns. The corresponding libuv call is uv_udp_try_send / uv_udp_send.
- * Errors: LK_EINVAL (NULL socket, NULL data with length > 0, bad address, the other family), LK_ETHREAD,
- * LK_ECLOSED, LK_EAGAIN (the send queue holds its limit, 4,096 datagrams: nothing was queued),
+ * Errors: LK_EINVAL (NULL socket, NULL data with length > 0, length over SSIZE_MAX, bad address, the other
+ * family), LK_ETHREAD, LK_ECLOSED, LK_EAGAIN (the send queue holds its limit, 4,096 datagrams: nothing was queued),
  * LK_ESYS (lk_last_errno(): EMSGSIZE, EACCES for a broadcast without lk_udp_set_broadcast, ECONNREFUSED,
  * EDESTADDRREQ when host is NULL and there is no default peer, ENETUNREACH). */
 LK_EXTERN int lk_udp_send(lk_udp *udp, const void *data, size_t length, const char *host, int port);
@@ -556,7 +566,8 @@ typedef struct lk_child_options {
     const char *cwd;         /* the child's working directory; NULL: this process's */
     int stdio[3];            /* standard input, output, error: LK_CHILD_INHERIT, LK_CHILD_NULL or LK_CHILD_PIPE */
     unsigned int flags;      /* LK_CHILD_NEW_PROCESS_GROUP */
-    uint64_t timeout_ns;     /* > 0: terminated (SIGTERM, then SIGKILL after 1 s) if it still runs then */
+    uint64_t timeout_ns;     /* > 0: terminated (SIGTERM, then SIGKILL after 1 s) if it still runs then (every
+                                value is taken: 2^63 ns and more are 292 years) */
 } lk_child_options;
 
 /* The child has ended and been reaped, on the loop's thread, in phase 2 of the iteration whose poll found its
@@ -588,12 +599,14 @@ LK_EXTERN int lk_child_pid(const lk_child *child);
  * has ended. Errors: LK_EINVAL (NULL, signum out of range), LK_ETHREAD, LK_ESYS. */
 LK_EXTERN int lk_child_kill(lk_child *child, int signum);
 
-/* Sends SIGTERM, then SIGKILL if the child still runs after grace_ns; does nothing once it has ended.
+/* Sends SIGTERM, then SIGKILL if the child still runs after grace_ns (every value is taken: 2^63 ns and more
+ * are 292 years); does nothing once it has ended.
  * Errors: LK_EINVAL (NULL), LK_ETHREAD. */
 LK_EXTERN int lk_child_terminate(lk_child *child, uint64_t grace_ns);
 
 /* Writes length bytes to the child's standard input pipe (copied when the pipe does not take them at once).
- * Errors: LK_EINVAL (NULL; NULL data with length > 0; standard input is not LK_CHILD_PIPE), LK_ETHREAD,
+ * Errors: LK_EINVAL (NULL; NULL data with length > 0; length over SSIZE_MAX; standard input is not
+ * LK_CHILD_PIPE), LK_ETHREAD,
  * LK_ECLOSED (standard input was closed, the child ended reading it, or the loop shut down), LK_EAGAIN (more
  * than 64 KiB already wait for the pipe: nothing was queued; try again in a later iteration). */
 LK_EXTERN int lk_child_write(lk_child *child, const void *data, size_t length);
