@@ -151,8 +151,9 @@ final class Host {
             expect(status, isShutDown ? [ok, closed] : [ok], "lk_loop_invoke_wait")
             if status == ok { fuzzCheck(ran == before + 1, "lk_loop_invoke_wait on the loop's thread did not run inline") }
         case 3:  // timer
-            let delay = UInt64(program.int(0...40)) * 25_000
-            let repeating = program.bool() ? UInt64(program.int(1...20)) * 50_000 : 0
+            // The last value of each: a duration with the top bit set (292 years; it never fires here).
+            let delay = topBitDuration(UInt64(program.int(0...40)), last: 40, unit: 25_000)
+            let repeating = program.bool() ? topBitDuration(UInt64(program.int(1...20)), last: 20, unit: 50_000) : 0
             var out: OpaquePointer?
             let keep = program.bool() || repeating > 0
             let fired: lk_fn = { _ in current!.timerFired() }
@@ -272,6 +273,12 @@ final class Host {
             fuzzCheck(lk_strerror(status) != nil && strlen(lk_strerror(status)) > 0, "lk_strerror(\(status))")
             fuzzCheck(String(cString: lk_version()) == "\(LK_VERSION_MAJOR).\(LK_VERSION_MINOR).\(LK_VERSION_PATCH)", "lk_version")
             _ = lk_loop_iteration(loop)
+            // A spin with the top bit set is taken whole, clamped to 10 ms like any value above it.
+            for spin in [UInt64.max, 1 << 63] {
+                expect(lk_loop_set_timer_spin(loop, spin), [ok], "lk_loop_set_timer_spin(\(spin))")
+                fuzzCheck(lk_loop_timer_spin(loop) == 10_000_000, "lk_loop_timer_spin after \(spin): \(lk_loop_timer_spin(loop))")
+            }
+            expect(lk_loop_set_timer_spin(loop, 0), [ok], "lk_loop_set_timer_spin(0)")
         case 21:  // calls from inside a callback: no re-entrant run, no destroy from inside
             let status = lk_loop_enqueue(loop, { _ in current!.reentrantCalls() }, nil)
             expect(status, accepting, "lk_loop_enqueue")
@@ -449,10 +456,12 @@ final class Host {
             guard udps.count < 3 else { return }
             let host = ["127.0.0.1", "::1", "localhost", "256.1.1.1", "0.0.0.0"][program.int(0...4)]
             let flags = UInt32(program.int(0...15))
-            let batch = program.int(0...3) * 8, size = program.int(0...2) * 1024
+            // Sizes in range, past it, and with the top bit set (SIZE_MAX, 2^63: negative as a Swift Int).
+            let batch = [0, 8, 16, 24, 1024, 1025, Int(bitPattern: UInt.max), Int.min][program.int(0...7)]
+            let size = [0, 1024, 2048, 65_535, Int(bitPattern: UInt.max), Int.min + 2048][program.int(0...5)]
             var out: OpaquePointer?
             let status = lk_udp_bind(loop, host, 0, flags, batch, size, &out)
-            if host == "localhost" || host == "256.1.1.1" {
+            if host == "localhost" || host == "256.1.1.1" || !(0...1024).contains(batch) || !(0...65_535).contains(size) {
                 expect(status, [invalid], "lk_udp_bind(\(host))")
             } else {
                 expect(status, isShutDown ? [closed] : [ok, invalid, system], "lk_udp_bind(\(host), flags \(flags))")
@@ -516,7 +525,7 @@ final class Host {
         let stdio = (0..<3).map { _ in Int32([LK_CHILD_NULL, LK_CHILD_PIPE, LK_CHILD_PIPE, 7][program.int(0...3)]) }
         let flags = UInt32(program.int(0...2))
         let badDirectory = program.int(0...7) == 0
-        let timeout = program.bool() ? UInt64(program.int(1...50)) * 1_000_000 : 0
+        let timeout = program.bool() ? topBitDuration(UInt64(program.int(1...50)), last: 50, unit: 1_000_000) : 0
         let child = id()
         var out: OpaquePointer?
         let status = withCStrings([file] + arguments + [badDirectory ? "/nonexistent" : scratch.folder]) { strings in
@@ -562,10 +571,11 @@ final class Host {
                 expect(status, [ok, system], "lk_child_kill(\(signum))")
             }
         case 1:
-            expect(lk_child_terminate(handle, UInt64(program.int(0...20)) * 1_000_000), [ok], "lk_child_terminate")
+            expect(lk_child_terminate(handle, topBitDuration(UInt64(program.int(0...20)), last: 20, unit: 1_000_000)), [ok], "lk_child_terminate")
         case 2:
             let bytes = [UInt8](repeating: 0x41, count: program.int(0...2000))
             expect(lk_child_write(handle, bytes, bytes.count), [ok, invalid, closed, again], "lk_child_write")
+            for length in topBitSizes { expect(lk_child_write(handle, bytes, length), [invalid], "lk_child_write(length \(UInt(bitPattern: length)))") }
         case 3:
             expect(lk_child_on_stdin_writable(handle, { _, _ in }), [ok, invalid, closed], "lk_child_on_stdin_writable")
             expect(lk_child_close_stdin(handle), [ok, invalid, closed], "lk_child_close_stdin")
@@ -694,6 +704,13 @@ final class Host {
             expect(lk_work_queue(nil, nil, { _ in }, nil, nil, nil), [invalid], "lk_work_queue(NULL)")
             expect(lk_work_queue(loop, nil, nil, nil, nil, nil), [invalid], "lk_work_queue(work NULL)")
             expect(lk_work_cancel(nil), [invalid], "lk_work_cancel(NULL)")
+            for size in topBitSizes {
+                let shown = UInt(bitPattern: size)
+                expect(lk_process(loop, size, 0, { _, _ in }, nil, { _, _ in fuzzCheck(false, "a refused lk_process completed") }, nil, nil),
+                       [invalid], "lk_process(count \(shown))")
+                expect(lk_work_pool_create(size, 1, &out), [invalid], "lk_work_pool_create(threads \(shown))")
+                expect(lk_work_pool_create(1, size, &out), [invalid], "lk_work_pool_create(queue \(shown))")
+            }
         case 4:
             expect(lk_fs_open(nil, "/", 0, 0, nil, nil), [invalid], "lk_fs_open(NULL)")
             expect(lk_fs_open(loop, nil, 0, 0, nil, nil), [invalid], "lk_fs_open(path NULL)")
@@ -705,6 +722,11 @@ final class Host {
             expect(lk_fs_unlink(loop, nil, nil, nil), [invalid], "lk_fs_unlink(NULL)")
             expect(lk_fs_rename(loop, "/a", nil, nil, nil), [invalid], "lk_fs_rename(to NULL)")
             expect(lk_fs_mkdir(loop, nil, 0, nil, nil), [invalid], "lk_fs_mkdir(NULL)")
+            var byte: UInt8 = 0
+            for size in topBitSizes {
+                expect(lk_fs_read(loop, 0, &byte, size, 0, nil, nil), [invalid], "lk_fs_read(len \(UInt(bitPattern: size)))")
+                expect(lk_fs_write(loop, 1, &byte, size, -1, nil, nil), [invalid], "lk_fs_write(len \(UInt(bitPattern: size)))")
+            }
         default:
             expect(lk_udp_bind(nil, "127.0.0.1", 0, 0, 0, 0, &out), [invalid], "lk_udp_bind(NULL)")
             expect(lk_udp_bind(loop, nil, 0, 0, 0, 0, &out), [invalid], "lk_udp_bind(host NULL)")
@@ -715,6 +737,10 @@ final class Host {
             expect(lk_udp_close(nil), [invalid], "lk_udp_close(NULL)")
             if let udp = udps.first {
                 expect(lk_udp_send(udp, nil, 5, "127.0.0.1", 9), isShutDown ? [invalid, closed] : [invalid], "lk_udp_send(data NULL, 5)")
+                var byte: UInt8 = 0
+                for size in topBitSizes {
+                    expect(lk_udp_send(udp, &byte, size, nil, 0), isShutDown ? [invalid, closed] : [invalid], "lk_udp_send(length \(UInt(bitPattern: size)))")
+                }
             }
         }
     }
@@ -769,6 +795,18 @@ final class Host {
             close(blockingPipe.write)
         }
         loop = nil
+    }
+}
+
+/// Sizes with the top bit set as the Swift Ints C's size_t arrives as: SIZE_MAX, 2^63, 2^63 + 1024.
+let topBitSizes = [Int(bitPattern: UInt.max), Int.min, Int.min + 1024]
+
+/// `value * unit`, or for the range's last two values a duration with the top bit set (UINT64_MAX, 2^63).
+func topBitDuration(_ value: UInt64, last: UInt64, unit: UInt64) -> UInt64 {
+    switch value {
+    case last: .max
+    case last - 1: 1 << 63
+    default: value * unit
     }
 }
 
