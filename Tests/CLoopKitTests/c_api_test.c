@@ -2197,6 +2197,16 @@ static void noop_path(void *ctx, lk_fs_watch *watch, const char *path, int chang
 }
 
 static void cycles(int n) {
+    /* A tree for a recursive watch: readdir's entries of it are read (issue 43, item 8: copying a whole
+     * struct dirent past d_reclen gave valgrind "uninitialised value" errors for every such watch). */
+    char tree[] = "/tmp/loopkit-c-cycles-XXXXXX";
+    char sub[64], inner[80], file[80];
+    if (mkdtemp(tree) == NULL) abort();
+    snprintf(sub, sizeof sub, "%s/sub", tree);
+    snprintf(inner, sizeof inner, "%s/sub/inner", tree);
+    snprintf(file, sizeof file, "%s/sub/file", tree);
+    if (mkdir(sub, 0755) != 0 || mkdir(inner, 0755) != 0) abort();
+    write_text(file, "x");
     for (int i = 0; i < n; i++) {
         lk_loop *loop;
         if (lk_loop_create(&loop) != LK_OK) abort();
@@ -2222,6 +2232,9 @@ static void cycles(int n) {
         lk_udp_send(udp, "self", 4, "127.0.0.1", lk_udp_local_port(udp)); /* echoes itself until closed */
         lk_fs_watch *paths = NULL;
         if (lk_fs_watch_start(loop, "/tmp", 0, noop_path, NULL, &paths) != LK_OK) abort();
+        lk_fs_watch *recursive = NULL;
+        if (lk_fs_watch_start(loop, tree, LK_FS_WATCH_RECURSIVE, noop_path, NULL, &recursive) != LK_OK) abort();
+        write_text(file, "y"); /* told from inside the subdirectory */
         lk_loop_enqueue(loop, stop_loop, loop);
         if (lk_loop_run(loop) != LK_OK) abort();
         if (i % 2 == 0) lk_fs_watch_stop(paths);
@@ -2240,6 +2253,7 @@ static void cycles(int n) {
             lk_child_free(child);
         }
         lk_fs_watch_free(paths);
+        lk_fs_watch_free(recursive);
         lk_watch_cancel(watch);
         lk_timer_cancel(timer);
         lk_udp_close(udp);
@@ -2248,6 +2262,9 @@ static void cycles(int n) {
         close(fds[0]);
         close(fds[1]);
     }
+    char command[64];
+    snprintf(command, sizeof command, "rm -rf '%s'", tree);
+    if (system(command) != 0) abort();
     printf("%d create/run/destroy cycles done\n", n);
 }
 
