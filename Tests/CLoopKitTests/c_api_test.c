@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int passed, failed;
@@ -1766,8 +1767,8 @@ static void child_wait(lk_loop *loop, child_seen_t *seen, int streams) {
     }
 }
 
-/* Whether process pid ignores SIGTERM (its SigIgn mask in /proc). */
-static int ignores_sigterm(int pid) {
+/* Whether process pid ignores signum (its SigIgn mask in /proc). */
+static int ignores_signal(int pid, int signum) {
     char path[64], line[256];
     snprintf(path, sizeof path, "/proc/%d/status", pid);
     FILE *file = fopen(path, "r");
@@ -1777,8 +1778,10 @@ static int ignores_sigterm(int pid) {
         if (sscanf(line, "SigIgn: %llx", &mask) == 1) break;
     }
     fclose(file);
-    return (mask >> (SIGTERM - 1)) & 1;
+    return (mask >> (signum - 1)) & 1;
 }
+
+static int ignores_sigterm(int pid) { return ignores_signal(pid, SIGTERM); }
 
 static void *child_spawn_off_thread(void *arg) {
     lk_child_options options = {0};
@@ -2189,6 +2192,130 @@ static void test_top_bit_values(void) {
     CHECK_EQ(lk_loop_destroy(loop), LK_OK);
 }
 
+/* ---- What loopkit.h says about handles after the loop, freed children, SIGPIPE (issue 43, item 9) --------- */
+
+static int sigpipe_ignored(void) {
+    struct sigaction action;
+    sigaction(SIGPIPE, NULL, &action);
+    return action.sa_handler == SIG_IGN;
+}
+
+static int sigpipe_ignored_at_start; /* before any LoopKit call, in main */
+
+/* UDP, path-watch and child handles stay valid after lk_loop_destroy: their calls say LK_ECLOSED (or what an
+ * ended child says), and close/free still release them. A child freed while it runs is killed by the loop's
+ * shutdown and reaped, without a callback. */
+static void test_handles_after_destroy(void) {
+    lk_loop *loop = begin("UDP, path-watch and child handles after lk_loop_destroy; a freed running child at shutdown");
+    char directory[] = "/tmp/loopkit-c-after-XXXXXX";
+    CHECK(mkdtemp(directory) != NULL);
+    lk_udp *udp = NULL;
+    CHECK_EQ(lk_udp_bind(loop, "127.0.0.1", 0, 0, 0, 0, &udp), LK_OK);
+    int port = lk_udp_local_port(udp);
+    udp_seen_t seen = {0};
+    seen.loop = loop;
+    CHECK_EQ(lk_udp_recv_start(udp, udp_collect, &seen), LK_OK);
+    lk_fs_watch *watch = NULL;
+    watch_seen_t changes = {0};
+    changes.loop = loop;
+    CHECK_EQ(lk_fs_watch_start(loop, directory, LK_FS_WATCH_RECURSIVE, watch_collect, &changes, &watch), LK_OK);
+    int pidfd = have_pidfd();
+    lk_child *child = NULL, *freed = NULL;
+    child_seen_t cat = {0}, gone = {0};
+    cat.loop = gone.loop = loop;
+    int freed_pid = 0;
+    if (pidfd) {
+        /* SIGPIPE: ignored, process-wide, by the first lk_udp_bind or lk_child_spawn of the process (above,
+         * test_udp's), never restored, and not set again by a later call. */
+        CHECK_EQ(sigpipe_ignored_at_start, 0);
+        CHECK(sigpipe_ignored());
+        signal(SIGPIPE, SIG_DFL);
+        lk_child_options options = {0};
+        options.file = "/bin/cat";
+        options.stdio[0] = LK_CHILD_PIPE;
+        options.stdio[1] = LK_CHILD_PIPE;
+        CHECK_EQ(lk_child_spawn(loop, &options, child_exit, child_output, &cat, &child), LK_OK);
+        CHECK_EQ(sigpipe_ignored(), 0);
+        signal(SIGPIPE, SIG_IGN);
+        CHECK(ignores_signal(getpid(), SIGPIPE) && !ignores_signal(lk_child_pid(child), SIGPIPE)); /* the child's at its default */
+        /* Freed while it runs: not killed then; LoopKit keeps it to reap. */
+        const char *thirty[] = {"30", NULL};
+        lk_child_options sleeper = {0};
+        sleeper.file = "/bin/sleep";
+        sleeper.args = thirty;
+        CHECK_EQ(lk_child_spawn(loop, &sleeper, child_exit, NULL, &gone, &freed), LK_OK);
+        freed_pid = lk_child_pid(freed);
+        CHECK_EQ(lk_child_free(freed), LK_OK);
+        for (int i = 0; i < 5; i++) lk_loop_run_once(loop, 0);
+        CHECK_EQ(kill(freed_pid, 0), 0); /* still running */
+    }
+    CHECK_EQ(lk_loop_destroy(loop), LK_OK);
+    if (pidfd) {
+        /* The shutdown killed both children (SIGKILL) and reaped them: the one not freed was told. */
+        CHECK(cat.exits == 1 && cat.term_signal == SIGKILL);
+        CHECK_EQ(gone.exits, 0);
+        CHECK(kill(freed_pid, 0) == -1 && errno == ESRCH); /* no process, not even a zombie */
+        CHECK(waitpid(freed_pid, NULL, WNOHANG) == -1 && errno == ECHILD);
+        CHECK(lk_child_pid(child) > 0);
+        CHECK_EQ(lk_child_kill(child, SIGTERM), LK_OK); /* ended: nothing */
+        CHECK_EQ(lk_child_terminate(child, 0), LK_OK);
+        CHECK_EQ(lk_child_write(child, "x", 1), LK_ECLOSED);
+        CHECK_EQ(lk_child_close_stdin(child), LK_ECLOSED);
+        CHECK_EQ(lk_child_on_stdin_writable(child, NULL), LK_ECLOSED);
+        CHECK_EQ(lk_child_free(child), LK_OK);
+    }
+    CHECK_EQ(lk_udp_local_port(udp), port);
+    CHECK_EQ(lk_udp_send(udp, "x", 1, "127.0.0.1", port), LK_ECLOSED);
+    CHECK_EQ(lk_udp_recv_start(udp, udp_collect, &seen), LK_ECLOSED);
+    CHECK_EQ(lk_udp_recv_stop(udp), LK_ECLOSED);
+    CHECK_EQ(lk_udp_connect(udp, "127.0.0.1", port), LK_ECLOSED);
+    CHECK_EQ(lk_udp_set_ttl(udp, 9), LK_ECLOSED);
+    CHECK_EQ(lk_udp_close(udp), LK_OK);
+    CHECK_EQ(lk_fs_watch_add(watch, directory, 0), LK_ECLOSED);
+    CHECK_EQ(lk_fs_watch_remove(watch, directory), LK_ECLOSED);
+    CHECK_EQ(lk_fs_watch_stop(watch), LK_ECLOSED);
+    CHECK_EQ(lk_fs_watch_free(watch), LK_OK);
+    CHECK_EQ(seen.datagrams + changes.calls, 0);
+    CHECK_EQ(rmdir(directory), 0);
+}
+
+/* lk_udp_send's "inside a receive callback" is the socket's own: there a datagram waits for the callback's
+ * return; inside another socket's callback it goes to the kernel at once. */
+typedef struct {
+    lk_udp *other;
+    int calls, own_queued, other_queued;
+} udp_cross_t;
+
+static void udp_cross(void *ctx, lk_udp *udp, const lk_udp_datagram *datagrams, size_t count) {
+    udp_cross_t *cross = ctx;
+    (void)datagrams;
+    (void)count;
+    if (cross->calls++ > 0) return;
+    int port = lk_udp_local_port(cross->other);
+    lk_udp_send(udp, "own", 3, "127.0.0.1", port);
+    cross->own_queued = lk_udp_queued(udp);
+    lk_udp_send(cross->other, "other", 5, "127.0.0.1", port);
+    cross->other_queued = lk_udp_queued(cross->other);
+}
+
+static void test_udp_own_callback(void) {
+    lk_loop *loop = begin("lk_udp_send: batched inside the socket's own receive callback only");
+    lk_udp *a = NULL, *b = NULL;
+    CHECK_EQ(lk_udp_bind(loop, "127.0.0.1", 0, 0, 0, 0, &a), LK_OK);
+    CHECK_EQ(lk_udp_bind(loop, "127.0.0.1", 0, 0, 0, 0, &b), LK_OK);
+    udp_cross_t cross = {b, 0, -1, -1};
+    CHECK_EQ(lk_udp_recv_start(a, udp_cross, &cross), LK_OK);
+    CHECK_EQ(lk_udp_send(b, "go", 2, "127.0.0.1", lk_udp_local_port(a)), LK_OK);
+    for (int i = 0; i < 1000 && cross.calls == 0; i++) lk_loop_run_once(loop, 0);
+    CHECK_EQ(cross.calls, 1);
+    CHECK_EQ(cross.own_queued, 1);   /* waits for the callback's return, to leave with one sendmmsg */
+    CHECK_EQ(cross.other_queued, 0); /* another socket's: sent at once */
+    CHECK_EQ(lk_udp_queued(a), 0);   /* gone when the callback returned */
+    CHECK_EQ(lk_udp_close(a), LK_OK);
+    CHECK_EQ(lk_udp_close(b), LK_OK);
+    CHECK_EQ(lk_loop_destroy(loop), LK_OK);
+}
+
 /* ---- Leak-check cycles ------------------------------------------------------------------------------ */
 
 static void stop_loop(void *ctx) { lk_loop_stop(ctx); }
@@ -2331,6 +2458,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     setvbuf(stdout, NULL, _IONBF, 0);
+    sigpipe_ignored_at_start = sigpipe_ignored();
     test_library();
     test_invalid_arguments();
     test_system_errors();
@@ -2361,6 +2489,8 @@ int main(int argc, char **argv) {
     test_fs_watch();
     test_child();
     test_top_bit_values();
+    test_handles_after_destroy();
+    test_udp_own_callback();
     test_iteration_observer();
     printf("c_api_test: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;

@@ -152,7 +152,12 @@ LK_EXTERN int lk_loop_attach(struct event_base *base, lk_loop **out);
 LK_EXTERN int lk_loop_main(lk_loop **out);
 
 /* Shuts the loop down if needed (running the work queued before), then frees it. The handle is invalid
- * afterwards. Timer and watch handles stay valid until cancelled.
+ * afterwards. The handles made on it stay valid until their own release call: timer and watch handles until
+ * cancelled, UDP sockets until lk_udp_close, path watches until lk_fs_watch_free and children until
+ * lk_child_free. Their other calls then return LK_ECLOSED (a child's as for a child that has ended:
+ * lk_child_kill and lk_child_terminate do nothing and return LK_OK, its standard input calls LK_ECLOSED);
+ * lk_udp_local_port and lk_child_pid still answer. Job, work and file-request handles need no call: the
+ * shutdown completed them (LK_ECANCELED) and LoopKit released them.
  * Errors: LK_EINVAL (NULL), LK_ETHREAD (off the loop's thread), LK_EBUSY (inside one of its callbacks, or
  * the main loop, which lives as long as the process). */
 LK_EXTERN int lk_loop_destroy(lk_loop *loop);
@@ -170,8 +175,12 @@ LK_EXTERN int lk_loop_run_once(lk_loop *loop, int may_block);
  * [any thread] Errors: LK_EINVAL (NULL). */
 LK_EXTERN int lk_loop_stop(lk_loop *loop);
 
-/* Refuses new work from now on (LK_ECLOSED), runs what was queued, cancels timers and watches. From
- * another thread, the loop's thread completes the shutdown in its current or next iteration.
+/* Refuses new work from now on (LK_ECLOSED), runs what was queued, cancels timers and watches, closes UDP
+ * sockets and path watches, kills running children (SIGKILL) and reaps them (on_exit is called), and calls
+ * the callbacks of work-pool and file requests that had not ended with LK_ECANCELED. On the loop's thread all
+ * of this is done before lk_loop_shutdown returns: that is what "at once" means where a callback is said to
+ * get LK_ECANCELED at once during the shutdown. From another thread, the loop's thread completes the shutdown
+ * in its current or next iteration, and those callbacks run then.
  * Calling it twice is harmless. [any thread] Errors: LK_EINVAL (NULL). */
 LK_EXTERN int lk_loop_shutdown(lk_loop *loop);
 
@@ -330,8 +339,8 @@ LK_EXTERN int lk_work_pool_get_info(const lk_work_pool *pool, lk_work_pool_info 
  * thread, in the first phase 3 that begins after the work ended (R13), never before lk_work_queue returns.
  * after runs exactly once (it may be NULL): status is LK_OK when work ran, or LK_ECANCELED when
  * lk_work_cancel or the pool's shutdown cancelled it before it started (work never ran), or when the
- * loop shut down before the work ended (after then runs during the loop's shutdown; work that had
- * started finishes on its thread). When out is not NULL, *out identifies the work until after returns
+ * loop shut down before the work ended (after then runs during the loop's shutdown, before
+ * lk_loop_shutdown returns on the loop's thread; work that had started finishes on its thread). When out is not NULL, *out identifies the work until after returns
  * (or would have, when after is NULL); LoopKit releases it then. When lk_work_queue returns an error,
  * neither callback is ever called. The corresponding libuv call is uv_queue_work.
  * Errors: LK_EINVAL (NULL loop or work), LK_ETHREAD, LK_ECLOSED (the loop or the pool has shut down),
@@ -367,8 +376,9 @@ typedef void (*lk_fs_fn)(void *ctx, int status, int64_t result);
  * bytes of lk_fs_write are copied before the call returns; lk_fs_read's buffer and lk_fs_stat's *out must
  * stay valid until cb runs, and are written only on the loop's thread, just before a cb with LK_OK (the
  * system call fills LoopKit's own memory: a read takes len bytes of it while it runs). A call still running
- * when the loop shuts down gets its cb with LK_ECANCELED at once and ends on its pool thread without touching
- * the host's memory, so the cb may release it. The corresponding libuv calls are uv_fs_open, uv_fs_close,
+ * when the loop shuts down gets its cb with LK_ECANCELED during the shutdown, before lk_loop_shutdown (or
+ * lk_loop_destroy) returns on the loop's thread, and ends on its pool thread without touching the host's
+ * memory, so the cb may release it. The corresponding libuv calls are uv_fs_open, uv_fs_close,
  * uv_fs_read, uv_fs_write, uv_fs_stat, uv_fs_unlink, uv_fs_rename and uv_fs_mkdir.
  * Errors (no callback then): LK_EINVAL (NULL loop, path, buffer or out; fd < 0; len over SSIZE_MAX),
  * LK_ENOMEM (no memory for the bytes of lk_fs_read or lk_fs_write), LK_ETHREAD, LK_ECLOSED (the loop has
@@ -481,7 +491,8 @@ typedef void (*lk_udp_recv_fn)(void *ctx, lk_udp *udp, const lk_udp_datagram *da
  * datagrams one recvmmsg takes; max_datagram_size, 1 to 65535 or 0 for the default of 2048, the largest
  * received whole (a larger one arrives cut, LK_UDP_TRUNCATED). The socket holds batch_size receive buffers
  * of max_datagram_size bytes. Release it with lk_udp_close. The corresponding libuv calls are uv_udp_init
- * and uv_udp_bind.
+ * and uv_udp_bind. The first lk_udp_bind or lk_child_spawn of the process sets SIGPIPE to SIG_IGN for good
+ * (see lk_child_spawn).
  * Errors: LK_EINVAL (NULL loop, host or out; a host that is not numeric; a port outside 0...65535;
  * batch_size over 1024 or max_datagram_size over 65535, SIZE_MAX and every other size with the top bit set
  * included), LK_ETHREAD, LK_ECLOSED (the loop has shut down), LK_ESYS (lk_last_errno(): EADDRINUSE,
@@ -505,9 +516,10 @@ LK_EXTERN int lk_udp_recv_start(lk_udp *udp, lk_udp_recv_fn fn, void *ctx);
 LK_EXTERN int lk_udp_recv_stop(lk_udp *udp);
 
 /* Sends length bytes as one datagram to host:port (host NULL: the default peer). The bytes are copied
- * when the datagram must wait (the kernel said EAGAIN): the caller may reuse them at once. Outside a
- * receive callback the datagram goes to the kernel at once when nothing waits; inside, with the callback's
- * other datagrams when it returns. The corresponding libuv call is uv_udp_try_send / uv_udp_send.
+ * when the datagram must wait (the kernel said EAGAIN): the caller may reuse them at once. Inside this
+ * socket's own receive callback the datagram waits (lk_udp_queued counts it) and leaves with the callback's
+ * other datagrams, in one sendmmsg, when the callback returns; anywhere else, another socket's receive
+ * callback included, it goes to the kernel at once when nothing waits. The corresponding libuv call is uv_udp_try_send / uv_udp_send.
  * Errors: LK_EINVAL (NULL socket, NULL data with length > 0, length over SSIZE_MAX, bad address, the other
  * family), LK_ETHREAD, LK_ECLOSED, LK_EAGAIN (the send queue holds its limit, 4,096 datagrams: nothing was queued),
  * LK_ESYS (lk_last_errno(): EMSGSIZE, EACCES for a broadcast without lk_udp_set_broadcast, ECONNREFUSED,
@@ -584,7 +596,14 @@ typedef void (*lk_child_output_fn)(void *ctx, lk_child *child, int fd, const voi
 /* Starts a child with posix_spawn on loop. Its exit is watched through a pidfd (LoopKit installs no SIGCHLD
  * handler) and it is reaped with waitid(P_PIDFD). on_exit and on_output may be NULL (piped output is then read
  * and dropped). Release the handle with lk_child_free. The loop's shutdown kills a child still running
- * (SIGKILL) and reaps it. The corresponding libuv call is uv_spawn.
+ * (SIGKILL) and reaps it, a freed one too (see lk_child_free). The corresponding libuv call is uv_spawn.
+ * SIGPIPE: the first lk_child_spawn or lk_udp_bind of the process (or the first socket LoopKit's Swift
+ * networking opens in it) sets SIGPIPE's disposition to SIG_IGN for the whole process, so that a write to a
+ * pipe or socket whose reader has gone fails with EPIPE instead of killing the process. LoopKit never
+ * restores the disposition it found and never sets it again: a host that sets SIGPIPE back afterwards is
+ * killed by such a write (to the standard input of a child that has exited, for one). Children start with
+ * SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGCHLD, SIGHUP, SIGUSR1 and SIGUSR2 at their defaults and no signal
+ * blocked.
  * Errors: LK_EINVAL (NULL loop, options, file or out; a stdio value or flag that does not exist; a working
  * directory that cannot be entered: the child never ran), LK_ETHREAD, LK_ECLOSED (the loop has shut down),
  * LK_ESYS with lk_last_errno(): ENOENT (no executable at file, or none of that name in PATH), EACCES (not
@@ -625,10 +644,12 @@ LK_EXTERN int lk_child_on_stdin_writable(lk_child *child, lk_child_writable_fn o
  * Errors: LK_EINVAL (NULL, or standard input is not LK_CHILD_PIPE), LK_ETHREAD, LK_ECLOSED (closed already). */
 LK_EXTERN int lk_child_close_stdin(lk_child *child);
 
-/* Releases the handle, which is invalid afterwards; no callback is called after it. The child is not killed:
- * its pipes are closed (it reads end of file, and a write to its output gets SIGPIPE) and LoopKit still reaps
- * it when it ends. Allowed inside the child's own callbacks (the handle is released when the callback
- * returns), and after the loop shut down. Errors: LK_EINVAL (NULL), LK_ETHREAD. */
+/* Releases the handle, which is invalid afterwards; no callback is called after it. The child is not killed
+ * then: its pipes are closed (it reads end of file, and a write to its output gets SIGPIPE) and LoopKit keeps
+ * it to reap when it ends; its timeout_ns still applies. If it still runs when the loop shuts down, the
+ * shutdown kills it (SIGKILL) and reaps it, as it does a child not freed, and calls nothing: no freed child
+ * is left running or a zombie by the loop. Allowed inside the child's own callbacks (the handle is released
+ * when the callback returns), and after the loop shut down. Errors: LK_EINVAL (NULL), LK_ETHREAD. */
 LK_EXTERN int lk_child_free(lk_child *child);
 
 #ifdef __cplusplus
