@@ -2316,6 +2316,268 @@ static void test_udp_own_callback(void) {
     CHECK_EQ(lk_loop_destroy(loop), LK_OK);
 }
 
+/* ---- lk_fs_cancel and lk_fs_scandir ----------------------------------------------------------------------- */
+
+typedef struct {
+    lk_loop *loop;
+    lk_fs_req *req;             /* when set, cancelled from inside the cb */
+    int calls, status, last_errno, on_loop_thread, entries_null, cancel_inside;
+    size_t count;
+    char names[8][32];
+    int types[8];
+} scan_seen_t;
+
+static void scan_done(void *ctx, int status, const lk_fs_dirent *entries, size_t count) {
+    scan_seen_t *seen = ctx;
+    seen->calls++;
+    seen->status = status;
+    seen->count = count;
+    seen->entries_null = entries == NULL;
+    seen->last_errno = status == LK_ESYS ? lk_last_errno() : 0;
+    seen->on_loop_thread = lk_loop_is_current(seen->loop);
+    for (size_t i = 0; i < count && i < 8; i++) {
+        snprintf(seen->names[i], sizeof seen->names[0], "%s", entries[i].name);
+        seen->types[i] = entries[i].type;
+    }
+    if (seen->req) seen->cancel_inside = lk_fs_cancel(seen->req);
+}
+
+static void scan_wait(lk_loop *loop, scan_seen_t *seen) {
+    while (seen->calls == 0) lk_loop_run_once(loop, 1);
+}
+
+/* Holds every thread of the shared pool at the gate, so the next requests wait in its queue. */
+static void hold_shared_pool(lk_loop *loop) {
+    lk_work_pool_info info;
+    lk_work_pool_get_info(NULL, &info);
+    gate_set(0);
+    for (size_t i = 0; i < info.threads; i++) CHECK_EQ(lk_work_queue(loop, NULL, gate_wait, NULL, NULL, NULL), LK_OK);
+    while ((size_t)atomic_load(&gate_waiting) < info.threads) sched_yield();
+}
+
+static void *scandir_off_thread(void *arg) {
+    intptr_t status = lk_fs_scandir(arg, "/", scan_done, NULL, NULL);
+    return (void *)status;
+}
+
+static void *fs_cancel_off_thread(void *arg) {
+    intptr_t status = lk_fs_cancel(arg);
+    return (void *)status;
+}
+
+static void test_fs_cancel(void) {
+    lk_loop *loop = begin("lk_fs_cancel: a request not started never runs, cb LK_ECANCELED once; one started completes");
+    char directory[] = "/tmp/loopkit-c-cancel-XXXXXX";
+    CHECK(mkdtemp(directory) != NULL);
+    char made[256], quiet_dir[256];
+    snprintf(made, sizeof made, "%s/made", directory);
+    snprintf(quiet_dir, sizeof quiet_dir, "%s/quiet", directory);
+    CHECK_EQ(lk_fs_cancel(NULL), LK_EINVAL);
+
+    /* Before a pool thread takes them: cancelled ones never run, their cb gets LK_ECANCELED once, in a later
+     * drain; one not cancelled runs. Cancelling twice: LK_EBUSY. */
+    hold_shared_pool(loop);
+    fs_result_t md = {0, 99, -1, 0, 0, loop}, st = {0, 99, -1, 0, 0, loop};
+    scan_seen_t sc = {0};
+    sc.loop = loop;
+    lk_fs_req *mkdir_req = NULL, *stat_req = NULL, *scan_req = NULL, *quiet = NULL;
+    lk_fs_info info;
+    memset(&info, 0xAB, sizeof info);
+    CHECK_EQ(lk_fs_mkdir_req(loop, made, 0700, fs_done, &md, &mkdir_req), LK_OK);
+    CHECK_EQ(lk_fs_stat_req(loop, directory, &info, fs_done, &st, &stat_req), LK_OK);
+    CHECK_EQ(lk_fs_scandir(loop, directory, scan_done, &sc, &scan_req), LK_OK);
+    CHECK_EQ(lk_fs_mkdir_req(loop, quiet_dir, 0700, NULL, NULL, &quiet), LK_OK); /* no cb: the handle all the same */
+    CHECK(mkdir_req != NULL && stat_req != NULL && scan_req != NULL && quiet != NULL);
+    CHECK_EQ(lk_fs_cancel(mkdir_req), LK_OK);
+    CHECK_EQ(lk_fs_cancel(mkdir_req), LK_EBUSY);
+    CHECK_EQ(lk_fs_cancel(scan_req), LK_OK);
+    pthread_t t;
+    void *status;
+    pthread_create(&t, NULL, fs_cancel_off_thread, quiet); /* [any thread] */
+    pthread_join(t, &status);
+    CHECK_EQ((intptr_t)status, LK_OK);
+    CHECK(md.calls == 0 && sc.calls == 0); /* never inside the call */
+    lk_loop_run_once(loop, 0);
+    CHECK(md.calls == 1 && md.status == LK_ECANCELED && md.result == 0 && md.on_loop_thread == 1);
+    CHECK(sc.calls == 1 && sc.status == LK_ECANCELED && sc.count == 0 && sc.entries_null == 1);
+    gate_set(1);
+    fs_wait(loop, &st);
+    CHECK(st.calls == 1 && st.status == LK_OK && (info.mode & S_IFMT) == S_IFDIR);
+    CHECK(wait_pool_idle());
+    for (int i = 0; i < 3; i++) lk_loop_run_once(loop, 0);
+    CHECK(md.calls == 1 && sc.calls == 1);                 /* exactly once */
+    CHECK(access(made, F_OK) != 0 && access(quiet_dir, F_OK) != 0); /* the cancelled mkdirs never ran */
+
+    /* Started: it runs to its end and completes normally; lk_fs_cancel says LK_EBUSY. A read waits in read()
+     * on a pipe until the test writes. */
+    int fds[2];
+    CHECK_EQ(pipe(fds), 0);
+    char buffer[16] = {0};
+    fs_result_t rd = {0, 99, -1, 0, 0, loop};
+    lk_fs_req *read_req = NULL;
+    CHECK_EQ(lk_fs_read_req(loop, fds[0], buffer, 5, -1, fs_done, &rd, &read_req), LK_OK);
+    CHECK(wait_pool_active(1));
+    CHECK_EQ(lk_fs_cancel(read_req), LK_EBUSY);
+    CHECK_EQ(write(fds[1], "hello", 5), 5);
+    fs_wait(loop, &rd);
+    CHECK(rd.calls == 1 && rd.status == LK_OK && rd.result == 5 && memcmp(buffer, "hello", 5) == 0);
+
+    /* Ended, its cb not yet run (queued for the next drain): LK_EBUSY, and the cb tells LK_OK. */
+    fs_result_t st2 = {0, 99, -1, 0, 0, loop};
+    CHECK_EQ(lk_fs_stat_req(loop, directory, &info, fs_done, &st2, &stat_req), LK_OK);
+    CHECK(wait_pool_idle());
+    CHECK_EQ(lk_fs_cancel(stat_req), LK_EBUSY);
+    CHECK_EQ(st2.calls, 0);
+    fs_wait(loop, &st2);
+    CHECK(st2.calls == 1 && st2.status == LK_OK);
+
+    /* From inside its own cb (it has ended): LK_EBUSY. */
+    scan_seen_t inside = {0};
+    inside.loop = loop;
+    CHECK_EQ(lk_fs_scandir(loop, directory, scan_done, &inside, &inside.req), LK_OK);
+    scan_wait(loop, &inside);
+    CHECK(inside.status == LK_OK && inside.cancel_inside == LK_EBUSY);
+
+    /* Every _req twin hands back a request and refuses what its plain call refuses, *req left alone. */
+    lk_fs_req *req = NULL, *untouched = (lk_fs_req *)&md;
+    fs_result_t each[6];
+    for (int i = 0; i < 6; i++) each[i] = (fs_result_t){0, 99, -1, 0, 0, loop};
+    char path[256];
+    snprintf(path, sizeof path, "%s/file", directory);
+    CHECK_EQ(lk_fs_open_req(loop, path, O_CREAT | O_RDWR, 0600, fs_done, &each[0], &req), LK_OK);
+    CHECK(req != NULL);
+    fs_wait(loop, &each[0]);
+    CHECK(each[0].status == LK_OK);
+    int fd = (int)each[0].result;
+    req = NULL;
+    CHECK_EQ(lk_fs_write_req(loop, fd, "abc", 3, 0, fs_done, &each[1], &req), LK_OK);
+    CHECK(req != NULL);
+    fs_wait(loop, &each[1]);
+    CHECK(each[1].status == LK_OK && each[1].result == 3);
+    CHECK_EQ(lk_fs_close_req(loop, fd, fs_done, &each[2], NULL), LK_OK); /* req NULL: the plain call */
+    fs_wait(loop, &each[2]);
+    CHECK_EQ(each[2].status, LK_OK);
+    snprintf(made, sizeof made, "%s/moved", directory);
+    CHECK_EQ(lk_fs_rename_req(loop, path, made, fs_done, &each[3], &req), LK_OK);
+    fs_wait(loop, &each[3]);
+    CHECK_EQ(lk_fs_unlink_req(loop, made, fs_done, &each[4], &req), LK_OK);
+    fs_wait(loop, &each[4]);
+    CHECK(each[3].status == LK_OK && each[4].status == LK_OK);
+    CHECK_EQ(lk_fs_open_req(loop, NULL, O_RDONLY, 0, fs_done, &each[5], &untouched), LK_EINVAL);
+    CHECK_EQ(lk_fs_close_req(loop, -1, fs_done, &each[5], &untouched), LK_EINVAL);
+    CHECK_EQ(lk_fs_read_req(loop, 0, NULL, 1, 0, fs_done, &each[5], &untouched), LK_EINVAL);
+    CHECK_EQ(lk_fs_write_req(NULL, 1, "x", 1, 0, fs_done, &each[5], &untouched), LK_EINVAL);
+    CHECK_EQ(lk_fs_stat_req(loop, directory, NULL, fs_done, &each[5], &untouched), LK_EINVAL);
+    CHECK_EQ(lk_fs_unlink_req(loop, NULL, fs_done, &each[5], &untouched), LK_EINVAL);
+    CHECK_EQ(lk_fs_rename_req(loop, NULL, made, fs_done, &each[5], &untouched), LK_EINVAL);
+    CHECK_EQ(lk_fs_mkdir_req(loop, NULL, 0700, fs_done, &each[5], &untouched), LK_EINVAL);
+    CHECK(untouched == (lk_fs_req *)&md);
+
+    /* The loop's shutdown: a request no thread has taken gets LK_ECANCELED before lk_loop_shutdown returns
+     * and never runs; afterwards every call is refused with LK_ECLOSED. */
+    hold_shared_pool(loop);
+    fs_result_t late = {0, 99, -1, 0, 0, loop};
+    scan_seen_t late_scan = {0};
+    late_scan.loop = loop;
+    snprintf(made, sizeof made, "%s/late", directory);
+    CHECK_EQ(lk_fs_mkdir_req(loop, made, 0700, fs_done, &late, &req), LK_OK);
+    CHECK_EQ(lk_fs_scandir(loop, directory, scan_done, &late_scan, &req), LK_OK);
+    CHECK_EQ(lk_loop_shutdown(loop), LK_OK);
+    CHECK(late.calls == 1 && late.status == LK_ECANCELED);
+    CHECK(late_scan.calls == 1 && late_scan.status == LK_ECANCELED && late_scan.entries_null == 1);
+    gate_set(1);
+    CHECK(wait_pool_idle());
+    CHECK(access(made, F_OK) != 0);
+    CHECK_EQ(lk_fs_stat_req(loop, directory, &info, fs_done, &late, &untouched), LK_ECLOSED);
+    CHECK_EQ(lk_fs_scandir(loop, directory, scan_done, &late_scan, &untouched), LK_ECLOSED);
+    CHECK(untouched == (lk_fs_req *)&md && late.calls == 1 && late_scan.calls == 1);
+    CHECK_EQ(lk_loop_destroy(loop), LK_OK);
+    close(fds[0]);
+    close(fds[1]);
+    char command[300];
+    snprintf(command, sizeof command, "rm -rf '%s'", directory);
+    CHECK_EQ(system(command), 0);
+}
+
+static void test_fs_scandir(void) {
+    lk_loop *loop = begin("lk_fs_scandir: names and types sorted, lent to the cb; errors carry errno");
+    char directory[] = "/tmp/loopkit-c-scandir-XXXXXX";
+    CHECK(mkdtemp(directory) != NULL);
+    char path[300];
+    snprintf(path, sizeof path, "%s/d.txt", directory);
+    write_text(path, "d");
+    snprintf(path, sizeof path, "%s/b", directory);
+    CHECK_EQ(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/c", directory);
+    CHECK_EQ(symlink("d.txt", path), 0);
+    snprintf(path, sizeof path, "%s/a", directory);
+    CHECK_EQ(mkfifo(path, 0600), 0);
+    snprintf(path, sizeof path, "%s/\xc3\xa9t\xff", directory); /* any bytes but '/': kept as they are */
+    write_text(path, "e");
+
+    /* R13: the cb on the loop's thread in a later drain, never inside the call; "." and ".." left out. */
+    scan_seen_t seen = {0};
+    seen.loop = loop;
+    CHECK_EQ(lk_fs_scandir(loop, directory, scan_done, &seen, NULL), LK_OK);
+    CHECK_EQ(seen.calls, 0);
+    scan_wait(loop, &seen);
+    CHECK(seen.calls == 1 && seen.status == LK_OK && seen.on_loop_thread == 1);
+    CHECK_EQ(seen.count, 5);
+    CHECK(strcmp(seen.names[0], "a") == 0 && seen.types[0] == LK_FS_DIRENT_FIFO);
+    CHECK(strcmp(seen.names[1], "b") == 0 && seen.types[1] == LK_FS_DIRENT_DIR);
+    CHECK(strcmp(seen.names[2], "c") == 0 && seen.types[2] == LK_FS_DIRENT_LINK);
+    CHECK(strcmp(seen.names[3], "d.txt") == 0 && seen.types[3] == LK_FS_DIRENT_FILE);
+    CHECK(strcmp(seen.names[4], "\xc3\xa9t\xff") == 0 && seen.types[4] == LK_FS_DIRENT_FILE);
+
+    /* An empty directory: LK_OK, count 0, entries NULL. */
+    scan_seen_t empty = {0};
+    empty.loop = loop;
+    snprintf(path, sizeof path, "%s/b", directory);
+    CHECK_EQ(lk_fs_scandir(loop, path, scan_done, &empty, NULL), LK_OK);
+    scan_wait(loop, &empty);
+    CHECK(empty.status == LK_OK && empty.count == 0 && empty.entries_null == 1);
+    /* /dev: character devices. */
+    scan_seen_t dev = {0};
+    dev.loop = loop;
+    CHECK_EQ(lk_fs_scandir(loop, "/dev", scan_done, &dev, NULL), LK_OK);
+    scan_wait(loop, &dev);
+    CHECK(dev.status == LK_OK && dev.count > 0);
+    CHECK_EQ(lk_fs_scandir(loop, directory, NULL, NULL, NULL), LK_OK); /* cb NULL */
+
+    /* Errors: the errno, in lk_last_errno() during the cb; entries NULL, count 0. */
+    scan_seen_t missing = {0}, file = {0};
+    missing.loop = file.loop = loop;
+    snprintf(path, sizeof path, "%s/missing", directory);
+    CHECK_EQ(lk_fs_scandir(loop, path, scan_done, &missing, NULL), LK_OK);
+    scan_wait(loop, &missing);
+    CHECK(missing.calls == 1 && missing.status == LK_ESYS && missing.last_errno == ENOENT);
+    CHECK(missing.count == 0 && missing.entries_null == 1);
+    snprintf(path, sizeof path, "%s/d.txt", directory);
+    CHECK_EQ(lk_fs_scandir(loop, path, scan_done, &file, NULL), LK_OK);
+    scan_wait(loop, &file);
+    CHECK(file.status == LK_ESYS && file.last_errno == ENOTDIR);
+
+    /* Refused: no cb ever. */
+    scan_seen_t none = {0};
+    none.loop = loop;
+    CHECK_EQ(lk_fs_scandir(NULL, directory, scan_done, &none, NULL), LK_EINVAL);
+    CHECK_EQ(lk_fs_scandir(loop, NULL, scan_done, &none, NULL), LK_EINVAL);
+    pthread_t t;
+    void *status;
+    pthread_create(&t, NULL, scandir_off_thread, loop);
+    pthread_join(t, &status);
+    CHECK_EQ((intptr_t)status, LK_ETHREAD);
+    CHECK(wait_pool_idle());
+    lk_loop_run_once(loop, 0);
+    CHECK_EQ(lk_loop_shutdown(loop), LK_OK);
+    CHECK_EQ(lk_fs_scandir(loop, directory, scan_done, &none, NULL), LK_ECLOSED);
+    CHECK_EQ(none.calls, 0);
+    CHECK_EQ(lk_loop_destroy(loop), LK_OK);
+    char command[300];
+    snprintf(command, sizeof command, "rm -rf '%s'", directory);
+    CHECK_EQ(system(command), 0);
+}
+
 /* ---- Leak-check cycles ------------------------------------------------------------------------------ */
 
 static void stop_loop(void *ctx) { lk_loop_stop(ctx); }
@@ -2364,6 +2626,15 @@ static void cycles(int n) {
         write_text(file, "y"); /* told from inside the subdirectory */
         lk_loop_enqueue(loop, stop_loop, loop);
         if (lk_loop_run(loop) != LK_OK) abort();
+        /* A directory listed (its entries lent to the cb, freed after it), and one cancelled or not. */
+        scan_seen_t scanned = {0};
+        scanned.loop = loop;
+        lk_fs_req *maybe = NULL;
+        if (lk_fs_scandir(loop, tree, scan_done, &scanned, NULL) != LK_OK) abort();
+        if (lk_fs_scandir(loop, sub, NULL, NULL, &maybe) != LK_OK) abort();
+        lk_fs_cancel(maybe); /* LK_OK or LK_EBUSY: a pool thread may have taken it already */
+        while (scanned.calls == 0) lk_loop_run_once(loop, 1);
+        if (scanned.status != LK_OK || scanned.count != 1 || strcmp(scanned.names[0], "sub") != 0) abort();
         if (i % 2 == 0) lk_fs_watch_stop(paths);
         if (i % 50 == 0 && have_pidfd()) { /* a child's whole life: spawned, its output read, reaped, freed */
             const char *script[] = {"-c", "echo child", NULL};
@@ -2491,6 +2762,8 @@ int main(int argc, char **argv) {
     test_top_bit_values();
     test_handles_after_destroy();
     test_udp_own_callback();
+    test_fs_cancel();
+    test_fs_scandir();
     test_iteration_observer();
     printf("c_api_test: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;

@@ -3,7 +3,7 @@
  *
  * Conventions (as in libuv):
  *   - Every name has the lk_ prefix; handles are opaque pointers (lk_loop, lk_timer, lk_watch, lk_job,
- *     lk_work_pool, lk_work, lk_udp, lk_fs_watch, lk_child).
+ *     lk_work_pool, lk_work, lk_fs_req, lk_udp, lk_fs_watch, lk_child).
  *   - Functions return an int status: LK_OK (0) on success, a negative LK_E* code on failure.
  *     lk_strerror() describes a code.
  *   - A callback is never called when the call that registered it returned an error.
@@ -364,11 +364,14 @@ typedef struct lk_fs_info {
     uint64_t inode;
 } lk_fs_info;
 
+/* A file request handed back by the lk_fs_*_req calls and lk_fs_scandir, for lk_fs_cancel. */
+typedef struct lk_fs_req lk_fs_req;
+
 /* The completion of an lk_fs_* call, on the loop's thread (R13: in the first phase 3 that begins after the
  * system call returned, never inside the lk_fs_* call). status is LK_OK, LK_ESYS (the system call failed:
- * result is its errno, which lk_last_errno() also tells during the callback) or LK_ECANCELED (the loop
- * shut down before the call ended). result on LK_OK: the descriptor (lk_fs_open), the bytes read (0 at
- * the end of the file) or written, 0 otherwise. */
+ * result is its errno, which lk_last_errno() also tells during the callback) or LK_ECANCELED (lk_fs_cancel
+ * cancelled it before it started, or the loop shut down before the call ended). result on LK_OK: the
+ * descriptor (lk_fs_open), the bytes read (0 at the end of the file) or written, 0 otherwise. */
 typedef void (*lk_fs_fn)(void *ctx, int status, int64_t result);
 
 /* The file-system calls, each run on the shared work pool (lk_work_pool_get_info(NULL, ...)) with its
@@ -378,28 +381,89 @@ typedef void (*lk_fs_fn)(void *ctx, int status, int64_t result);
  * system call fills LoopKit's own memory: a read takes len bytes of it while it runs). A call still running
  * when the loop shuts down gets its cb with LK_ECANCELED during the shutdown, before lk_loop_shutdown (or
  * lk_loop_destroy) returns on the loop's thread, and ends on its pool thread without touching the host's
- * memory, so the cb may release it. The corresponding libuv calls are uv_fs_open, uv_fs_close,
- * uv_fs_read, uv_fs_write, uv_fs_stat, uv_fs_unlink, uv_fs_rename and uv_fs_mkdir.
+ * memory, so the cb may release it. The corresponding libuv calls are uv_fs_open, uv_fs_close, uv_fs_read,
+ * uv_fs_write, uv_fs_stat, uv_fs_unlink, uv_fs_rename and uv_fs_mkdir.
+ * Each call has a twin named with _req that takes one more argument, lk_fs_req **req: when req is not NULL,
+ * *req is the request, for lk_fs_cancel, from the twin's return until cb returns (or would have, when cb is
+ * NULL); LoopKit releases it then, and the host never frees it. A plain call is its twin with req NULL: the
+ * plain calls stay as they were, so code written for them is unchanged.
  * Errors (no callback then): LK_EINVAL (NULL loop, path, buffer or out; fd < 0; len over SSIZE_MAX),
  * LK_ENOMEM (no memory for the bytes of lk_fs_read or lk_fs_write), LK_ETHREAD, LK_ECLOSED (the loop has
- * shut down), LK_EAGAIN (the pool's queue is full). */
+ * shut down), LK_EAGAIN (the pool's queue is full); *req is not set then. */
 
 /* open(path, flags | O_CLOEXEC, mode); result: the new descriptor. */
 LK_EXTERN int lk_fs_open(lk_loop *loop, const char *path, int flags, int mode, lk_fs_fn cb, void *ctx);
+LK_EXTERN int lk_fs_open_req(lk_loop *loop, const char *path, int flags, int mode, lk_fs_fn cb, void *ctx,
+                             lk_fs_req **req);
 /* close(fd). */
 LK_EXTERN int lk_fs_close(lk_loop *loop, int fd, lk_fs_fn cb, void *ctx);
+LK_EXTERN int lk_fs_close_req(lk_loop *loop, int fd, lk_fs_fn cb, void *ctx, lk_fs_req **req);
 /* Reads up to len bytes into buf at offset (pread), or at the file's position when offset < 0 (read). */
 LK_EXTERN int lk_fs_read(lk_loop *loop, int fd, void *buf, size_t len, int64_t offset, lk_fs_fn cb, void *ctx);
+LK_EXTERN int lk_fs_read_req(lk_loop *loop, int fd, void *buf, size_t len, int64_t offset, lk_fs_fn cb, void *ctx,
+                             lk_fs_req **req);
 /* Writes all len bytes of buf at offset (pwrite), or at the file's position when offset < 0 (write). */
 LK_EXTERN int lk_fs_write(lk_loop *loop, int fd, const void *buf, size_t len, int64_t offset, lk_fs_fn cb, void *ctx);
+LK_EXTERN int lk_fs_write_req(lk_loop *loop, int fd, const void *buf, size_t len, int64_t offset, lk_fs_fn cb,
+                              void *ctx, lk_fs_req **req);
 /* stat(path) into *out. */
 LK_EXTERN int lk_fs_stat(lk_loop *loop, const char *path, lk_fs_info *out, lk_fs_fn cb, void *ctx);
+LK_EXTERN int lk_fs_stat_req(lk_loop *loop, const char *path, lk_fs_info *out, lk_fs_fn cb, void *ctx,
+                             lk_fs_req **req);
 /* unlink(path). */
 LK_EXTERN int lk_fs_unlink(lk_loop *loop, const char *path, lk_fs_fn cb, void *ctx);
+LK_EXTERN int lk_fs_unlink_req(lk_loop *loop, const char *path, lk_fs_fn cb, void *ctx, lk_fs_req **req);
 /* rename(from, to). */
 LK_EXTERN int lk_fs_rename(lk_loop *loop, const char *from, const char *to, lk_fs_fn cb, void *ctx);
+LK_EXTERN int lk_fs_rename_req(lk_loop *loop, const char *from, const char *to, lk_fs_fn cb, void *ctx,
+                               lk_fs_req **req);
 /* mkdir(path, mode). */
 LK_EXTERN int lk_fs_mkdir(lk_loop *loop, const char *path, int mode, lk_fs_fn cb, void *ctx);
+LK_EXTERN int lk_fs_mkdir_req(lk_loop *loop, const char *path, int mode, lk_fs_fn cb, void *ctx, lk_fs_req **req);
+
+/* What an entry of a directory is, for lk_fs_dirent.type (libuv's uv_dirent_type_t, in its order). */
+enum {
+    LK_FS_DIRENT_UNKNOWN = 0, /* the file system did not say and lstat could not tell (the entry went away) */
+    LK_FS_DIRENT_FILE = 1,    /* a regular file */
+    LK_FS_DIRENT_DIR = 2,     /* a directory */
+    LK_FS_DIRENT_LINK = 3,    /* a symbolic link (never followed) */
+    LK_FS_DIRENT_FIFO = 4,    /* a named pipe */
+    LK_FS_DIRENT_SOCKET = 5,  /* a Unix socket */
+    LK_FS_DIRENT_CHAR = 6,    /* a character device */
+    LK_FS_DIRENT_BLOCK = 7    /* a block device */
+};
+
+/* One entry of a directory, lent to an lk_fs_scandir_fn. */
+typedef struct lk_fs_dirent {
+    const char *name; /* the entry's name (not a path), NUL-terminated, its bytes as readdir gave them */
+    int type;         /* LK_FS_DIRENT_*: readdir's d_type, or lstat's when the file system gives DT_UNKNOWN */
+} lk_fs_dirent;
+
+/* The completion of lk_fs_scandir, on the loop's thread (R13), exactly once. status is LK_OK (count entries,
+ * entries NULL when count is 0), LK_ESYS (opendir or readdir failed: lk_last_errno() tells its errno during the
+ * callback, such as ENOENT, ENOTDIR or EACCES) or LK_ECANCELED (lk_fs_cancel cancelled it before it started, or
+ * the loop shut down before it ended), with entries NULL and count 0 on an error. The entries and their names
+ * are LoopKit's memory, lent during the call only: copy what you keep. */
+typedef void (*lk_fs_scandir_fn)(void *ctx, int status, const lk_fs_dirent *entries, size_t count);
+
+/* Lists the directory at path on the shared work pool: every entry but "." and "..", sorted by name in byte
+ * order (as strcmp compares them), each with its type; then cb(ctx, status, entries, count) on the loop's
+ * thread (R13), never inside this call. path is copied before the call returns. cb may be NULL. req as for
+ * the _req calls above: when not NULL, *req is the request for lk_fs_cancel until cb returns. A scan still
+ * running when the loop shuts down gets its cb with LK_ECANCELED during the shutdown, as the calls above.
+ * The corresponding libuv call is uv_fs_scandir (which hands its entries out one by one with
+ * uv_fs_scandir_next; here the callback is lent all of them at once).
+ * Errors (no callback then, *req not set): LK_EINVAL (NULL loop or path), LK_ETHREAD, LK_ECLOSED (the loop has
+ * shut down), LK_EAGAIN (the pool's queue is full). */
+LK_EXTERN int lk_fs_scandir(lk_loop *loop, const char *path, lk_fs_scandir_fn cb, void *ctx, lk_fs_req **req);
+
+/* Cancels a file request (from an lk_fs_*_req call or lk_fs_scandir) that no pool thread has taken yet: its
+ * system calls never run, and its cb gets LK_ECANCELED exactly once, in a later phase 3 (never inside this
+ * call), as uv_cancel does for a uv_fs_t. A request that has started runs to its end and completes normally
+ * (LK_OK or LK_ESYS); one that has ended, or whose cb is queued, is not changed.
+ * [any thread] while the request's cb has not returned (after that the handle is released: never call it then).
+ * Errors: LK_EINVAL (NULL), LK_EBUSY (the request has started or ended, or was cancelled before). */
+LK_EXTERN int lk_fs_cancel(lk_fs_req *req);
 
 /* ---- Path watching ---------------------------------------------------------------------------------- */
 
