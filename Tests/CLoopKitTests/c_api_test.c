@@ -2270,6 +2270,13 @@ static void test_handles_after_destroy(void) {
     CHECK_EQ(lk_udp_recv_stop(udp), LK_ECLOSED);
     CHECK_EQ(lk_udp_connect(udp, "127.0.0.1", port), LK_ECLOSED);
     CHECK_EQ(lk_udp_set_ttl(udp, 9), LK_ECLOSED);
+    CHECK_EQ(lk_udp_set_broadcast(udp, 1), LK_ECLOSED);
+    CHECK_EQ(lk_udp_set_multicast_ttl(udp, 1), LK_ECLOSED);
+    CHECK_EQ(lk_udp_set_multicast_loop(udp, 1), LK_ECLOSED);
+    CHECK_EQ(lk_udp_set_traffic_class(udp, 2), LK_ECLOSED);
+    CHECK_EQ(lk_udp_join_group(udp, "239.255.42.98", NULL), LK_ECLOSED);
+    CHECK_EQ(lk_udp_leave_group(udp, "239.255.42.98", NULL), LK_ECLOSED);
+    CHECK_EQ(lk_udp_queued(udp), 0);
     CHECK_EQ(lk_udp_close(udp), LK_OK);
     CHECK_EQ(lk_fs_watch_add(watch, directory, 0), LK_ECLOSED);
     CHECK_EQ(lk_fs_watch_remove(watch, directory), LK_ECLOSED);

@@ -10,7 +10,7 @@
  *   - Functions are NOT thread-safe unless marked [any thread]: call them on the thread that created
  *     (or attached) the loop. Calling one from another thread returns LK_ETHREAD.
  *   - NULL handles, NULL callbacks and out-of-range values return LK_EINVAL; nothing is kept. A size_t
- *     (a length, a count, a size) above SSIZE_MAX, one with its top bit set such as SIZE_MAX or (size_t)-1,
+ *     (a length, a count, a size) above SSIZE_MAX, that is with its top bit set (SIZE_MAX, (size_t)1 << 63),
  *     is out of range wherever one is taken. A uint64_t duration in nanoseconds takes its whole range:
  *     2^63 ns and more are 292 years or more, in effect never.
  *
@@ -156,8 +156,8 @@ LK_EXTERN int lk_loop_main(lk_loop **out);
  * cancelled, UDP sockets until lk_udp_close, path watches until lk_fs_watch_free and children until
  * lk_child_free. Their other calls then return LK_ECLOSED (a child's as for a child that has ended:
  * lk_child_kill and lk_child_terminate do nothing and return LK_OK, its standard input calls LK_ECLOSED);
- * lk_udp_local_port and lk_child_pid still answer. Job, work and file-request handles need no call: the
- * shutdown completed them (LK_ECANCELED) and LoopKit released them.
+ * lk_udp_local_port, lk_udp_queued (0) and lk_child_pid still answer. Job, work and file-request handles
+ * need no call: the shutdown completed them (LK_ECANCELED) and LoopKit released them.
  * Errors: LK_EINVAL (NULL), LK_ETHREAD (off the loop's thread), LK_EBUSY (inside one of its callbacks, or
  * the main loop, which lives as long as the process). */
 LK_EXTERN int lk_loop_destroy(lk_loop *loop);
@@ -340,9 +340,10 @@ LK_EXTERN int lk_work_pool_get_info(const lk_work_pool *pool, lk_work_pool_info 
  * after runs exactly once (it may be NULL): status is LK_OK when work ran, or LK_ECANCELED when
  * lk_work_cancel or the pool's shutdown cancelled it before it started (work never ran), or when the
  * loop shut down before the work ended (after then runs during the loop's shutdown, before
- * lk_loop_shutdown returns on the loop's thread; work that had started finishes on its thread). When out is not NULL, *out identifies the work until after returns
- * (or would have, when after is NULL); LoopKit releases it then. When lk_work_queue returns an error,
- * neither callback is ever called. The corresponding libuv call is uv_queue_work.
+ * lk_loop_shutdown returns on the loop's thread; work that had started finishes on its thread). When out
+ * is not NULL, *out identifies the work until after returns (or would have, when after is NULL); LoopKit
+ * releases it then. When lk_work_queue returns an error, neither callback is ever called. The
+ * corresponding libuv call is uv_queue_work.
  * Errors: LK_EINVAL (NULL loop or work), LK_ETHREAD, LK_ECLOSED (the loop or the pool has shut down),
  * LK_EAGAIN (the pool's queue is full). */
 LK_EXTERN int lk_work_queue(lk_loop *loop, lk_work_pool *pool, lk_fn work, lk_after_work_fn after,
@@ -583,11 +584,12 @@ LK_EXTERN int lk_udp_recv_stop(lk_udp *udp);
  * when the datagram must wait (the kernel said EAGAIN): the caller may reuse them at once. Inside this
  * socket's own receive callback the datagram waits (lk_udp_queued counts it) and leaves with the callback's
  * other datagrams, in one sendmmsg, when the callback returns; anywhere else, another socket's receive
- * callback included, it goes to the kernel at once when nothing waits. The corresponding libuv call is uv_udp_try_send / uv_udp_send.
+ * callback included, it goes to the kernel at once when nothing waits. The corresponding libuv call is
+ * uv_udp_try_send / uv_udp_send.
  * Errors: LK_EINVAL (NULL socket, NULL data with length > 0, length over SSIZE_MAX, bad address, the other
- * family), LK_ETHREAD, LK_ECLOSED, LK_EAGAIN (the send queue holds its limit, 4,096 datagrams: nothing was queued),
- * LK_ESYS (lk_last_errno(): EMSGSIZE, EACCES for a broadcast without lk_udp_set_broadcast, ECONNREFUSED,
- * EDESTADDRREQ when host is NULL and there is no default peer, ENETUNREACH). */
+ * family), LK_ETHREAD, LK_ECLOSED, LK_EAGAIN (the send queue holds its limit, 4,096 datagrams: nothing was
+ * queued), LK_ESYS (lk_last_errno(): EMSGSIZE, EACCES for a broadcast without lk_udp_set_broadcast,
+ * ECONNREFUSED, EDESTADDRREQ when host is NULL and there is no default peer, ENETUNREACH). */
 LK_EXTERN int lk_udp_send(lk_udp *udp, const void *data, size_t length, const char *host, int port);
 
 /* Sends length bytes to the sender of `to`, one of the datagrams lent to the running receive callback
