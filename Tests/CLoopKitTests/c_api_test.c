@@ -2226,8 +2226,9 @@ static void test_handles_after_destroy(void) {
     int freed_pid = 0;
     if (pidfd) {
         /* SIGPIPE: ignored, process-wide, by the first lk_udp_bind or lk_child_spawn of the process (above,
-         * test_udp's), never restored, and not set again by a later call. */
-        CHECK_EQ(sigpipe_ignored_at_start, 0);
+         * test_udp's; unless this test started with it ignored already), never restored, and not set again by a
+         * later call. */
+        if (!sigpipe_ignored_at_start) printf("  (SIGPIPE was at its default when the test started)\n");
         CHECK(sigpipe_ignored());
         signal(SIGPIPE, SIG_DFL);
         lk_child_options options = {0};
