@@ -2249,6 +2249,20 @@ static void test_handles_after_destroy(void) {
         CHECK_EQ(lk_child_free(freed), LK_OK);
         for (int i = 0; i < 5; i++) lk_loop_run_once(loop, 0);
         CHECK_EQ(kill(freed_pid, 0), 0); /* still running */
+        /* Freed with a timeout: the timeout still ends it (SIGTERM), and LoopKit reaps it, telling nobody. */
+        lk_child_options timed = sleeper;
+        timed.timeout_ns = 50000000;
+        lk_child *short_lived = NULL;
+        child_seen_t timed_seen = {0};
+        timed_seen.loop = loop;
+        CHECK_EQ(lk_child_spawn(loop, &timed, child_exit, NULL, &timed_seen, &short_lived), LK_OK);
+        int timed_pid = lk_child_pid(short_lived);
+        CHECK_EQ(lk_child_free(short_lived), LK_OK);
+        for (int i = 0; i < 5000 && kill(timed_pid, 0) == 0; i++) { /* a zombie answers kill(pid, 0) too */
+            if (lk_loop_run_once(loop, 0) == 0) usleep(1000);
+        }
+        CHECK(kill(timed_pid, 0) == -1 && errno == ESRCH);
+        CHECK_EQ(timed_seen.exits, 0);
     }
     CHECK_EQ(lk_loop_destroy(loop), LK_OK);
     if (pidfd) {
