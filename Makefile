@@ -66,11 +66,19 @@ test-release-client: deps
 	Examples/release-client/.build/release/ReleaseClient
 	Examples/release-client/.build/release/ReleaseHTTPClient
 
-## leak-check: 1,000 create/run/destroy cycles and both examples under valgrind, the C test under LeakSanitizer: no definite leaks
+## leak-check: 1,000 create/run/destroy cycles and both examples under valgrind, 100 cycles against the release
+## library under valgrind too, the C test under LeakSanitizer: no definite leaks, no uninitialised reads
 leak-check: test-c
 	@command -v valgrind >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq valgrind; }
 	$(VALGRIND) ./$(C_TEST) --cycles 1000
+	@# The library as users ship it (-c release): its optimised code reads memory a debug build never reads, so
+	@# valgrind saw readdir's unfilled bytes in a recursive watch (issue 43, item 8) only here.
+	$(SWIFT) build -c release --product LoopKitC
+	$(CC) -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -o $(C_TEST)-release Tests/CLoopKitTests/c_api_test.c \
+		-ISources/CLoopKit/include -L.build/release -lLoopKitC -Wl,-rpath,$(CURDIR)/.build/release \
+		$$(pkg-config --libs libevent) $(DISPATCH_FLAGS) -lpthread
+	$(VALGRIND) ./$(C_TEST)-release --cycles 100
 	$(VALGRIND) Examples/c-host/host > /dev/null
 	$(VALGRIND) Examples/c-echo/echo > /dev/null
 	@# valgrind 3.19 does not know pidfd_open (syscall 434), so child processes run only here: the whole C test

@@ -102,6 +102,9 @@ public func lk_udp_bind(
     guard let loop = Handles.borrow(loopHandle, as: EventLoop.self), let out else { return Status.invalid }
     guard loop.isCurrent else { return Status.wrongThread }
     guard let bindAddress = address(host, port) else { return Status.invalid }
+    // size_t arrives as Int: one with the top bit set is negative here, and is refused like any other value
+    // out of range (it used to fall through to the default).
+    guard (0...1024).contains(batchSize), (0...65_535).contains(maxDatagramSize) else { return Status.invalid }
     var options = UDPOptions()
     options.reuseAddress = flags & UInt32(LK_UDP_REUSEADDR) != 0
     options.reusePort = flags & UInt32(LK_UDP_REUSEPORT) != 0

@@ -6,11 +6,12 @@ import FuzzSupport
 
 /// The C ABI (loopkit.h) as a host that calls it in any order: each input is a program of `lk_*` calls on a
 /// real loop (one per input), read a byte at a time: queue, invoke, timers, fd watches on a pipe, signal watches,
-/// `lk_process` jobs, work on a pool of its own and on the shared one, file calls, UDP sockets, iterations,
+/// `lk_process` jobs, work on a pool of its own and on the shared one, file calls (half of them through the
+/// `_req` twins, some cancelled with `lk_fs_cancel`), directory scans, UDP sockets, iterations,
 /// stop and shutdown, calls with NULL and out-of-range arguments, calls from inside callbacks and from another
 /// thread. Every call must return one of the codes its comment in loopkit.h documents (and exactly the one the
 /// model expects where the header says which); every callback the header promises (a job's complete, a work's
-/// after, a file call's cb) runs exactly once, on the loop's thread; queued work runs before the loop is freed;
+/// after, a file call's or a scan's cb, LK_ECANCELED for a request lk_fs_cancel cancelled) runs exactly once, on the loop's thread; queued work runs before the loop is freed;
 /// nothing crashes, nothing is touched after its callback released it, nothing leaks (AddressSanitizer).
 ///
 /// The calls go through the C declarations of loopkit.h (the `CLoopKit` module), into libLoopKitC as a C host
@@ -101,6 +102,11 @@ final class Host {
     var works: [Int: OpaquePointer?] = [:]
     /// File calls whose cb has not run: id -> buffer (freed by the cb, as a host may).
     var files: [Int: UnsafeMutableRawPointer?] = [:]
+    /// File calls (an even id) whose request handle the host holds until their cb returns; those lk_fs_cancel
+    /// cancelled (their cb must say LK_ECANCELED).
+    var requests: [Int: OpaquePointer] = [:]
+    var cancelledFiles: Set<Int> = []
+    let requestSlot = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: 1)
     var fileDescriptors: [Int32] = []
     /// A pipe a file read waits on (a shared pool thread blocked in read()), written at the end.
     var blockingPipe: (read: Int32, write: Int32) = (-1, -1)
@@ -151,8 +157,9 @@ final class Host {
             expect(status, isShutDown ? [ok, closed] : [ok], "lk_loop_invoke_wait")
             if status == ok { fuzzCheck(ran == before + 1, "lk_loop_invoke_wait on the loop's thread did not run inline") }
         case 3:  // timer
-            let delay = UInt64(program.int(0...40)) * 25_000
-            let repeating = program.bool() ? UInt64(program.int(1...20)) * 50_000 : 0
+            // The last value of each: a duration with the top bit set (292 years; it never fires here).
+            let delay = topBitDuration(UInt64(program.int(0...40)), last: 40, unit: 25_000)
+            let repeating = program.bool() ? topBitDuration(UInt64(program.int(1...20)), last: 20, unit: 50_000) : 0
             var out: OpaquePointer?
             let keep = program.bool() || repeating > 0
             let fired: lk_fn = { _ in current!.timerFired() }
@@ -272,6 +279,12 @@ final class Host {
             fuzzCheck(lk_strerror(status) != nil && strlen(lk_strerror(status)) > 0, "lk_strerror(\(status))")
             fuzzCheck(String(cString: lk_version()) == "\(LK_VERSION_MAJOR).\(LK_VERSION_MINOR).\(LK_VERSION_PATCH)", "lk_version")
             _ = lk_loop_iteration(loop)
+            // A spin with the top bit set is taken whole, clamped to 10 ms like any value above it.
+            for spin in [UInt64.max, 1 << 63] {
+                expect(lk_loop_set_timer_spin(loop, spin), [ok], "lk_loop_set_timer_spin(\(spin))")
+                fuzzCheck(lk_loop_timer_spin(loop) == 10_000_000, "lk_loop_timer_spin after \(spin): \(lk_loop_timer_spin(loop))")
+            }
+            expect(lk_loop_set_timer_spin(loop, 0), [ok], "lk_loop_set_timer_spin(0)")
         case 21:  // calls from inside a callback: no re-entrant run, no destroy from inside
             let status = lk_loop_enqueue(loop, { _ in current!.reentrantCalls() }, nil)
             expect(status, accepting, "lk_loop_enqueue")
@@ -341,11 +354,34 @@ final class Host {
             fuzzCheck(false, "file call \(call)'s cb ran twice, or it never started")
             return
         }
-        expect(status, [ok, system, cancelled], "an lk_fs_* cb")
+        expect(status, cancelledFiles.remove(call) != nil ? [cancelled] : [ok, system, cancelled], "an lk_fs_* cb")
+        if let handle = requests.removeValue(forKey: call) {
+            expect(lk_fs_cancel(handle), [busy], "lk_fs_cancel inside its own cb")  // valid until the cb returns
+        }
         if status == system { fuzzCheck(Int64(lk_last_errno()) == result && result > 0, "an lk_fs_* cb's errno \(result), lk_last_errno \(lk_last_errno())") }
         // As a host may: the buffer (or lk_fs_info) is released by the cb that ends the call.
         buffer?.deallocate()
         if call < 0 && status == ok && result >= 0 { fileDescriptors.append(Int32(result)) }  // an open
+    }
+
+    func scanDone(_ call: Int, _ status: Int32, _ entries: UnsafePointer<lk_fs_dirent>?, _ count: Int) {
+        fuzzCheck(lk_loop_is_current(loop) == 1, "lk_fs_scandir's cb ran off the loop's thread")
+        fuzzCheck(files.removeValue(forKey: call) != nil, "scan \(call)'s cb ran twice, or it never started")
+        expect(status, cancelledFiles.remove(call) != nil ? [cancelled] : [ok, system, cancelled], "lk_fs_scandir's cb")
+        if let handle = requests.removeValue(forKey: call) {
+            expect(lk_fs_cancel(handle), [busy], "lk_fs_cancel inside lk_fs_scandir's cb")
+        }
+        fuzzCheck((count > 0) == (entries != nil) && (status == ok || count == 0), "a scan's cb: \(status), \(count) entries")
+        if status == system { fuzzCheck(lk_last_errno() > 0, "a failed scan's lk_last_errno \(lk_last_errno())") }
+        var previous: [UInt8]?
+        for index in 0..<count {
+            let entry = entries![index]
+            let name = Array(UnsafeBufferPointer(start: entry.name, count: strlen(entry.name)).map { UInt8(bitPattern: $0) })
+            fuzzCheck(!name.isEmpty && !name.contains(0x2F) && name != [0x2E] && name != [0x2E, 0x2E], "a scanned name \(name)")
+            fuzzCheck((0...7).contains(entry.type), "a scanned type \(entry.type)")
+            if let previous { fuzzCheck(previous.lexicographicallyPrecedes(name), "scanned names out of order") }
+            previous = name
+        }
     }
 
     /// Inside queued work (phase 3): no re-entrant run, no destroy; queuing goes on.
@@ -401,35 +437,50 @@ final class Host {
         let status: Int32
         var call = id()
         var buffer: UnsafeMutableRawPointer?
-        switch program.int(0...8) {
+        // Calls with an even id hand back a request (the _req twins), for lk_fs_cancel; the others pass NULL.
+        requestSlot.pointee = nil
+        var request: UnsafeMutablePointer<OpaquePointer?>? { call % 2 == 0 ? requestSlot : nil }
+        switch program.int(0...10) {
         case 0:
             call = -call  // an open: its descriptor is closed at the end
-            status = lk_fs_open(loop, path, O_CREAT | O_RDWR, 0o600, cb, UnsafeMutableRawPointer(bitPattern: call))
+            status = lk_fs_open_req(loop, path, O_CREAT | O_RDWR, 0o600, cb, UnsafeMutableRawPointer(bitPattern: call), request)
         case 1:
             let length = program.int(0...4096)
             buffer = .allocate(byteCount: max(1, length), alignment: 8)
             buffer!.initializeMemory(as: UInt8.self, repeating: program.byte(), count: max(1, length))
             let fd = fileDescriptors.last ?? scratch.regularFD
-            status = lk_fs_write(loop, fd, buffer, length, Int64(program.int(0...8192)) - 1, cb, UnsafeMutableRawPointer(bitPattern: call))
+            status = lk_fs_write_req(loop, fd, buffer, length, Int64(program.int(0...8192)) - 1, cb, UnsafeMutableRawPointer(bitPattern: call), request)
         case 2:
             let length = program.int(0...4096)
             buffer = .allocate(byteCount: max(1, length), alignment: 8)
             let fd = fileDescriptors.last ?? scratch.regularFD
-            status = lk_fs_read(loop, fd, buffer, length, Int64(program.int(0...8192)) - 1, cb, UnsafeMutableRawPointer(bitPattern: call))
+            status = lk_fs_read_req(loop, fd, buffer, length, Int64(program.int(0...8192)) - 1, cb, UnsafeMutableRawPointer(bitPattern: call), request)
         case 3:
             buffer = .allocate(byteCount: MemoryLayout<lk_fs_info>.size, alignment: 8)
-            status = lk_fs_stat(loop, path, buffer!.assumingMemoryBound(to: lk_fs_info.self), cb, UnsafeMutableRawPointer(bitPattern: call))
+            status = lk_fs_stat_req(loop, path, buffer!.assumingMemoryBound(to: lk_fs_info.self), cb, UnsafeMutableRawPointer(bitPattern: call), request)
         case 4:
-            status = lk_fs_unlink(loop, path, cb, UnsafeMutableRawPointer(bitPattern: call))
+            status = lk_fs_unlink_req(loop, path, cb, UnsafeMutableRawPointer(bitPattern: call), request)
         case 5:
-            status = lk_fs_rename(loop, path, scratch.folder + "/f\(program.int(0...3))", cb, UnsafeMutableRawPointer(bitPattern: call))
+            status = lk_fs_rename_req(loop, path, scratch.folder + "/f\(program.int(0...3))", cb, UnsafeMutableRawPointer(bitPattern: call), request)
         case 6:
-            status = lk_fs_mkdir(loop, scratch.folder + "/d\(program.int(0...1))", 0o700, cb, UnsafeMutableRawPointer(bitPattern: call))
+            status = lk_fs_mkdir_req(loop, scratch.folder + "/d\(program.int(0...1))", 0o700, cb, UnsafeMutableRawPointer(bitPattern: call), request)
         case 7:
             // Only with no file call pending: a pending one may use the descriptor (whose number is reused).
             guard files.isEmpty, let fd = fileDescriptors.popLast() else { return }
-            status = lk_fs_close(loop, fd, cb, UnsafeMutableRawPointer(bitPattern: call))
+            status = lk_fs_close_req(loop, fd, cb, UnsafeMutableRawPointer(bitPattern: call), request)
             if status != ok { fileDescriptors.append(fd) }
+        case 9:
+            let path = [scratch.folder, scratch.folder + "/d0", scratch.folder + "/f0", "/nonexistent"][program.int(0...3)]
+            status = lk_fs_scandir(loop, path, { context, status, entries, count in
+                current!.scanDone(Int(bitPattern: context), status, entries, count)
+            }, UnsafeMutableRawPointer(bitPattern: call), request)
+        case 10:
+            // Cancel a pending request: LK_OK before a pool thread took it (its cb then says LK_ECANCELED), else LK_EBUSY.
+            guard let (pending, handle) = requests.randomElement(using: &program) else { return }
+            let cancel = lk_fs_cancel(handle)
+            expect(cancel, cancelledFiles.contains(pending) ? [busy] : [ok, busy], "lk_fs_cancel")
+            if cancel == ok { cancelledFiles.insert(pending) }
+            return
         default:
             // A read of the pipe: a shared pool thread waits in read() until the host writes (at the end).
             guard blockingPipe.read < 0 else { return }
@@ -437,10 +488,16 @@ final class Host {
             precondition(Glibc.pipe(&fds) == 0)
             blockingPipe = (fds[0], fds[1])
             buffer = .allocate(byteCount: 16, alignment: 8)
-            status = lk_fs_read(loop, blockingPipe.read, buffer, 16, -1, cb, UnsafeMutableRawPointer(bitPattern: call))
+            status = lk_fs_read_req(loop, blockingPipe.read, buffer, 16, -1, cb, UnsafeMutableRawPointer(bitPattern: call), request)
         }
         expect(status, accepting, "an lk_fs_* call")
         if status == ok { files[call] = buffer } else { buffer?.deallocate() }
+        if status == ok, call % 2 == 0 {
+            fuzzCheck(requestSlot.pointee != nil, "an lk_fs_*_req call gave no request")
+            requests[call] = requestSlot.pointee
+        } else {
+            fuzzCheck(requestSlot.pointee == nil, "an lk_fs_* call that returned \(status) set *req")
+        }
     }
 
     func udpCall(_ program: inout Program) {
@@ -449,10 +506,12 @@ final class Host {
             guard udps.count < 3 else { return }
             let host = ["127.0.0.1", "::1", "localhost", "256.1.1.1", "0.0.0.0"][program.int(0...4)]
             let flags = UInt32(program.int(0...15))
-            let batch = program.int(0...3) * 8, size = program.int(0...2) * 1024
+            // Sizes in range, past it, and with the top bit set (SIZE_MAX, 2^63: negative as a Swift Int).
+            let batch = [0, 8, 16, 24, 1024, 1025, Int(bitPattern: UInt.max), Int.min][program.int(0...7)]
+            let size = [0, 1024, 2048, 65_535, Int(bitPattern: UInt.max), Int.min + 2048][program.int(0...5)]
             var out: OpaquePointer?
             let status = lk_udp_bind(loop, host, 0, flags, batch, size, &out)
-            if host == "localhost" || host == "256.1.1.1" {
+            if host == "localhost" || host == "256.1.1.1" || !(0...1024).contains(batch) || !(0...65_535).contains(size) {
                 expect(status, [invalid], "lk_udp_bind(\(host))")
             } else {
                 expect(status, isShutDown ? [closed] : [ok, invalid, system], "lk_udp_bind(\(host), flags \(flags))")
@@ -516,7 +575,7 @@ final class Host {
         let stdio = (0..<3).map { _ in Int32([LK_CHILD_NULL, LK_CHILD_PIPE, LK_CHILD_PIPE, 7][program.int(0...3)]) }
         let flags = UInt32(program.int(0...2))
         let badDirectory = program.int(0...7) == 0
-        let timeout = program.bool() ? UInt64(program.int(1...50)) * 1_000_000 : 0
+        let timeout = program.bool() ? topBitDuration(UInt64(program.int(1...50)), last: 50, unit: 1_000_000) : 0
         let child = id()
         var out: OpaquePointer?
         let status = withCStrings([file] + arguments + [badDirectory ? "/nonexistent" : scratch.folder]) { strings in
@@ -562,10 +621,11 @@ final class Host {
                 expect(status, [ok, system], "lk_child_kill(\(signum))")
             }
         case 1:
-            expect(lk_child_terminate(handle, UInt64(program.int(0...20)) * 1_000_000), [ok], "lk_child_terminate")
+            expect(lk_child_terminate(handle, topBitDuration(UInt64(program.int(0...20)), last: 20, unit: 1_000_000)), [ok], "lk_child_terminate")
         case 2:
             let bytes = [UInt8](repeating: 0x41, count: program.int(0...2000))
             expect(lk_child_write(handle, bytes, bytes.count), [ok, invalid, closed, again], "lk_child_write")
+            for length in topBitSizes { expect(lk_child_write(handle, bytes, length), [invalid], "lk_child_write(length \(UInt(bitPattern: length)))") }
         case 3:
             expect(lk_child_on_stdin_writable(handle, { _, _ in }), [ok, invalid, closed], "lk_child_on_stdin_writable")
             expect(lk_child_close_stdin(handle), [ok, invalid, closed], "lk_child_close_stdin")
@@ -694,6 +754,13 @@ final class Host {
             expect(lk_work_queue(nil, nil, { _ in }, nil, nil, nil), [invalid], "lk_work_queue(NULL)")
             expect(lk_work_queue(loop, nil, nil, nil, nil, nil), [invalid], "lk_work_queue(work NULL)")
             expect(lk_work_cancel(nil), [invalid], "lk_work_cancel(NULL)")
+            for size in topBitSizes {
+                let shown = UInt(bitPattern: size)
+                expect(lk_process(loop, size, 0, { _, _ in }, nil, { _, _ in fuzzCheck(false, "a refused lk_process completed") }, nil, nil),
+                       [invalid], "lk_process(count \(shown))")
+                expect(lk_work_pool_create(size, 1, &out), [invalid], "lk_work_pool_create(threads \(shown))")
+                expect(lk_work_pool_create(1, size, &out), [invalid], "lk_work_pool_create(queue \(shown))")
+            }
         case 4:
             expect(lk_fs_open(nil, "/", 0, 0, nil, nil), [invalid], "lk_fs_open(NULL)")
             expect(lk_fs_open(loop, nil, 0, 0, nil, nil), [invalid], "lk_fs_open(path NULL)")
@@ -705,6 +772,15 @@ final class Host {
             expect(lk_fs_unlink(loop, nil, nil, nil), [invalid], "lk_fs_unlink(NULL)")
             expect(lk_fs_rename(loop, "/a", nil, nil, nil), [invalid], "lk_fs_rename(to NULL)")
             expect(lk_fs_mkdir(loop, nil, 0, nil, nil), [invalid], "lk_fs_mkdir(NULL)")
+            expect(lk_fs_scandir(nil, "/", nil, nil, nil), [invalid], "lk_fs_scandir(NULL)")
+            expect(lk_fs_scandir(loop, nil, nil, nil, &out), [invalid], "lk_fs_scandir(path NULL)")
+            expect(lk_fs_stat_req(loop, "/", nil, nil, nil, &out), [invalid], "lk_fs_stat_req(out NULL)")
+            expect(lk_fs_cancel(nil), [invalid], "lk_fs_cancel(NULL)")
+            var byte: UInt8 = 0
+            for size in topBitSizes {
+                expect(lk_fs_read(loop, 0, &byte, size, 0, nil, nil), [invalid], "lk_fs_read(len \(UInt(bitPattern: size)))")
+                expect(lk_fs_write(loop, 1, &byte, size, -1, nil, nil), [invalid], "lk_fs_write(len \(UInt(bitPattern: size)))")
+            }
         default:
             expect(lk_udp_bind(nil, "127.0.0.1", 0, 0, 0, 0, &out), [invalid], "lk_udp_bind(NULL)")
             expect(lk_udp_bind(loop, nil, 0, 0, 0, 0, &out), [invalid], "lk_udp_bind(host NULL)")
@@ -715,6 +791,10 @@ final class Host {
             expect(lk_udp_close(nil), [invalid], "lk_udp_close(NULL)")
             if let udp = udps.first {
                 expect(lk_udp_send(udp, nil, 5, "127.0.0.1", 9), isShutDown ? [invalid, closed] : [invalid], "lk_udp_send(data NULL, 5)")
+                var byte: UInt8 = 0
+                for size in topBitSizes {
+                    expect(lk_udp_send(udp, &byte, size, nil, 0), isShutDown ? [invalid, closed] : [invalid], "lk_udp_send(length \(UInt(bitPattern: size)))")
+                }
             }
         }
     }
@@ -751,6 +831,8 @@ final class Host {
         fuzzCheck(jobs.isEmpty, "\(jobs.count) jobs never completed")
         fuzzCheck(works.isEmpty, "\(works.count) works never got their after callback")
         fuzzCheck(files.isEmpty, "\(files.count) file calls never got their cb")
+        fuzzCheck(requests.isEmpty && cancelledFiles.isEmpty, "\(requests.count) file requests held after their cb")
+        requestSlot.deallocate()
         fuzzCheck(queuedRan == enqueued, "queued work lost: \(enqueued) queued, \(queuedRan) ran")
         // The shared pool may still hold this input's file calls' work (their cbs ran cancelled): wait for it,
         // so the next input starts clean and nothing runs into freed memory unseen.
@@ -769,6 +851,18 @@ final class Host {
             close(blockingPipe.write)
         }
         loop = nil
+    }
+}
+
+/// Sizes with the top bit set as the Swift Ints C's size_t arrives as: SIZE_MAX, 2^63, 2^63 + 1024.
+let topBitSizes = [Int(bitPattern: UInt.max), Int.min, Int.min + 1024]
+
+/// `value * unit`, or for the range's last two values a duration with the top bit set (UINT64_MAX, 2^63).
+func topBitDuration(_ value: UInt64, last: UInt64, unit: UInt64) -> UInt64 {
+    switch value {
+    case last: .max
+    case last - 1: 1 << 63
+    default: value * unit
     }
 }
 

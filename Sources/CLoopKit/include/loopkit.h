@@ -3,13 +3,16 @@
  *
  * Conventions (as in libuv):
  *   - Every name has the lk_ prefix; handles are opaque pointers (lk_loop, lk_timer, lk_watch, lk_job,
- *     lk_work_pool, lk_work, lk_udp, lk_fs_watch, lk_child).
+ *     lk_work_pool, lk_work, lk_fs_req, lk_udp, lk_fs_watch, lk_child).
  *   - Functions return an int status: LK_OK (0) on success, a negative LK_E* code on failure.
  *     lk_strerror() describes a code.
  *   - A callback is never called when the call that registered it returned an error.
  *   - Functions are NOT thread-safe unless marked [any thread]: call them on the thread that created
  *     (or attached) the loop. Calling one from another thread returns LK_ETHREAD.
- *   - NULL handles, NULL callbacks and out-of-range values return LK_EINVAL; nothing is kept.
+ *   - NULL handles, NULL callbacks and out-of-range values return LK_EINVAL; nothing is kept. A size_t
+ *     (a length, a count, a size) above SSIZE_MAX, that is with its top bit set (SIZE_MAX, (size_t)1 << 63),
+ *     is out of range wherever one is taken. A uint64_t duration in nanoseconds takes its whole range:
+ *     2^63 ns and more are 292 years or more, in effect never.
  *
  * Every loop iteration runs three phases, in order:
  *   1. poll for I/O (without waiting when queued work or a due timer is pending);
@@ -149,7 +152,12 @@ LK_EXTERN int lk_loop_attach(struct event_base *base, lk_loop **out);
 LK_EXTERN int lk_loop_main(lk_loop **out);
 
 /* Shuts the loop down if needed (running the work queued before), then frees it. The handle is invalid
- * afterwards. Timer and watch handles stay valid until cancelled.
+ * afterwards. The handles made on it stay valid until their own release call: timer and watch handles until
+ * cancelled, UDP sockets until lk_udp_close, path watches until lk_fs_watch_free and children until
+ * lk_child_free. Their other calls then return LK_ECLOSED (a child's as for a child that has ended:
+ * lk_child_kill and lk_child_terminate do nothing and return LK_OK, its standard input calls LK_ECLOSED);
+ * lk_udp_local_port, lk_udp_queued (0) and lk_child_pid still answer. Job, work and file-request handles
+ * need no call: the shutdown completed them (LK_ECANCELED) and LoopKit released them.
  * Errors: LK_EINVAL (NULL), LK_ETHREAD (off the loop's thread), LK_EBUSY (inside one of its callbacks, or
  * the main loop, which lives as long as the process). */
 LK_EXTERN int lk_loop_destroy(lk_loop *loop);
@@ -167,8 +175,12 @@ LK_EXTERN int lk_loop_run_once(lk_loop *loop, int may_block);
  * [any thread] Errors: LK_EINVAL (NULL). */
 LK_EXTERN int lk_loop_stop(lk_loop *loop);
 
-/* Refuses new work from now on (LK_ECLOSED), runs what was queued, cancels timers and watches. From
- * another thread, the loop's thread completes the shutdown in its current or next iteration.
+/* Refuses new work from now on (LK_ECLOSED), runs what was queued, cancels timers and watches, closes UDP
+ * sockets and path watches, kills running children (SIGKILL) and reaps them (on_exit is called), and calls
+ * the callbacks of work-pool and file requests that had not ended with LK_ECANCELED. On the loop's thread all
+ * of this is done before lk_loop_shutdown returns: that is what "at once" means where a callback is said to
+ * get LK_ECANCELED at once during the shutdown. From another thread, the loop's thread completes the shutdown
+ * in its current or next iteration, and those callbacks run then.
  * Calling it twice is harmless. [any thread] Errors: LK_EINVAL (NULL). */
 LK_EXTERN int lk_loop_shutdown(lk_loop *loop);
 
@@ -231,6 +243,7 @@ LK_EXTERN int lk_loop_invoke_wait(lk_loop *loop, lk_fn fn, void *ctx);
 
 /* Calls fn(ctx) on the loop after delay_ns, then every repeat_ns if repeat_ns > 0. Timers fire in
  * (deadline, scheduling order), never early; a zero delay fires in a later iteration, never this one.
+ * Every value is taken: a delay or period of 2^63 ns or more (UINT64_MAX included) is 292 years.
  * out may be NULL (fire and forget). When out is not NULL, *out is a handle that the caller must release
  * with lk_timer_cancel, also after a one-shot timer fired.
  * [any thread] Errors: LK_EINVAL (NULL loop or fn), LK_ECLOSED. */
@@ -279,7 +292,8 @@ LK_EXTERN int lk_signal_cancel(lk_signal *signal);
  * loop, never before lk_process returns: status is LK_OK or LK_ECANCELED (cancelled, or the loop shut
  * down first). complete may be NULL. When out is not NULL, *out identifies the job until complete returns;
  * LoopKit releases it then. When lk_process returns an error, no callback is ever called.
- * Errors: LK_EINVAL (NULL loop or each), LK_ETHREAD, LK_ECLOSED. */
+ * budget_ns takes its whole range. Errors: LK_EINVAL (NULL loop or each, count over SSIZE_MAX), LK_ETHREAD,
+ * LK_ECLOSED. */
 LK_EXTERN int lk_process(lk_loop *loop, size_t count, uint64_t budget_ns,
                          lk_each_fn each, lk_update_fn update, lk_complete_fn complete,
                          void *ctx, lk_job **out);
@@ -303,7 +317,8 @@ typedef struct lk_work_pool_info {
 /* Creates a pool of `threads` threads with a queue of at most queue_limit waiting items. The shared pool
  * (pool == NULL in the calls below) has one thread per CPU, at least two, and a queue of 1,048,576; it
  * lives as long as the process. Release a pool with lk_work_pool_destroy.
- * [any thread] Errors: LK_EINVAL (threads or queue_limit 0, out NULL), LK_ESYS (no thread could start). */
+ * [any thread] Errors: LK_EINVAL (threads or queue_limit 0 or over SSIZE_MAX, out NULL), LK_ESYS (a thread
+ * could not start: none of the pool's is kept). */
 LK_EXTERN int lk_work_pool_create(size_t threads, size_t queue_limit, lk_work_pool **out);
 
 /* Refuses new work from now on (LK_ECLOSED); work still waiting for a thread never runs, and its after
@@ -324,10 +339,11 @@ LK_EXTERN int lk_work_pool_get_info(const lk_work_pool *pool, lk_work_pool_info 
  * thread, in the first phase 3 that begins after the work ended (R13), never before lk_work_queue returns.
  * after runs exactly once (it may be NULL): status is LK_OK when work ran, or LK_ECANCELED when
  * lk_work_cancel or the pool's shutdown cancelled it before it started (work never ran), or when the
- * loop shut down before the work ended (after then runs during the loop's shutdown; work that had
- * started finishes on its thread). When out is not NULL, *out identifies the work until after returns
- * (or would have, when after is NULL); LoopKit releases it then. When lk_work_queue returns an error,
- * neither callback is ever called. The corresponding libuv call is uv_queue_work.
+ * loop shut down before the work ended (after then runs during the loop's shutdown, before
+ * lk_loop_shutdown returns on the loop's thread; work that had started finishes on its thread). When out
+ * is not NULL, *out identifies the work until after returns (or would have, when after is NULL); LoopKit
+ * releases it then. When lk_work_queue returns an error, neither callback is ever called. The
+ * corresponding libuv call is uv_queue_work.
  * Errors: LK_EINVAL (NULL loop or work), LK_ETHREAD, LK_ECLOSED (the loop or the pool has shut down),
  * LK_EAGAIN (the pool's queue is full). */
 LK_EXTERN int lk_work_queue(lk_loop *loop, lk_work_pool *pool, lk_fn work, lk_after_work_fn after,
@@ -349,11 +365,14 @@ typedef struct lk_fs_info {
     uint64_t inode;
 } lk_fs_info;
 
+/* A file request handed back by the lk_fs_*_req calls and lk_fs_scandir, for lk_fs_cancel. */
+typedef struct lk_fs_req lk_fs_req;
+
 /* The completion of an lk_fs_* call, on the loop's thread (R13: in the first phase 3 that begins after the
  * system call returned, never inside the lk_fs_* call). status is LK_OK, LK_ESYS (the system call failed:
- * result is its errno, which lk_last_errno() also tells during the callback) or LK_ECANCELED (the loop
- * shut down before the call ended). result on LK_OK: the descriptor (lk_fs_open), the bytes read (0 at
- * the end of the file) or written, 0 otherwise. */
+ * result is its errno, which lk_last_errno() also tells during the callback) or LK_ECANCELED (lk_fs_cancel
+ * cancelled it before it started, or the loop shut down before the call ended). result on LK_OK: the
+ * descriptor (lk_fs_open), the bytes read (0 at the end of the file) or written, 0 otherwise. */
 typedef void (*lk_fs_fn)(void *ctx, int status, int64_t result);
 
 /* The file-system calls, each run on the shared work pool (lk_work_pool_get_info(NULL, ...)) with its
@@ -361,29 +380,91 @@ typedef void (*lk_fs_fn)(void *ctx, int status, int64_t result);
  * bytes of lk_fs_write are copied before the call returns; lk_fs_read's buffer and lk_fs_stat's *out must
  * stay valid until cb runs, and are written only on the loop's thread, just before a cb with LK_OK (the
  * system call fills LoopKit's own memory: a read takes len bytes of it while it runs). A call still running
- * when the loop shuts down gets its cb with LK_ECANCELED at once and ends on its pool thread without touching
- * the host's memory, so the cb may release it. The corresponding libuv calls are uv_fs_open, uv_fs_close,
- * uv_fs_read, uv_fs_write, uv_fs_stat, uv_fs_unlink, uv_fs_rename and uv_fs_mkdir.
+ * when the loop shuts down gets its cb with LK_ECANCELED during the shutdown, before lk_loop_shutdown (or
+ * lk_loop_destroy) returns on the loop's thread, and ends on its pool thread without touching the host's
+ * memory, so the cb may release it. The corresponding libuv calls are uv_fs_open, uv_fs_close, uv_fs_read,
+ * uv_fs_write, uv_fs_stat, uv_fs_unlink, uv_fs_rename and uv_fs_mkdir.
+ * Each call has a twin named with _req that takes one more argument, lk_fs_req **req: when req is not NULL,
+ * *req is the request, for lk_fs_cancel, from the twin's return until cb returns (or would have, when cb is
+ * NULL); LoopKit releases it then, and the host never frees it. A plain call is its twin with req NULL: the
+ * plain calls stay as they were, so code written for them is unchanged.
  * Errors (no callback then): LK_EINVAL (NULL loop, path, buffer or out; fd < 0; len over SSIZE_MAX),
  * LK_ENOMEM (no memory for the bytes of lk_fs_read or lk_fs_write), LK_ETHREAD, LK_ECLOSED (the loop has
- * shut down), LK_EAGAIN (the pool's queue is full). */
+ * shut down), LK_EAGAIN (the pool's queue is full); *req is not set then. */
 
 /* open(path, flags | O_CLOEXEC, mode); result: the new descriptor. */
 LK_EXTERN int lk_fs_open(lk_loop *loop, const char *path, int flags, int mode, lk_fs_fn cb, void *ctx);
+LK_EXTERN int lk_fs_open_req(lk_loop *loop, const char *path, int flags, int mode, lk_fs_fn cb, void *ctx,
+                             lk_fs_req **req);
 /* close(fd). */
 LK_EXTERN int lk_fs_close(lk_loop *loop, int fd, lk_fs_fn cb, void *ctx);
+LK_EXTERN int lk_fs_close_req(lk_loop *loop, int fd, lk_fs_fn cb, void *ctx, lk_fs_req **req);
 /* Reads up to len bytes into buf at offset (pread), or at the file's position when offset < 0 (read). */
 LK_EXTERN int lk_fs_read(lk_loop *loop, int fd, void *buf, size_t len, int64_t offset, lk_fs_fn cb, void *ctx);
+LK_EXTERN int lk_fs_read_req(lk_loop *loop, int fd, void *buf, size_t len, int64_t offset, lk_fs_fn cb, void *ctx,
+                             lk_fs_req **req);
 /* Writes all len bytes of buf at offset (pwrite), or at the file's position when offset < 0 (write). */
 LK_EXTERN int lk_fs_write(lk_loop *loop, int fd, const void *buf, size_t len, int64_t offset, lk_fs_fn cb, void *ctx);
+LK_EXTERN int lk_fs_write_req(lk_loop *loop, int fd, const void *buf, size_t len, int64_t offset, lk_fs_fn cb,
+                              void *ctx, lk_fs_req **req);
 /* stat(path) into *out. */
 LK_EXTERN int lk_fs_stat(lk_loop *loop, const char *path, lk_fs_info *out, lk_fs_fn cb, void *ctx);
+LK_EXTERN int lk_fs_stat_req(lk_loop *loop, const char *path, lk_fs_info *out, lk_fs_fn cb, void *ctx,
+                             lk_fs_req **req);
 /* unlink(path). */
 LK_EXTERN int lk_fs_unlink(lk_loop *loop, const char *path, lk_fs_fn cb, void *ctx);
+LK_EXTERN int lk_fs_unlink_req(lk_loop *loop, const char *path, lk_fs_fn cb, void *ctx, lk_fs_req **req);
 /* rename(from, to). */
 LK_EXTERN int lk_fs_rename(lk_loop *loop, const char *from, const char *to, lk_fs_fn cb, void *ctx);
+LK_EXTERN int lk_fs_rename_req(lk_loop *loop, const char *from, const char *to, lk_fs_fn cb, void *ctx,
+                               lk_fs_req **req);
 /* mkdir(path, mode). */
 LK_EXTERN int lk_fs_mkdir(lk_loop *loop, const char *path, int mode, lk_fs_fn cb, void *ctx);
+LK_EXTERN int lk_fs_mkdir_req(lk_loop *loop, const char *path, int mode, lk_fs_fn cb, void *ctx, lk_fs_req **req);
+
+/* What an entry of a directory is, for lk_fs_dirent.type (libuv's uv_dirent_type_t, in its order). */
+enum {
+    LK_FS_DIRENT_UNKNOWN = 0, /* the file system did not say and lstat could not tell (the entry went away) */
+    LK_FS_DIRENT_FILE = 1,    /* a regular file */
+    LK_FS_DIRENT_DIR = 2,     /* a directory */
+    LK_FS_DIRENT_LINK = 3,    /* a symbolic link (never followed) */
+    LK_FS_DIRENT_FIFO = 4,    /* a named pipe */
+    LK_FS_DIRENT_SOCKET = 5,  /* a Unix socket */
+    LK_FS_DIRENT_CHAR = 6,    /* a character device */
+    LK_FS_DIRENT_BLOCK = 7    /* a block device */
+};
+
+/* One entry of a directory, lent to an lk_fs_scandir_fn. */
+typedef struct lk_fs_dirent {
+    const char *name; /* the entry's name (not a path), NUL-terminated, its bytes as readdir gave them */
+    int type;         /* LK_FS_DIRENT_*: readdir's d_type, or lstat's when the file system gives DT_UNKNOWN */
+} lk_fs_dirent;
+
+/* The completion of lk_fs_scandir, on the loop's thread (R13), exactly once. status is LK_OK (count entries,
+ * entries NULL when count is 0), LK_ESYS (opendir or readdir failed: lk_last_errno() tells its errno during the
+ * callback, such as ENOENT, ENOTDIR or EACCES) or LK_ECANCELED (lk_fs_cancel cancelled it before it started, or
+ * the loop shut down before it ended), with entries NULL and count 0 on an error. The entries and their names
+ * are LoopKit's memory, lent during the call only: copy what you keep. */
+typedef void (*lk_fs_scandir_fn)(void *ctx, int status, const lk_fs_dirent *entries, size_t count);
+
+/* Lists the directory at path on the shared work pool: every entry but "." and "..", sorted by name in byte
+ * order (as strcmp compares them), each with its type; then cb(ctx, status, entries, count) on the loop's
+ * thread (R13), never inside this call. path is copied before the call returns. cb may be NULL. req as for
+ * the _req calls above: when not NULL, *req is the request for lk_fs_cancel until cb returns. A scan still
+ * running when the loop shuts down gets its cb with LK_ECANCELED during the shutdown, as the calls above.
+ * The corresponding libuv call is uv_fs_scandir (which hands its entries out one by one with
+ * uv_fs_scandir_next; here the callback is lent all of them at once).
+ * Errors (no callback then, *req not set): LK_EINVAL (NULL loop or path), LK_ETHREAD, LK_ECLOSED (the loop has
+ * shut down), LK_EAGAIN (the pool's queue is full). */
+LK_EXTERN int lk_fs_scandir(lk_loop *loop, const char *path, lk_fs_scandir_fn cb, void *ctx, lk_fs_req **req);
+
+/* Cancels a file request (from an lk_fs_*_req call or lk_fs_scandir) that no pool thread has taken yet: its
+ * system calls never run, and its cb gets LK_ECANCELED exactly once, in a later phase 3 (never inside this
+ * call), as uv_cancel does for a uv_fs_t. A request that has started runs to its end and completes normally
+ * (LK_OK or LK_ESYS); one that has ended, or whose cb is queued, is not changed.
+ * [any thread] while the request's cb has not returned (after that the handle is released: never call it then).
+ * Errors: LK_EINVAL (NULL), LK_EBUSY (the request has started or ended, or was cancelled before). */
+LK_EXTERN int lk_fs_cancel(lk_fs_req *req);
 
 /* ---- Path watching ---------------------------------------------------------------------------------- */
 
@@ -471,11 +552,16 @@ typedef struct lk_udp_datagram {
 typedef void (*lk_udp_recv_fn)(void *ctx, lk_udp *udp, const lk_udp_datagram *datagrams, size_t count);
 
 /* Binds a UDP socket to a numeric host ("127.0.0.1", "::1", "0.0.0.0", "::") and port (0: the kernel
- * picks one, see lk_udp_local_port) on loop. batch_size (0: 32) is the most datagrams one recvmmsg takes;
- * max_datagram_size (0: 2048) the largest received whole (a larger one arrives cut, LK_UDP_TRUNCATED).
- * Release it with lk_udp_close. The corresponding libuv calls are uv_udp_init and uv_udp_bind.
- * Errors: LK_EINVAL (NULL, a host that is not numeric, a value out of range), LK_ETHREAD, LK_ECLOSED (the
- * loop has shut down), LK_ESYS (lk_last_errno(): EADDRINUSE, EACCES, ...). */
+ * picks one, see lk_udp_local_port) on loop. batch_size, 1 to 1024 or 0 for the default of 32, is the most
+ * datagrams one recvmmsg takes; max_datagram_size, 1 to 65535 or 0 for the default of 2048, the largest
+ * received whole (a larger one arrives cut, LK_UDP_TRUNCATED). The socket holds batch_size receive buffers
+ * of max_datagram_size bytes. Release it with lk_udp_close. The corresponding libuv calls are uv_udp_init
+ * and uv_udp_bind. The first lk_udp_bind or lk_child_spawn of the process sets SIGPIPE to SIG_IGN for good
+ * (see lk_child_spawn).
+ * Errors: LK_EINVAL (NULL loop, host or out; a host that is not numeric; a port outside 0...65535;
+ * batch_size over 1024 or max_datagram_size over 65535, SIZE_MAX and every other size with the top bit set
+ * included), LK_ETHREAD, LK_ECLOSED (the loop has shut down), LK_ESYS (lk_last_errno(): EADDRINUSE,
+ * EACCES, ...). */
 LK_EXTERN int lk_udp_bind(lk_loop *loop, const char *host, int port, unsigned int flags,
                           size_t batch_size, size_t max_datagram_size, lk_udp **out);
 
@@ -495,13 +581,15 @@ LK_EXTERN int lk_udp_recv_start(lk_udp *udp, lk_udp_recv_fn fn, void *ctx);
 LK_EXTERN int lk_udp_recv_stop(lk_udp *udp);
 
 /* Sends length bytes as one datagram to host:port (host NULL: the default peer). The bytes are copied
- * when the datagram must wait (the kernel said EAGAIN): the caller may reuse them at once. Outside a
- * receive callback the datagram goes to the kernel at once when nothing waits; inside, with the callback's
- * other datagrams when it returns. The corresponding libuv call is uv_udp_try_send / uv_udp_send.
- * Errors: LK_EINVAL (NULL socket, NULL data with length > 0, bad address, the other family), LK_ETHREAD,
- * LK_ECLOSED, LK_EAGAIN (the send queue holds its limit, 4,096 datagrams: nothing was queued),
- * LK_ESYS (lk_last_errno(): EMSGSIZE, EACCES for a broadcast without lk_udp_set_broadcast, ECONNREFUSED,
- * EDESTADDRREQ when host is NULL and there is no default peer, ENETUNREACH). */
+ * when the datagram must wait (the kernel said EAGAIN): the caller may reuse them at once. Inside this
+ * socket's own receive callback the datagram waits (lk_udp_queued counts it) and leaves with the callback's
+ * other datagrams, in one sendmmsg, when the callback returns; anywhere else, another socket's receive
+ * callback included, it goes to the kernel at once when nothing waits. The corresponding libuv call is
+ * uv_udp_try_send / uv_udp_send.
+ * Errors: LK_EINVAL (NULL socket, NULL data with length > 0, length over SSIZE_MAX, bad address, the other
+ * family), LK_ETHREAD, LK_ECLOSED, LK_EAGAIN (the send queue holds its limit, 4,096 datagrams: nothing was
+ * queued), LK_ESYS (lk_last_errno(): EMSGSIZE, EACCES for a broadcast without lk_udp_set_broadcast,
+ * ECONNREFUSED, EDESTADDRREQ when host is NULL and there is no default peer, ENETUNREACH). */
 LK_EXTERN int lk_udp_send(lk_udp *udp, const void *data, size_t length, const char *host, int port);
 
 /* Sends length bytes to the sender of `to`, one of the datagrams lent to the running receive callback
@@ -556,7 +644,8 @@ typedef struct lk_child_options {
     const char *cwd;         /* the child's working directory; NULL: this process's */
     int stdio[3];            /* standard input, output, error: LK_CHILD_INHERIT, LK_CHILD_NULL or LK_CHILD_PIPE */
     unsigned int flags;      /* LK_CHILD_NEW_PROCESS_GROUP */
-    uint64_t timeout_ns;     /* > 0: terminated (SIGTERM, then SIGKILL after 1 s) if it still runs then */
+    uint64_t timeout_ns;     /* > 0: terminated (SIGTERM, then SIGKILL after 1 s) if it still runs then (every
+                                value is taken: 2^63 ns and more are 292 years) */
 } lk_child_options;
 
 /* The child has ended and been reaped, on the loop's thread, in phase 2 of the iteration whose poll found its
@@ -573,7 +662,14 @@ typedef void (*lk_child_output_fn)(void *ctx, lk_child *child, int fd, const voi
 /* Starts a child with posix_spawn on loop. Its exit is watched through a pidfd (LoopKit installs no SIGCHLD
  * handler) and it is reaped with waitid(P_PIDFD). on_exit and on_output may be NULL (piped output is then read
  * and dropped). Release the handle with lk_child_free. The loop's shutdown kills a child still running
- * (SIGKILL) and reaps it. The corresponding libuv call is uv_spawn.
+ * (SIGKILL) and reaps it, a freed one too (see lk_child_free). The corresponding libuv call is uv_spawn.
+ * SIGPIPE: the first lk_child_spawn or lk_udp_bind of the process (or the first socket LoopKit's Swift
+ * networking opens in it) sets SIGPIPE's disposition to SIG_IGN for the whole process, so that a write to a
+ * pipe or socket whose reader has gone fails with EPIPE instead of killing the process. LoopKit never
+ * restores the disposition it found and never sets it again: a host that sets SIGPIPE back afterwards is
+ * killed by such a write (to the standard input of a child that has exited, for one). Children start with
+ * SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGCHLD, SIGHUP, SIGUSR1 and SIGUSR2 at their defaults and no signal
+ * blocked.
  * Errors: LK_EINVAL (NULL loop, options, file or out; a stdio value or flag that does not exist; a working
  * directory that cannot be entered: the child never ran), LK_ETHREAD, LK_ECLOSED (the loop has shut down),
  * LK_ESYS with lk_last_errno(): ENOENT (no executable at file, or none of that name in PATH), EACCES (not
@@ -588,12 +684,14 @@ LK_EXTERN int lk_child_pid(const lk_child *child);
  * has ended. Errors: LK_EINVAL (NULL, signum out of range), LK_ETHREAD, LK_ESYS. */
 LK_EXTERN int lk_child_kill(lk_child *child, int signum);
 
-/* Sends SIGTERM, then SIGKILL if the child still runs after grace_ns; does nothing once it has ended.
+/* Sends SIGTERM, then SIGKILL if the child still runs after grace_ns (every value is taken: 2^63 ns and more
+ * are 292 years); does nothing once it has ended.
  * Errors: LK_EINVAL (NULL), LK_ETHREAD. */
 LK_EXTERN int lk_child_terminate(lk_child *child, uint64_t grace_ns);
 
 /* Writes length bytes to the child's standard input pipe (copied when the pipe does not take them at once).
- * Errors: LK_EINVAL (NULL; NULL data with length > 0; standard input is not LK_CHILD_PIPE), LK_ETHREAD,
+ * Errors: LK_EINVAL (NULL; NULL data with length > 0; length over SSIZE_MAX; standard input is not
+ * LK_CHILD_PIPE), LK_ETHREAD,
  * LK_ECLOSED (standard input was closed, the child ended reading it, or the loop shut down), LK_EAGAIN (more
  * than 64 KiB already wait for the pipe: nothing was queued; try again in a later iteration). */
 LK_EXTERN int lk_child_write(lk_child *child, const void *data, size_t length);
@@ -612,10 +710,12 @@ LK_EXTERN int lk_child_on_stdin_writable(lk_child *child, lk_child_writable_fn o
  * Errors: LK_EINVAL (NULL, or standard input is not LK_CHILD_PIPE), LK_ETHREAD, LK_ECLOSED (closed already). */
 LK_EXTERN int lk_child_close_stdin(lk_child *child);
 
-/* Releases the handle, which is invalid afterwards; no callback is called after it. The child is not killed:
- * its pipes are closed (it reads end of file, and a write to its output gets SIGPIPE) and LoopKit still reaps
- * it when it ends. Allowed inside the child's own callbacks (the handle is released when the callback
- * returns), and after the loop shut down. Errors: LK_EINVAL (NULL), LK_ETHREAD. */
+/* Releases the handle, which is invalid afterwards; no callback is called after it. The child is not killed
+ * then: its pipes are closed (it reads end of file, and a write to its output gets SIGPIPE) and LoopKit keeps
+ * it to reap when it ends; its timeout_ns still applies. If it still runs when the loop shuts down, the
+ * shutdown kills it (SIGKILL) and reaps it, as it does a child not freed, and calls nothing: no freed child
+ * is left running or a zombie by the loop. Allowed inside the child's own callbacks (the handle is released
+ * when the callback returns), and after the loop shut down. Errors: LK_EINVAL (NULL), LK_ETHREAD. */
 LK_EXTERN int lk_child_free(lk_child *child);
 
 #ifdef __cplusplus

@@ -96,12 +96,17 @@ enum FileCalls {
                 if errno != 0 { throw FileError(.readdir, path: path, code: errno) }
                 return entries
             }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            let name = entryName(entry)
             if name == "." || name == ".." { continue }
-            entries.append(DirectoryEntry(name: name, kind: FileKind(directoryEntryType: entry.pointee.d_type)))
+            entries.append(DirectoryEntry(name: name, kind: FileKind(directoryEntryType: entry.pointer(to: \.d_type)!.pointee)))
         }
+    }
+
+    /// The name of an entry `readdir` returned, read in place up to its NUL. readdir fills only `d_reclen`
+    /// bytes, often fewer than a whole `struct dirent`: copying `entry.pointee` (or its `d_name` array) reads
+    /// bytes the kernel never wrote, which valgrind reports from a release build.
+    static func entryName(_ entry: UnsafeMutablePointer<dirent>) -> String {
+        String(cString: UnsafeRawPointer(entry.pointer(to: \.d_name)!).assumingMemoryBound(to: CChar.self))
     }
 
     static func message(for code: Int32) -> String {

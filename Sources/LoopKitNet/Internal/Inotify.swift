@@ -93,12 +93,11 @@ enum Inotify {
         defer { closedir(directory) }
         var result: [(String, Bool)] = []
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+            let name = FileCalls.entryName(entry)  // in place: never the whole struct dirent past d_reclen
             if name == "." || name == ".." { continue }
-            var isDirectory = Int32(entry.pointee.d_type) == Int32(DT_DIR)
-            if Int32(entry.pointee.d_type) == Int32(DT_UNKNOWN) {
+            let type = Int32(entry.pointer(to: \.d_type)!.pointee)
+            var isDirectory = type == Int32(DT_DIR)
+            if type == Int32(DT_UNKNOWN) {
                 var status = stat()
                 isDirectory = lstat(path + "/" + name, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
             }
