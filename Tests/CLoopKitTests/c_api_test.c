@@ -1843,6 +1843,107 @@ static void stdin_pump_exit(void *ctx, lk_child *child, int exit_status, int ter
     if (exit_status == 0 && term_signal == 0) pump->exits++;
 }
 
+/* Whether process pid has ended now: gone, or a zombie its new parent has yet to reap. */
+static int process_gone_now(int pid) {
+    if (kill(pid, 0) != 0) return 1;
+    char path[64], stat[256] = {0};
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *file = fopen(path, "r");
+    if (!file) return 1;
+    size_t n = fread(stat, 1, sizeof stat - 1, file);
+    fclose(file);
+    stat[n] = 0;
+    return strstr(stat, ") Z ") != NULL;
+}
+
+/* Whether process pid has ended within 10 s: a signalled process ends soon after the signal, not at once. */
+static int process_gone(int pid) {
+    for (int i = 0; i < 1000; i++) {
+        if (process_gone_now(pid)) return 1;
+        usleep(10000);
+    }
+    return 0;
+}
+
+/* Runs iterations until the child's standard output holds a line (bounded). */
+static void child_wait_for_line(lk_loop *loop, child_seen_t *seen) {
+    for (int i = 0; i < 20000 && !strchr(seen->out, '\n'); i++) {
+        if (lk_loop_run_once(loop, 0) == 0) usleep(1000);
+    }
+}
+
+/* Issue 43, item 1: a shell's background job outlives the shell and holds its pipes. With
+ * LK_CHILD_NEW_PROCESS_GROUP the timeout and lk_child_terminate end the whole group; without it the child
+ * alone is signalled; either way a terminated child's output ends within the drain after its exit. Each job
+ * sleeps 600 s: before the fix, each wait below gave up with the job still holding the pipes. */
+static void test_child_process_group(void) {
+    lk_loop *loop = NULL;
+    CHECK_EQ(lk_loop_create(&loop), LK_OK);
+    const char *job_args[] = {"-c", "sleep 600 & echo $!; wait", NULL};
+    const char *stubborn_args[] = {"-c", "(trap '' TERM; exec sleep 600) & echo $!; wait", NULL};
+    lk_child_options options = {0};
+    options.file = "/bin/sh";
+    options.args = job_args;
+    options.stdio[0] = LK_CHILD_NULL;
+    options.stdio[1] = LK_CHILD_PIPE;
+    options.stdio[2] = LK_CHILD_PIPE;
+    options.flags = LK_CHILD_NEW_PROCESS_GROUP;
+    lk_child *child = NULL;
+
+    /* The timeout ends the group: the shell and its job; the pipes end. */
+    lk_child_options timed = options;
+    timed.timeout_ns = 100000000; /* 100 ms */
+    child_seen_t timed_out = {0};
+    timed_out.loop = loop;
+    CHECK_EQ(lk_child_spawn(loop, &timed, child_exit, child_output, &timed_out, &child), LK_OK);
+    child_wait(loop, &timed_out, 2);
+    CHECK(timed_out.exits == 1 && timed_out.term_signal == SIGTERM);
+    CHECK(timed_out.ended[1] == 1 && timed_out.ended[2] == 1);
+    int job = atoi(timed_out.out);
+    CHECK(job > 0 && process_gone(job));
+    CHECK_EQ(lk_child_free(child), LK_OK);
+
+    /* lk_child_terminate: a job that ignores SIGTERM outlives the shell, and the SIGKILL after the grace
+     * period still reaches it; the pipes it holds end within the drain. */
+    lk_child_options stubborn = options;
+    stubborn.args = stubborn_args;
+    child_seen_t terminated = {0};
+    terminated.loop = loop;
+    CHECK_EQ(lk_child_spawn(loop, &stubborn, child_exit, child_output, &terminated, &child), LK_OK);
+    child_wait_for_line(loop, &terminated);
+    job = atoi(terminated.out);
+    CHECK(job > 0);
+    for (int i = 0; i < 10000 && job > 0 && !ignores_sigterm(job); i++) usleep(1000); /* a state: the trap is set */
+    CHECK_EQ(lk_child_terminate(child, 200000000), LK_OK); /* 200 ms */
+    child_wait(loop, &terminated, 2);
+    CHECK(terminated.exits == 1 && terminated.term_signal == SIGTERM);
+    CHECK(terminated.ended[1] == 1 && terminated.ended[2] == 1);
+    int gone = 0;
+    for (int i = 0; i < 10000 && job > 0 && !gone; i++) { /* the kill timer fires in a later iteration */
+        if (lk_loop_run_once(loop, 0) == 0) usleep(1000);
+        gone = kill(job, 0) != 0 || process_gone_now(job);
+    }
+    CHECK(gone);
+    CHECK_EQ(lk_child_free(child), LK_OK);
+
+    /* In this process's group: the child alone is signalled, its job lives on, and still the pipes end. */
+    lk_child_options alone = options;
+    alone.flags = 0;
+    child_seen_t single = {0};
+    single.loop = loop;
+    CHECK_EQ(lk_child_spawn(loop, &alone, child_exit, child_output, &single, &child), LK_OK);
+    child_wait_for_line(loop, &single);
+    job = atoi(single.out);
+    CHECK_EQ(lk_child_terminate(child, 30000000000ULL), LK_OK);
+    child_wait(loop, &single, 2);
+    CHECK(single.exits == 1 && single.term_signal == SIGTERM);
+    CHECK(single.ended[1] == 1 && single.ended[2] == 1);
+    CHECK(job > 0 && kill(job, 0) == 0);
+    if (job > 0) kill(job, SIGKILL);
+    CHECK_EQ(lk_child_free(child), LK_OK);
+    CHECK_EQ(lk_loop_destroy(loop), LK_OK);
+}
+
 /* Calls refused before a child starts (all but the last two need no working posix_spawn). */
 static void test_child_misuse(lk_loop *loop, int can_spawn) {
     lk_child *child = NULL;
@@ -2781,6 +2882,7 @@ int main(int argc, char **argv) {
     test_udp();
     test_fs_watch();
     test_child();
+    test_child_process_group();
     test_top_bit_values();
     test_handles_after_destroy();
     test_udp_own_callback();
