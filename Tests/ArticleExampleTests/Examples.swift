@@ -114,14 +114,14 @@ func example_README_190(router: inout HTTPRouter, configuration: inout HTTPServe
                                             timeout: .seconds(60), on: loop)      // .exited(0), stdout, stderr
 }
 
-// README.md:201
-func example_README_201(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:202
+func example_README_202(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let watcher = try PathWatcher(watching: "/srv/site", recursive: true, on: loop)   // on the loop's thread
     watcher.onEvents { events in for event in events { cache.invalidate(event.path) } }  // one batch per iteration
 }
 
-// README.md:214
-func example_README_214(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:215
+func example_README_215(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
 
     var router = HTTPRouter()
     router.get("/hello") { _ in .text("Hello, World!") }                        // inline: on the loop thread
@@ -137,8 +137,8 @@ func example_README_214(router: inout HTTPRouter, configuration: inout HTTPServe
     try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm], logger: logger).run()
 }
 
-// README.md:251
-func example_README_251(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:252
+func example_README_252(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.webSocket("/ws/echo", .inTask) { request, socket in
         for try await message in socket.messages { try await socket.send(message) }
     }
@@ -153,8 +153,8 @@ func example_README_251(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:275
-@Suite("README.md:275") struct Example_README_275 {
+// README.md:277
+@Suite("README.md:277") struct Example_README_277 {
     @Test func timerFiresAfterQueuedWork() throws {
         let driver = try LoopDriver()                 // a loop on a VirtualClock
         let trace = OrderTrace(driver.loop)
@@ -171,8 +171,8 @@ func example_README_251(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:298
-func example_README_298(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:300
+func example_README_300(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try LoopMetrics.record(loop, name: "main")                 // iteration duration, poll wait, queue depth, …
     router.use(HTTPServerMetrics.middleware())                 // http.server.request.duration, …
     HTTPServerMetrics.record(into: &configuration)             // http.server.open_connections
