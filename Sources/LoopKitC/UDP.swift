@@ -53,7 +53,7 @@ extension Status {
         switch error {
         case .addressInUse: failedSystemCall(errno: EADDRINUSE)
         case .permissionDenied: failedSystemCall(errno: EACCES)
-        case .invalidAddress, .nameResolutionFailed, .tls: invalid
+        case .invalidAddress, .nameResolutionFailed, .tls, .lineTooLong: invalid
         case .connectionRefused: failedSystemCall(errno: ECONNREFUSED)
         case .connectTimedOut: failedSystemCall(errno: ETIMEDOUT)
         case .connectionClosed, .loopShutDown: closed

@@ -29,6 +29,9 @@ public enum NetError: Error, Equatable, Sendable, CustomStringConvertible {
     case tls(String)
     /// A system call failed: its name and `errno`.
     case system(String, Int32)
+    /// A line read with ``ByteLines`` (`connection.inbound.lines()`) went past its length limit without a
+    /// newline: the peer sends something that is not lines, or lines too long to hold.
+    case lineTooLong(limit: Int)
 
     /// A short English description with the details.
     public var description: String {
@@ -43,6 +46,7 @@ public enum NetError: Error, Equatable, Sendable, CustomStringConvertible {
         case .loopShutDown: "the loop is shutting down"
         case .tls(let reason): "TLS: \(reason)"
         case .system(let call, let code): "\(call) failed: \(String(cString: strerror(code))) (errno \(code))"
+        case .lineTooLong(let limit): "a line longer than \(limit) bytes, without a newline"
         }
     }
 }

@@ -5,6 +5,32 @@ import Testing
 
 /// `.json(value)` answers with JSON; `request.decode(as:)` and `body.decode(as:upTo:)` answer 400 for a
 /// body that does not decode and 413 past the limit, without a line of the handler's.
+/// Responses with more fields: `.json`, `.text` and `.bytes` take `headerFields:` (a `Location` on a 201), and
+/// a `Content-Type` among them replaces the default one (issue 47).
+@Suite("Responses with header fields")
+struct ResponseFieldsTests {
+    struct Todo: Codable, Equatable { var id: Int; var title: String }
+
+    @Test("json(_:status:headerFields:) keeps the JSON content type and adds the fields")
+    func jsonWithLocation() throws {
+        let response = try HTTPServerResponse.json(Todo(id: 7, title: "t"), status: .created, headerFields: [.location: "/todos/7"])
+        #expect(response.head.status == .created)
+        #expect(response.head.headerFields[.location] == "/todos/7")
+        #expect(response.head.headerFields[.contentType] == "application/json; charset=utf-8")
+    }
+
+    @Test("text and bytes take fields; a Content-Type among them replaces the default, once")
+    func textAndBytesWithFields() {
+        let html = HTTPServerResponse.text("<p>", headerFields: [.contentType: "text/html", .cacheControl: "no-store"])
+        #expect(html.head.headerFields[values: .contentType] == ["text/html"])
+        #expect(html.head.headerFields[.cacheControl] == "no-store")
+        #expect(HTTPServerResponse.text("x").head.headerFields[.contentType] == "text/plain; charset=utf-8")
+        let png = HTTPServerResponse.bytes(Bytes([1, 2]), contentType: "image/png", headerFields: [.eTag: "\"a\""])
+        #expect(png.head.headerFields[.contentType] == "image/png")
+        #expect(png.head.headerFields[.eTag] == "\"a\"")
+    }
+}
+
 @Suite("JSON requests and responses")
 struct JSONTests {
     struct NewTodo: Codable, Equatable { var title: String; var done = false }

@@ -108,6 +108,25 @@ struct PathWatcherTests {
         }
     }
 
+    @Test("An event names its watched path, and the entry relative to it, under a recursive watch too")
+    func eventsNameTheirWatchAndRelativePath() throws {
+        try inTemporaryDirectory { directory in
+            #expect(mkdir(directory + "/img", 0o755) == 0)
+            let driver = try LoopDriver()
+            let watcher = try PathWatcher(watching: directory, recursive: true, on: driver.loop)
+            var told: [PathEvent] = []
+            watcher.onEvents { told += $0 }
+            append("x", to: directory + "/img/logo.png")
+            append("y", to: directory + "/top.txt")
+            _ = try driver.step()
+            let logo = try #require(told.first { $0.path.hasSuffix("/logo.png") })
+            #expect(logo.watchedPath == directory)
+            #expect(logo.relativePath == "img/logo.png")
+            #expect(told.first { $0.path.hasSuffix("/top.txt") }?.relativePath == "top.txt")
+            watcher.close()
+        }
+    }
+
     @Test("A subdirectory renamed within a recursive watch is watched under its new path")
     func renamedSubdirectoryIsFollowed() throws {
         try inTemporaryDirectory { directory in

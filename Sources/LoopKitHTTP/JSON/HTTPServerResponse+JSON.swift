@@ -20,19 +20,27 @@ extension HTTPServerResponse {
     /// }
     /// ```
     ///
+    /// With fields, for a `201 Created` and its `Location`:
+    ///
+    /// ```swift
+    /// return try .json(todo, status: .created, headerFields: [.location: "/todos/\(todo.id)"])
+    /// ```
+    ///
     /// - Parameters:
     ///   - value: What to send.
     ///   - status: The status (200 by default).
+    ///   - headerFields: More fields; a `Content-Type` among them replaces the JSON one.
     ///   - encoder: The encoder (nil: a plain `JSONEncoder`, shared).
     /// - Returns: The response.
     /// - Throws: The encoder's `EncodingError` (a value JSON cannot hold, such as `Double.nan`); a handler
     ///   that lets it propagate gets 500.
     ///
     /// Safe from any thread.
-    public static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok,
+    public static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok, headerFields: HTTPFields = [:],
                             encoder: JSONEncoder? = nil) throws -> HTTPServerResponse {
         let data = try (encoder ?? JSONCoders.encoder).encode(value)
-        return HTTPServerResponse(status: status, headerFields: JSONCoders.contentTypeFields, body: .bytes(data))
+        return HTTPServerResponse(status: status, headerFields: fields(JSONCoders.contentTypeFields, adding: headerFields),
+                                  body: .bytes(data))
     }
 }
 

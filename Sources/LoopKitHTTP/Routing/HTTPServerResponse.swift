@@ -21,11 +21,38 @@ public struct HTTPServerResponse: Sendable {
 
     /// A `text/plain; charset=utf-8` response.
     ///
+    /// ```swift
+    /// return .text("moved", status: .created, headerFields: [.location: "/todos/7"])
+    /// ```
+    ///
     /// - Parameters:
     ///   - text: The body.
     ///   - status: The status (200 by default).
-    public static func text(_ text: String, status: HTTPResponse.Status = .ok) -> HTTPServerResponse {
-        HTTPServerResponse(status: status, headerFields: plainTextFields, body: .bytes(Bytes(text)))
+    ///   - headerFields: More fields (a `Location`, a `Cache-Control`); a `Content-Type` among them replaces
+    ///     the plain-text one.
+    public static func text(_ text: String, status: HTTPResponse.Status = .ok, headerFields: HTTPFields = [:]) -> HTTPServerResponse {
+        HTTPServerResponse(status: status, headerFields: fields(plainTextFields, adding: headerFields), body: .bytes(Bytes(text)))
+    }
+
+    /// A response of `bytes` as they are, with `contentType` (`application/octet-stream` by default).
+    ///
+    /// - Parameters:
+    ///   - bytes: The body.
+    ///   - status: The status (200 by default).
+    ///   - contentType: The body's `Content-Type`.
+    ///   - headerFields: More fields; a `Content-Type` among them replaces `contentType`.
+    public static func bytes(_ bytes: Bytes, status: HTTPResponse.Status = .ok, contentType: String = "application/octet-stream",
+                             headerFields: HTTPFields = [:]) -> HTTPServerResponse {
+        HTTPServerResponse(status: status, headerFields: fields([.contentType: contentType], adding: headerFields), body: .bytes(bytes))
+    }
+
+    /// `base` with `extra` added; a field of `extra` named in `base` replaces it. The shared `base` itself
+    /// when `extra` is empty (no copy: the common case costs nothing).
+    static func fields(_ base: HTTPFields, adding extra: HTTPFields) -> HTTPFields {
+        guard !extra.isEmpty else { return base }
+        var fields = base
+        for name in Set(extra.map(\.name)) { fields[values: name] = extra[values: name] }
+        return fields
     }
 
     /// `Content-Type: text/plain; charset=utf-8`, built once and shared (a copy is a retain): a fields

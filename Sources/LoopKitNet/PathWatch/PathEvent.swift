@@ -49,12 +49,41 @@ public struct PathEvent: Sendable, Hashable, CustomStringConvertible {
     public let changes: PathChanges
     /// Whether the path is a directory (`IN_ISDIR`).
     public let isDirectory: Bool
+    /// The watched path (as given to ``PathWatcher/watch(_:recursive:)``, normalised) the event is told for:
+    /// ``path`` itself or the closest watched directory above it. Empty for ``PathChanges/overflow``.
+    public let watchedPath: String
+
+    /// ``path`` relative to ``watchedPath``: `"img/logo.png"` for `/srv/site/img/logo.png` under a watch of
+    /// `/srv/site`; empty for the watched path itself (and for an overflow).
+    ///
+    /// ```swift
+    /// for try await event in watcher.events where !event.isDirectory {
+    ///     try await upload(event.relativePath)          // the same name under the watch, wherever it is
+    /// }
+    /// ```
+    public var relativePath: String {
+        guard !watchedPath.isEmpty, path.count > watchedPath.count else { return "" }
+        return String(path.dropFirst(watchedPath == "/" ? 1 : watchedPath.count + 1))
+    }
 
     /// Creates an event (for tests and adapters).
-    public init(path: String, changes: PathChanges, isDirectory: Bool = false) {
+    public init(path: String, changes: PathChanges, isDirectory: Bool = false, watchedPath: String = "") {
         self.path = path
         self.changes = changes
         self.isDirectory = isDirectory
+        self.watchedPath = watchedPath
+    }
+
+    /// Events are equal when their paths, changes and kinds are: ``watchedPath`` follows from the watcher,
+    /// so an event made in a test without it equals the one a watcher tells.
+    public static func == (lhs: PathEvent, rhs: PathEvent) -> Bool {
+        lhs.path == rhs.path && lhs.changes == rhs.changes && lhs.isDirectory == rhs.isDirectory
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(path)
+        hasher.combine(changes)
+        hasher.combine(isDirectory)
     }
 
     /// "/srv/site/a.txt [created, modified]".

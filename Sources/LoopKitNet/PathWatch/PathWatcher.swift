@@ -448,6 +448,15 @@ public final class PathWatcher: @unchecked Sendable {  // loop-confined: every e
         deliver(batch)
     }
 
+    /// The watched path `path` is told for: itself, or the closest watched directory above it.
+    private func watchedPath(of path: String) -> String {
+        var best = ""
+        for root in roots.keys where root.count > best.count {
+            if path == root || path.hasPrefix(root == "/" ? "/" : root + "/") { best = root }
+        }
+        return best
+    }
+
     /// Turns the kernel's events into paths and changes, one event per path, and follows directories that
     /// appeared under (or left) a recursive watch.
     func coalesce(_ raw: [Inotify.RawEvent]) -> [PathEvent] {
@@ -457,10 +466,10 @@ public final class PathWatcher: @unchecked Sendable {  // loop-confined: every e
             if let position = positions[path] {
                 let earlier = batch[position]
                 batch[position] = PathEvent(path: path, changes: earlier.changes.union(changes),
-                                            isDirectory: earlier.isDirectory || isDirectory)
+                                            isDirectory: earlier.isDirectory || isDirectory, watchedPath: earlier.watchedPath)
             } else {
                 positions[path] = batch.count
-                batch.append(PathEvent(path: path, changes: changes, isDirectory: isDirectory))
+                batch.append(PathEvent(path: path, changes: changes, isDirectory: isDirectory, watchedPath: watchedPath(of: path)))
             }
         }
         for event in raw {
