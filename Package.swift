@@ -71,6 +71,7 @@ let package = Package(
                 "CThread",
                 "CDispatchMainQueue",
                 .product(name: "HeapModule", package: "swift-collections"),
+                .product(name: "DequeModule", package: "swift-collections"),  // Broadcast's per-subscriber queues
             ]
         ),
         .target(name: "LoopKitNet", dependencies: ["LoopKit", "COpenSSL"]),
