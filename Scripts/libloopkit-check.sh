@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make lib's checks of the self-contained library: Scripts/libloopkit-check.sh LIBRARY HEADER
 #   - its soname is libloopkit.so.LK_VERSION_MAJOR (the header's);
-#   - it NEEDs nothing from a Swift toolchain: only libevent (core, pthreads), libc, libm, libstdc++,
-#     libgcc_s and the dynamic loader (libssl and libcrypto too, until TLS leaves LoopKitNet: issue 44);
+#   - it NEEDs nothing from a Swift toolchain: only libevent (core, pthreads), libc, libm, libgcc_s, the
+#     dynamic loader and libstdc++ if it is not linked in (libssl and libcrypto too, until TLS leaves
+#     LoopKitNet: issue 44);
 #   - it has no RPATH or RUNPATH;
 #   - it exports exactly the functions loopkit.h declares (no Swift symbol, no other lk_ helper).
 set -euo pipefail
