@@ -176,7 +176,8 @@ soak: deps
 	$(SWIFT) build -c release --product LoopDemo
 	SOAK_MINUTES=$(SOAK_MINUTES) Benchmarks/soak.sh
 
-## bench: the core rows (bench-core), then HTTP, HTTPS, WebSocket, the main-thread and executor figures and the pool
+## bench: the core rows (bench-core), then HTTP, HTTPS, WebSocket, the main-thread and executor figures, the pool,
+## UDP, spawn and the C host's start-up
 bench: bench-core
 	$(MAKE) bench-http
 	$(MAKE) bench-https
@@ -185,6 +186,7 @@ bench: bench-core
 	$(MAKE) bench-pool
 	$(MAKE) bench-udp
 	$(MAKE) bench-spawn
+	$(MAKE) bench-startup
 
 ## bench-core: LoopKit against SwiftNIO, Dispatch and Foundation, same process, runs alternated (10 each
 ## after a warm-up); medians with min–max, per-run ratios; never overlapping another bench run (flock)
@@ -389,12 +391,15 @@ install-check: deb
 
 ## bench-startup: a C host's whole process (create a loop, one iteration, destroy it) under hyperfine (installed
 ## when missing): libloopkit against libLoopKitC.so (release) and a libuv 1.44 host (uv_loop_init,
-## uv_run(UV_RUN_NOWAIT), uv_loop_close; libuv1-dev installed when missing); sizes and NEEDED of the three libraries
+## uv_run(UV_RUN_NOWAIT), uv_loop_close; libuv1-dev installed when missing) and an empty main that loads OpenSSL
+## (what libloopkit pays for TLS until it leaves); instructions per process (callgrind); sizes and NEEDED of the libraries
 bench-startup: lib
 	@command -v hyperfine >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq hyperfine; }
 	@pkg-config --exists libuv || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libuv1-dev; }
+	@command -v valgrind >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq valgrind; }
 	flock /tmp/loopkit-bench.lock Benchmarks/startup/startup-bench.sh $(LIB_DIR) .build/release | tee Benchmarks/RESULTS-startup.txt
 
 clean:
