@@ -288,7 +288,7 @@ docs: deps
 
 ## lib: libloopkit.so.MAJOR.MINOR.PATCH in .build/libloopkit (stripped; the soname's and the dev symlinks beside it;
 ## the unstripped link in .build/libloopkit/unstripped), from the release build of LoopKitC, then checked:
-## soname, NEEDED (nothing from the toolchain), no rpath, exactly loopkit.h's functions exported
+## soname, NEEDED (nothing from the toolchain), no rpath, exactly loopkit.h's functions exported, no Foundation
 lib: deps
 	$(SWIFT) build -c release --product LoopKitC
 	@mkdir -p $(LIB_DIR)/unstripped $(LIB_STDCXX_DIR)
@@ -297,7 +297,7 @@ lib: deps
 	strip --strip-unneeded --remove-section=.comment --remove-section=.note -o $(LIB_DIR)/$(LIB_FILE) $(LIB_DIR)/unstripped/$(LIB_FILE)
 	ln -sf $(LIB_FILE) $(LIB_DIR)/$(LIB_SONAME)
 	ln -sf $(LIB_SONAME) $(LIB_DIR)/libloopkit.so
-	Scripts/libloopkit-check.sh $(LIB_DIR)/$(LIB_FILE) Sources/CLoopKit/include/loopkit.h
+	Scripts/libloopkit-check.sh $(LIB_DIR)/$(LIB_FILE) Sources/CLoopKit/include/loopkit.h $(LIB_DIR)/unstripped/$(LIB_FILE)
 	@echo "==> $(LIB_DIR)/$(LIB_FILE): $$(stat -c %s $(LIB_DIR)/$(LIB_FILE)) bytes stripped"
 
 ## header-check: loopkit.h (through Sources/CLoopKit/header_check.c) compiled as C99, C11 and C++17 with

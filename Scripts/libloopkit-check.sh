@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# make lib's checks of the self-contained library: Scripts/libloopkit-check.sh LIBRARY HEADER
+# make lib's checks of the self-contained library: Scripts/libloopkit-check.sh LIBRARY HEADER [UNSTRIPPED]
 #   - its soname is libloopkit.so.LK_VERSION_MAJOR (the header's);
 #   - it NEEDs nothing from a Swift toolchain: only libevent (core, pthreads), libc, libm, libgcc_s, the
 #     dynamic loader and libstdc++ if it is not linked in (libssl and libcrypto too, until TLS leaves
 #     LoopKitNet: issue 44);
 #   - it has no RPATH or RUNPATH;
-#   - it exports exactly the functions loopkit.h declares (no Swift symbol, no other lk_ helper).
+#   - it exports exactly the functions loopkit.h declares (no Swift symbol, no other lk_ helper);
+#   - Foundation is not linked in (UNSTRIPPED, the same link before strip: no symbol of Foundation's or
+#     FoundationEssentials' modules), since nothing in LoopKit, LoopKitNet or LoopKitC needs it.
 set -euo pipefail
 library=$1
 header=$2
+unstripped=${3:-}
 fail() { echo "==> $library: $*"; exit 1; }
 
 major=$(sed -n 's/^#define LK_VERSION_MAJOR //p' "$header")
@@ -28,5 +31,13 @@ if [ "$exported" != "$declared" ]; then
     fail "its exported symbols are not loopkit.h's functions"
 fi
 
+foundation=
+if [ -n "$unstripped" ]; then
+    foundation=", no Foundation"
+    if nm "$unstripped" | grep -qE '\$s(10Foundation|20FoundationEssentials|24FoundationInternationalization)'; then
+        fail "Foundation is linked in (a symbol of its module in $unstripped): LoopKitC's targets must not import it"
+    fi
+fi
+
 echo "==> $library: soname $soname, $(echo "$exported" | wc -l) symbols exported (loopkit.h's), no RPATH," \
-    "NEEDED $(echo "$needed" | wc -l): $(echo $needed)"
+    "NEEDED $(echo "$needed" | wc -l): $(echo $needed)$foundation"
