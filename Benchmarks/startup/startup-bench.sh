@@ -8,7 +8,8 @@
 # moves it out), and a fifth, empty, the same main needing nothing: the process itself. Then CPU time and
 # page faults (perf stat, where perf runs: on this VM the faults, not the instructions, are most of a small
 # process's start-up), instructions per whole process (callgrind, ld.so included: repeatable on a loaded
-# machine), and each library's stripped size and NEEDED count.
+# machine), the C ABI's hot paths on both builds (lk_hotpath.c: 1M enqueues, 100k zero-delay timers; 5 runs
+# each, alternated, medians), and each library's stripped size and NEEDED count.
 #   Benchmarks/startup/startup-bench.sh LIBLOOPKIT_DIR RELEASE_DIR
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -76,6 +77,22 @@ for host in loopkit-static loopkit-dynamic libuv openssl-load empty; do
     valgrind --tool=callgrind --callgrind-out-file=/dev/null "$work/$host" 2>&1 |
         sed -n "s/.*Collected : *\([0-9]*\).*/\1/p" | awk -v h="$host" '{ printf "  %-16s %10d\n", h, $1 }'
 done
+cc $cflags -o "$work/hotpath-static" Benchmarks/startup/lk_hotpath.c -L"$lib_dir" -lloopkit -Wl,-rpath,"$(realpath "$lib_dir")"
+cc $cflags -o "$work/hotpath-dynamic" Benchmarks/startup/lk_hotpath.c -L"$release_dir" -lLoopKitC -Wl,-rpath,"$(realpath "$release_dir")"
+: > "$work/hotpath.txt"
+for run in 1 2 3 4 5; do
+    for build in static dynamic; do echo "$build $("$work/hotpath-$build")" >> "$work/hotpath.txt"; done
+done
+echo "C ABI hot paths, ns per operation (median of 5 alternated runs; min-max):"
+python3 - "$work/hotpath.txt" <<'PY'
+import statistics, sys
+rows = [line.split() for line in open(sys.argv[1])]
+for build in ("static", "dynamic"):
+    enqueue = [float(r[1]) for r in rows if r[0] == build]
+    timers = [float(r[2]) for r in rows if r[0] == build]
+    print(f"  {build:8s} lk_loop_enqueue + run {statistics.median(enqueue):6.1f} ({min(enqueue):.1f}-{max(enqueue):.1f})"
+          f"   lk_timer_start + fire {statistics.median(timers):6.1f} ({min(timers):.1f}-{max(timers):.1f})")
+PY
 echo "libraries (stripped size, NEEDED entries):"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
