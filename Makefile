@@ -318,11 +318,12 @@ abi-check abi-update:
 	Scripts/abi-check.sh $(if $(filter abi-update,$@),--update)
 
 ## deb: libloopkit$(LK_MAJOR) (the library, its shlibs and symbols) and libloopkit-dev (loopkit.h, loopkit.pc,
-## the libloopkit.so symlink) in .build/deb, built with dpkg-deb, then lintian (installed when missing):
+## the libloopkit.so symlink) in .build/deb, built with dpkg-deb, then lintian (lintian and dpkg-dev's
+## dpkg-shlibdeps installed when missing):
 ## no error; the warnings that remain are named in the README
 deb: lib
-	@command -v lintian >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq lintian; }
+	@command -v lintian >/dev/null 2>&1 && command -v dpkg-shlibdeps >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq lintian dpkg-dev; }
 	Scripts/make-deb.sh $(LIB_DIR)/$(LIB_FILE) $(DEB_DIR)
 
 ## install: loopkit.h, libloopkit.so.MAJOR.MINOR.PATCH (its soname and dev symlinks) and loopkit.pc under
