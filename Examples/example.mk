@@ -1,7 +1,8 @@
-# What both C examples share: building one main.c against loopkit.h and libLoopKitC.so.
-#   make                   uses the library built in the repository (../../.build/debug)
-#   make LOOPKIT_LIB=DIR   uses another build (e.g. ../../.build/release)
-#   make PKG=1             uses an installed LoopKit through pkg-config (make install in the root)
+# What both C examples share: building one main.c against loopkit.h and a LoopKit C library.
+#   make                   uses libLoopKitC.so as built in the repository (../../.build/debug; make test-c)
+#   make LOOPKIT_LIB=DIR   uses another build of it (e.g. ../../.build/release)
+#   make PKG=1             uses an installed libloopkit.so.1 through pkg-config (make install or the
+#                          libloopkit-dev package; make install-check points pkg-config at a scratch root)
 # The including Makefile sets PROGRAM (the binary's name) first.
 
 CC          ?= cc

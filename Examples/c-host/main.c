@@ -1,5 +1,5 @@
 /*
- * Three ways to embed LoopKit in a C program, using only loopkit.h and libLoopKitC.so
+ * Three ways to embed LoopKit in a C program, using only loopkit.h and libloopkit.so.1 (or libLoopKitC.so)
  * (and libevent for the host's own event_base in the second one).
  *
  *   1. An owned loop run by lk_loop_run, with a worker pthread that hands results to it with

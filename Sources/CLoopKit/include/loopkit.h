@@ -47,8 +47,11 @@ extern "C" {
 #  define LK_EXTERN
 #endif
 
-#define LK_VERSION_MAJOR 0
-#define LK_VERSION_MINOR 1
+/* The library's version. LK_VERSION_MAJOR is the soname's number (libloopkit.so.1) and moves only with an
+ * incompatible ABI change (make abi-check compares the library with Sources/CLoopKit/abi/libloopkit.abi);
+ * MINOR moves with additions, PATCH with fixes. */
+#define LK_VERSION_MAJOR 1
+#define LK_VERSION_MINOR 0
 #define LK_VERSION_PATCH 0
 
 /* Opaque handles. */
