@@ -378,7 +378,7 @@ public final class HTTPTestClient {
 
     /// Runs `body` with the client on its thread, suspending the caller (on the caller's thread for a
     /// client on a test's driver).
-    nonisolated(nonsending) private func onClientThread<T>(_ body: @escaping (HTTPTestClient) throws -> T) async throws -> T {
+    nonisolated(nonsending) func onClientThread<T>(_ body: @escaping (HTTPTestClient) throws -> T) async throws -> T {
         guard let home = (transport as? HomedTransport)?.home else { return try body(self) }
         let client = Unchecked(self)  // the caller is suspended while the client's thread uses it
         return try await home.perform { try body(client.value) }

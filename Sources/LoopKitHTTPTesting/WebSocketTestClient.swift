@@ -212,3 +212,48 @@ extension HTTPTestClient {
         try WebSocketTestClient(path, through: self, headerFields: headerFields)
     }
 }
+
+// MARK: From async code
+
+extension HTTPTestClient {
+    /// Upgrades this client's connection to a WebSocket on `path`, as ``webSocket(_:headerFields:)``, without
+    /// blocking a thread: for `async` tests, across any `await`.
+    ///
+    /// ```swift
+    /// let socket = try await client.webSocket("/ws/echo")
+    /// try await socket.send("hello")
+    /// #expect(try await socket.receive() == .text("hello"))
+    /// ```
+    nonisolated(nonsending) public func webSocket(_ path: String, headerFields: HTTPFields = [:]) async throws -> WebSocketTestClient {
+        try await onClientThread { client in Unchecked(try client.webSocket(path, headerFields: headerFields)) }.value
+    }
+}
+
+extension WebSocketTestClient {
+    /// Runs `body` on the thread of the HTTP client under this socket, suspending the caller.
+    nonisolated(nonsending) private func onClientThread<T>(_ body: @escaping (WebSocketTestClient) throws -> T) async throws -> T {
+        let socket = Unchecked(self)  // the caller is suspended while the client's thread uses it
+        return try await http.onClientThread { _ in try body(socket.value) }
+    }
+
+    /// Sends a text message, as ``send(_:)-(String)``, from `async` code.
+    nonisolated(nonsending) public func send(_ text: String) async throws {
+        try await onClientThread { try $0.send(text) }
+    }
+
+    /// Sends a binary message, as ``send(_:)-(Bytes)``, from `async` code.
+    nonisolated(nonsending) public func send(_ bytes: Bytes) async throws {
+        try await onClientThread { try $0.send(bytes) }
+    }
+
+    /// The next whole message, as ``receive()``, suspending until it has arrived.
+    nonisolated(nonsending) public func receive() async throws -> WebSocketMessage {
+        try await onClientThread { try $0.receive() }
+    }
+
+    /// Closes with `code`, as ``close(_:reason:)``, suspending for the server's answer.
+    @discardableResult
+    nonisolated(nonsending) public func close(_ code: WebSocketCloseCode = .normalClosure, reason: String = "") async throws -> WebSocketCloseCode? {
+        try await onClientThread { try $0.close(code, reason: reason) }
+    }
+}

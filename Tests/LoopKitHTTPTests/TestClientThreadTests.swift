@@ -55,6 +55,18 @@ struct TestClientThreadTests {
         #expect(try await client.readUntilClosed().isEmpty)
     }
 
+    @Test("The async WebSocket test client echoes across awaits, in memory and live", arguments: HTTPTestMode.allCases)
+    func asyncWebSocketAcrossAwaits(mode: HTTPTestMode) async throws {
+        let client = try HTTPTestClient(router: webSocketTestRouter(), mode: mode)
+        let socket = try await client.webSocket("/ws/echo")
+        for index in 0..<20 {
+            try await Task.sleep(for: .milliseconds(1))
+            try await socket.send("message \(index)")
+            #expect(try await socket.receive() == .text("message \(index)"))
+        }
+        #expect(try await socket.close() == .normalClosure)
+    }
+
     @Test("A client on the test's driver, called from another thread, throws an error that names the fix")
     func driverBoundClientOffItsThreadThrows() throws {
         let driver = try LoopDriver()
