@@ -105,7 +105,7 @@ struct GracefulShutdownTests {
     /// Issue 43, item 4: an idle event stream held graceful shutdown for the whole deadline, and the client
     /// then saw a reset instead of the end of the chunked body.
     @Test("An open event stream ends cleanly when shutdown begins: its task cancelled, the chunked body terminated",
-          .timeLimit(.minutes(1)))
+          .timeLimit(.minutes(5)))
     func eventStreamEndsAtShutdown() async throws {
         let group = try LoopGroup(threads: 1)
         var configuration = HTTPServer.Configuration()
@@ -132,7 +132,7 @@ struct GracefulShutdownTests {
     }
 
     @Test("A handler's task sees the server's graceful shutdown (gracefulShutdown(), cancelOnGracefulShutdown)",
-          .timeLimit(.minutes(1)))
+          .timeLimit(.minutes(5)))
     func handlerTasksSeeGracefulShutdown() async throws {
         let group = try LoopGroup(threads: 1)
         var configuration = HTTPServer.Configuration()
