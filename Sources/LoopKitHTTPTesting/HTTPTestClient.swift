@@ -241,8 +241,10 @@ public final class HTTPTestClient {
     ///   (live), ``HTTPTestClientError/malformed(_:)``.
     public func nextResponse(isHeadRequest: Bool = false) throws -> HTTPTestResponse {
         while true {
-            buffer += transport.takeReceived()
+            // The end first, then the bytes: live, both come from another thread, and bytes taken before a
+            // close that lands in between would be parsed as all there was.
             let closed = transport.isClosedByServer
+            buffer += transport.takeReceived()
             if let (response, used) = try HTTPTestResponse.parse(buffer, isHeadRequest: isHeadRequest, atEndOfStream: closed) {
                 buffer.removeFirst(used)
                 return response
