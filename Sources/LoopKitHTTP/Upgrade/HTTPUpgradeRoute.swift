@@ -12,15 +12,10 @@ public struct HTTPUpgradeRoute: Sendable {
 }
 
 extension HTTPUpgrader {
-    /// The generic upgrade path for this upgrader (the existential opened once, at the request).
+    /// The dispatcher's upgrade path for this upgrader (the existential opened once, at the request).
     /// Loop thread.
-    func requested(_ request: HTTPServerRequest, head: HTTPRequestHead, on connection: HTTPConnection,
-                   middleware: HTTPMiddlewareChain?) {
-        if let middleware {
-            connection.upgradeRequested(request, head: head, upgrader: self, middleware: middleware)
-        } else {
-            connection.upgradeRequested(request, head: head, upgrader: self)
-        }
+    func requested(_ request: HTTPServerRequest, on stream: HTTPDispatcher.Stream, middleware: HTTPMiddlewareChain?) {
+        HTTPDispatcher.upgradeRequested(request, upgrader: self, middleware: middleware, on: stream)
     }
 }
 

@@ -1,8 +1,8 @@
 import HTTPTypes
 import LoopKitNet
 
-/// A protocol an HTTP/1.1 connection can switch to (RFC 9110 §7.8), as the connection's one generic
-/// upgrade path (``HTTPConnection/upgradeRequested(_:head:upgrader:)``) sees it: what the upgrade needs
+/// A protocol an HTTP/1.1 connection can switch to (RFC 9110 §7.8), as the dispatcher's one generic
+/// upgrade path (``HTTPDispatcher/upgradeRequested(_:upgrader:middleware:on:)``) sees it: what the upgrade needs
 /// from the HTTP connection, and what it gives back.
 ///
 /// The path, the same for every upgrader, with or without middleware: the head is checked
