@@ -7,7 +7,7 @@ extension HTTPDispatcher {
     /// moved through the chain and into the trail, not copied at each step (a copy retains every field,
     /// the loop and the server context among them). Loop thread.
     static func runInline(_ request: consuming HTTPServerRequest, middleware: HTTPMiddlewareChain,
-                          terminal: (HTTPServerRequest) throws -> HTTPServerResponse, on stream: Stream) {
+                          terminal: (HTTPServerRequest) throws -> HTTPServerResponse, on stream: some HTTPStream) {
         var trail: HTTPMiddlewareChain.InlineTrail?
         let response: HTTPServerResponse
         do {

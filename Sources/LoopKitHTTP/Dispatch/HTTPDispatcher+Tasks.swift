@@ -4,7 +4,7 @@ import LoopKit
 
 // Every task a request starts, side by side. Each starts through ``HTTPLoopContext/startTask(_:)`` (on the
 // stream's loop, with the server's graceful shutdown bound as its task-local), each comes back to the
-// loop through ``HTTPConnection/onLoop(_:)`` before it touches the stream, and each turns what escapes
+// loop through ``HTTPStream/onLoop(_:)`` before it touches the stream, and each turns what escapes
 // the handler into a response in the same way (``answer(_:path:logger:)``, `HTTPDispatcher+Errors.swift`).
 // The tasks a protocol upgraded to starts (a WebSocket route's handler) are its own: `WebSocketUpgrader`.
 
@@ -12,7 +12,7 @@ extension HTTPDispatcher {
     /// 1. An async route, its body collected: counted in ``HTTPLoopContext/handlerTasksInFlight`` until it
     /// answers. The codec has paused reading (pipelined requests wait).
     static func runAsyncHandler(_ run: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse,
-                                _ request: HTTPServerRequest, on stream: Stream) {
+                                _ request: HTTPServerRequest, on stream: some HTTPStream) {
         let logger = stream.context.logger
         stream.context.handlerTasksInFlight += 1
         stream.context.startTask {
@@ -31,7 +31,7 @@ extension HTTPDispatcher {
 
     /// 2. A streaming route, from its head: it reads the body as it arrives.
     static func runStreamingHandler(_ run: @escaping @Sendable (HTTPServerRequest, HTTPRequestBody) async throws -> HTTPServerResponse,
-                                    _ request: HTTPServerRequest, body: HTTPRequestBody, on stream: Stream) {
+                                    _ request: HTTPServerRequest, body: HTTPRequestBody, on stream: some HTTPStream) {
         let logger = stream.context.logger
         stream.context.startTask {
             let response: HTTPServerResponse?
@@ -50,7 +50,7 @@ extension HTTPDispatcher {
     /// route's chain waits for the client's body, not for another thread).
     static func runChain(_ request: HTTPServerRequest, middleware: HTTPMiddlewareChain,
                          terminal: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse,
-                         bodyCollected: Bool = false, on stream: Stream) {
+                         bodyCollected: Bool = false, on stream: some HTTPStream) {
         let trail = HTTPMiddlewareChain.Trail(chain: middleware)
         stream.exchange!.makeExtras(reusing: &stream.spareExtras).asyncTrail = trail
         let logger = stream.context.logger
@@ -71,7 +71,7 @@ extension HTTPDispatcher {
     /// 4. An upgrade whose route is asked (``HTTPUpgrader/shouldUpgrade(_:)``), with no middleware: the
     /// upgrade, or the route's refusal, comes back to the loop.
     static func askRoute<Upgrader: HTTPUpgrader>(_ request: HTTPServerRequest, upgrader: Upgrader,
-                                                 acceptance: Upgrader.Acceptance, on stream: Stream) {
+                                                 acceptance: Upgrader.Acceptance, on stream: some HTTPStream) {
         let logger = stream.context.logger
         stream.context.startTask {
             let decision: HTTPUpgradeDecision
@@ -94,7 +94,7 @@ extension HTTPDispatcher {
     /// stream upgrades with the request as the middleware passed it on; any other response is sent.
     static func runUpgradeChain<Upgrader: HTTPUpgrader>(_ request: HTTPServerRequest, upgrader: Upgrader,
                                                         check: HTTPUpgradeCheck<Upgrader.Acceptance>,
-                                                        middleware: HTTPMiddlewareChain, on stream: Stream) {
+                                                        middleware: HTTPMiddlewareChain, on stream: some HTTPStream) {
         let acceptance: Upgrader.Acceptance?
         let refusal: HTTPServerResponse?
         switch check {
@@ -138,7 +138,7 @@ extension HTTPDispatcher {
     /// writes; when it returns the codec ends the body, when it throws the stream is aborted (an event
     /// stream that graceful shutdown ended is ended cleanly instead).
     static func writeBody(_ write: @escaping @Sendable (HTTPBodyWriter) async throws -> Void, to writer: HTTPBodyWriter,
-                          watchesClient: Bool, on stream: Stream) {
+                          watchesClient: Bool, on stream: some HTTPStream) {
         stream.exchange!.streamsEvents = watchesClient
         stream.exchange!.responseTask = stream.context.startTask {
             do {
@@ -160,7 +160,7 @@ extension HTTPDispatcher {
     }
 
     /// The streamed body's writer returned: the codec ends the body (and with it the response).
-    private static func bodyWritten(_ writer: HTTPBodyWriter, on stream: Stream) {
+    private static func bodyWritten(_ writer: HTTPBodyWriter, on stream: some HTTPStream) {
         stream.exchange?.responseTask = nil
         stream.exchange?.streamsEvents = false
         stream.finishStreamedBody(writer)
@@ -169,7 +169,7 @@ extension HTTPDispatcher {
     /// A callback-form streaming route behind middleware: the chain's terminal, which starts the handler on
     /// the loop and waits for its responder (``HTTPResponseSlot``).
     static func awaitingResponder(_ run: @escaping @Sendable (HTTPServerRequest, HTTPRequestBody, HTTPResponder) -> Void,
-                                  body: HTTPRequestBody, on stream: Stream)
+                                  body: HTTPRequestBody, on stream: some HTTPStream)
         -> @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse {
         { request in
             try await withCheckedThrowingContinuation { continuation in
@@ -180,7 +180,7 @@ extension HTTPDispatcher {
                     }
                     let slot = HTTPResponseSlot(continuation)
                     if stream.exchange != nil { stream.exchange!.makeExtras(reusing: &stream.spareExtras).responseSlot = slot }
-                    run(request, body, HTTPResponder(connection: stream, slot: slot))
+                    run(request, body, stream.responder(slot: slot))
                 }
             }
         }

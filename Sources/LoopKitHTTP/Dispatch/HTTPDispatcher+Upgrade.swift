@@ -8,7 +8,7 @@ extension HTTPDispatcher {
     /// ``upgradeAccepted(_:upgrader:acceptance:fields:on:)`` writes the `101` and the codec hands the
     /// connection over, or the refusal is answered as HTTP. Loop thread.
     static func upgradeRequested<Upgrader: HTTPUpgrader>(_ request: HTTPServerRequest, upgrader: Upgrader,
-                                                         middleware: HTTPMiddlewareChain?, on stream: Stream) {
+                                                         middleware: HTTPMiddlewareChain?, on stream: some HTTPStream) {
         guard stream.exchange != nil else { return }
         let check = upgrader.check(stream.exchange!.head)
         if let middleware {

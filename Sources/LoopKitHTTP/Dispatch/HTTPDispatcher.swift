@@ -9,16 +9,15 @@ import Tracing
 /// responses (`HTTPDispatcher+Errors.swift`) and the request's lifecycle (`HTTPRequestLifecycle.swift`:
 /// its context, span, access line and the middleware's `responseEnded`).
 ///
-/// What it keeps per request is an ``HTTPExchange`` held by the codec for it (``Stream/exchange``), made at
-/// the head and ended once. The HTTP/1 codec (``HTTPConnection``) is the one ``Stream`` today; an HTTP/2
-/// codec's streams will be others.
+/// It answers on an ``HTTPStream``: what a codec gives it for one stream of requests. What it keeps per
+/// request is an ``HTTPExchange`` the stream holds for it (``HTTPStream/exchange``), made at the head and
+/// ended once. The HTTP/1 codec (``HTTPConnection``) is the one stream today, serving its requests one at a
+/// time; an HTTP/2 codec's streams will be others. Every function is generic over the stream, so each
+/// codec gets code specialised for it (no existential on the inline fast path).
 ///
 /// Loop thread: every function runs on the stream's loop (the tasks it starts run there too, and come
-/// back through ``HTTPConnection/onLoop(_:)``).
+/// back through ``HTTPStream/onLoop(_:)``).
 enum HTTPDispatcher {
-    /// What the dispatcher answers on: one codec stream, serving one request at a time.
-    typealias Stream = HTTPConnection
-
     /// How the codec is to read the body of a request whose head arrived.
     struct BodyPlan {
         /// The most body bytes the route takes (nil: no limit): past it the codec refuses with 413.
@@ -31,7 +30,7 @@ enum HTTPDispatcher {
     // MARK: From the codec
 
     /// A request head arrived: route it and begin its exchange. Loop thread.
-    static func headArrived(_ head: HTTPRequestHead, on stream: Stream) -> BodyPlan {
+    static func headArrived(_ head: HTTPRequestHead, on stream: some HTTPStream) -> BodyPlan {
         let context = stream.context
         let request = head.request
         let target = request.path ?? "/"
@@ -57,7 +56,7 @@ enum HTTPDispatcher {
 
     /// The head of a streaming route's request arrived and its body is about to: the handler starts now.
     /// Loop thread.
-    static func bodyStreaming(_ body: HTTPRequestBody, on stream: Stream) {
+    static func bodyStreaming(_ body: HTTPRequestBody, on stream: some HTTPStream) {
         guard let route = stream.exchange?.route else { return }
         let context = stream.context
         let request = stream.exchange!.head.request
@@ -72,7 +71,7 @@ enum HTTPDispatcher {
     ///
     /// The head stays in the exchange, read in place: a local copy of it would retain, and then release,
     /// each of its fields once more per request.
-    static func bodyCollected(_ body: Bytes, on stream: Stream) {
+    static func bodyCollected(_ body: Bytes, on stream: some HTTPStream) {
         guard stream.exchange != nil else { return }
         let context = stream.context
         let middleware = context.router.hasGroupChains && stream.exchange!.route != nil
@@ -99,7 +98,7 @@ enum HTTPDispatcher {
 
     /// The request of the exchange, as a handler gets it.
     @inline(__always)
-    private static func makeRequest(body: Bytes, parameters: HTTPPathParameters, on stream: Stream) -> HTTPServerRequest {
+    private static func makeRequest(body: Bytes, parameters: HTTPPathParameters, on stream: some HTTPStream) -> HTTPServerRequest {
         HTTPServerRequest(head: stream.exchange!.head.request, version: stream.exchange!.head.version, body: body,
                           parameters: parameters, loop: stream.context.loop, context: stream.exchange!.context,
                           server: stream.context)
@@ -112,7 +111,7 @@ enum HTTPDispatcher {
     /// inside the read callback that parsed the request, with no task; every other kind starts a task
     /// (`HTTPDispatcher+Tasks.swift`) or an upgrade. Loop thread.
     private static func run(_ handler: HTTPHandler, _ request: consuming HTTPServerRequest, streamedBody: HTTPRequestBody?,
-                            middleware: HTTPMiddlewareChain, on stream: Stream) {
+                            middleware: HTTPMiddlewareChain, on stream: some HTTPStream) {
         switch handler {
         case .sync(let run):
             if middleware.isEmpty {
@@ -147,7 +146,7 @@ enum HTTPDispatcher {
         case .streamingCallback(_, let run):
             guard let body = streamedBody else { return }  // started at the head, never here
             if middleware.isEmpty {
-                run(request, body, HTTPResponder(connection: stream))
+                run(request, body, stream.responder(slot: nil))
             } else {
                 runChain(request, middleware: middleware, terminal: awaitingResponder(run, body: body, on: stream), on: stream)
             }
@@ -164,7 +163,7 @@ enum HTTPDispatcher {
     /// Sends a response for the exchange's request, once (a second response for it is dropped): the
     /// access line, the status for the lifecycle, the request id echoed; then the codec encodes it, and a
     /// streamed body's task starts. Loop thread.
-    static func send(_ response: HTTPServerResponse, on stream: Stream) {
+    static func send(_ response: HTTPServerResponse, on stream: some HTTPStream) {
         guard !stream.isClosed, stream.exchange != nil, !stream.exchange!.responseStarted else { return }
         stream.exchange!.responseStarted = true
         let sentStatus = response.head.status  // parsed from the head's field: read once
@@ -185,7 +184,7 @@ enum HTTPDispatcher {
 
     /// A callback-form route's responder delivers its response: into the middleware chain waiting for it
     /// (`slot`), or sent. Loop thread.
-    static func respond(_ response: HTTPServerResponse, slot: HTTPResponseSlot?, on stream: Stream) {
+    static func respond(_ response: HTTPServerResponse, slot: HTTPResponseSlot?, on stream: some HTTPStream) {
         guard let slot else {
             send(response, on: stream)
             return
@@ -195,7 +194,7 @@ enum HTTPDispatcher {
     }
 
     /// Whether the exchange's response has begun (a codec then aborts rather than answer again).
-    static func hasResponded(on stream: Stream) -> Bool {
+    static func hasResponded(on stream: some HTTPStream) -> Bool {
         stream.exchange?.responseStarted ?? false
     }
 
@@ -203,7 +202,7 @@ enum HTTPDispatcher {
 
     /// The codec's connection closed (either side, or an error): the streamed body's task is cancelled, a
     /// chain awaiting a responder is failed, and the exchange ends incomplete. Loop thread.
-    static func streamClosed(on stream: Stream) {
+    static func streamClosed(on stream: some HTTPStream) {
         guard stream.exchange != nil else { return }
         stream.exchange!.responseTask?.cancel()  // a streamed body waiting for something other than the client ends now
         stream.exchange!.responseTask = nil
@@ -217,7 +216,7 @@ enum HTTPDispatcher {
     /// Graceful shutdown reached a stream that is answering: an event stream has no end to wait for, so its
     /// task is cancelled, and its body terminated when the writer returns or throws (a client's
     /// `EventSource` reconnects elsewhere). Loop thread.
-    static func shutdownRequested(on stream: Stream) {
+    static func shutdownRequested(on stream: some HTTPStream) {
         guard stream.exchange?.streamsEvents == true, let responseTask = stream.exchange!.responseTask,
               !stream.exchange!.eventStreamEndedByShutdown else { return }
         stream.exchange!.eventStreamEndedByShutdown = true

@@ -34,14 +34,14 @@ extension HTTPDispatcher {
 
     /// The exchange's request id, for a response that does not carry the id field already (nil when the
     /// server echoes none).
-    static func echoedRequestID(_ fields: HTTPFields, on stream: Stream) -> (name: HTTPField.Name, value: String)? {
+    static func echoedRequestID(_ fields: HTTPFields, on stream: some HTTPStream) -> (name: HTTPField.Name, value: String)? {
         guard let field = stream.context.configuration.requestIDField, stream.exchange != nil,
               fields[field] == nil else { return nil }
         return (field, stream.exchange!.context.id)
     }
 
     /// The exchange's request id, nil when there is no exchange (a refusal before any head).
-    static func requestID(on stream: Stream) -> String? {
+    static func requestID(on stream: some HTTPStream) -> String? {
         stream.exchange?.context.id
     }
 
@@ -49,7 +49,7 @@ extension HTTPDispatcher {
     /// HTTP types' descriptions) and with its source given (swift-log would otherwise work it out of
     /// `#fileID` on every call).
     /// The exchange's head is read in place, once the line is known to be wanted.
-    static func logAccess(status: Int, on stream: Stream) {
+    static func logAccess(status: Int, on stream: some HTTPStream) {
         let context = stream.context
         guard context.logger.logLevel <= .info, context.configuration.logsAccess, stream.exchange != nil else { return }
         var line = stream.exchange!.head.request.method.rawValue
@@ -64,7 +64,7 @@ extension HTTPDispatcher {
     /// with `bodyBytes` of body, and closes: the access line, and, when the head had arrived, the
     /// middleware's `responseEnded` (through the chain the request went down, or, refused before any
     /// chain ran, the router's) and the exchange's end. Loop thread.
-    static func refused(_ status: HTTPResponse.Status, bodyBytes: Int, on stream: Stream) {
+    static func refused(_ status: HTTPResponse.Status, bodyBytes: Int, on stream: some HTTPStream) {
         let context = stream.context
         guard stream.exchange != nil else {
             if context.logger.logLevel <= .info, context.configuration.logsAccess {
@@ -93,7 +93,7 @@ extension HTTPDispatcher {
     /// request id, the request is logged and its exchange ends, and the codec hands the connection to the
     /// new protocol. Nothing happens when the client has gone. Loop thread.
     static func upgradeAccepted<Upgrader: HTTPUpgrader>(_ request: HTTPServerRequest, upgrader: Upgrader,
-                                                        acceptance: Upgrader.Acceptance, fields: HTTPFields, on stream: Stream) {
+                                                        acceptance: Upgrader.Acceptance, fields: HTTPFields, on stream: some HTTPStream) {
         guard !stream.isClosed else { return }
         var fields = fields
         if let field = stream.context.configuration.requestIDField, let id = requestID(on: stream), fields[field] == nil {
@@ -111,7 +111,7 @@ extension HTTPDispatcher {
     /// The exchange's response has ended (or its stream closed first, `isComplete` false): its span ends
     /// with the status, the middleware it reached are told, and it is forgotten (its extras kept for the
     /// stream's next request). Loop thread.
-    static func exchangeEnded(on stream: Stream, isComplete: Bool) {
+    static func exchangeEnded(on stream: some HTTPStream, isComplete: Bool) {
         guard let exchange = stream.exchange.take() else { return }
         let bodyBytes = stream.responseBodyBytes
         stream.responseBodyBytes = 0

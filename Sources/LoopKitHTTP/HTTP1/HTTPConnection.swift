@@ -12,7 +12,7 @@ import LoopKitNet
 /// Loop-confined: created, used and released on its loop's thread. It is `@unchecked Sendable` only so
 /// the tasks of async handlers and streamed bodies (which run on the same loop's executor) can hold it;
 /// every entry point checks it runs on the loop (in debug builds).
-final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-confined: its tasks run on its loop
+final class HTTPConnection: ConnectionHandler, HTTPStream, @unchecked Sendable {  // loop-confined: its tasks run on its loop
     let context: HTTPLoopContext
     let tcp: TCPConnection
     @exclusivity(unchecked) var machine = HTTPConnectionStateMachine()
@@ -229,6 +229,11 @@ final class HTTPConnection: ConnectionHandler, @unchecked Sendable {  // loop-co
     /// Ends the connection at once (a streamed body failed).
     func abort() {
         tcp.abort()
+    }
+
+    /// A callback-form route's responder on this connection.
+    func responder(slot: HTTPResponseSlot?) -> HTTPResponder {
+        HTTPResponder(connection: self, slot: slot)
     }
 
     // MARK: Shutdown

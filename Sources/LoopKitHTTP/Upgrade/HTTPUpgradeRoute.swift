@@ -14,7 +14,7 @@ public struct HTTPUpgradeRoute: Sendable {
 extension HTTPUpgrader {
     /// The dispatcher's upgrade path for this upgrader (the existential opened once, at the request).
     /// Loop thread.
-    func requested(_ request: HTTPServerRequest, on stream: HTTPDispatcher.Stream, middleware: HTTPMiddlewareChain?) {
+    func requested(_ request: HTTPServerRequest, on stream: some HTTPStream, middleware: HTTPMiddlewareChain?) {
         HTTPDispatcher.upgradeRequested(request, upgrader: self, middleware: middleware, on: stream)
     }
 }
