@@ -23,11 +23,6 @@ public struct HTTPResponder: Sendable {
     public func send(_ response: HTTPServerResponse) {
         guard let connection else { return }
         precondition(connection.context.loop.isCurrent, "HTTPResponder.send(_:) called off the connection's loop thread")
-        if let slot {
-            if connection.responseSlot === slot { connection.responseSlot = nil }
-            slot.resume(.success(response))
-        } else {
-            connection.send(response)
-        }
+        HTTPDispatcher.respond(response, slot: slot, on: connection)
     }
 }

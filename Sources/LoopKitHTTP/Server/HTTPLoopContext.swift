@@ -11,13 +11,18 @@ import LoopKitNet
 /// connections are kept in (LoopKitNet's, shared with the listener's endpoint on this loop: one entry per
 /// connection, one graceful drain, one deadline sweep).
 ///
+/// An ``HTTPUpgrader`` is given it at the take-over: the loop the connection lives on and the server's
+/// logger are its public part.
+///
 /// Loop-confined: created and used on its loop's thread. It is `@unchecked Sendable` only so the server
 /// can hand it to `loop.invoke`, which runs on the same loop.
-final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one per loop, used on its thread only (reached by jobs for that loop)
-    let loop: EventLoop
+public final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one per loop, used on its thread only (reached by jobs for that loop)
+    /// The loop this context serves connections on. Read on any thread.
+    public let loop: EventLoop
     let configuration: HTTPServer.Configuration
     let router: HTTPRouter
-    let logger: Logger
+    /// The server's logger. Read on any thread.
+    public let logger: Logger
     /// The tracer and instrument, nil when tracing is off (the no-op defaults).
     let tracing: HTTPTracing?
     /// `https` or `http`, for the spans' `url.scheme`.

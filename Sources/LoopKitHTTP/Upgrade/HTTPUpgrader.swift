@@ -1,8 +1,10 @@
 import HTTPTypes
 import LoopKitNet
 
-/// A protocol an HTTP/1.1 connection can switch to (RFC 9110 §7.8), as the connection's one generic
-/// upgrade path (``HTTPConnection/upgradeRequested(_:head:upgrader:)``) sees it: what the upgrade needs
+/// A protocol an HTTP/1.1 connection can switch to (RFC 9110 §7.8): the one way an upgrade happens, for
+/// WebSocket (an internal conformer) and for any protocol a user writes (`router.upgrade(_:to:)`), as the
+/// dispatcher's one generic
+/// upgrade path (``HTTPDispatcher/upgradeRequested(_:upgrader:middleware:on:)``) sees it: what the upgrade needs
 /// from the HTTP connection, and what it gives back.
 ///
 /// The path, the same for every upgrader, with or without middleware: the head is checked
@@ -17,7 +19,7 @@ import LoopKitNet
 ///
 /// A conformer is a value made with its route: safe from any thread; its methods other than
 /// ``shouldUpgrade(_:)`` are called on the connection's loop thread.
-protocol HTTPUpgrader: Sendable {
+public protocol HTTPUpgrader: Sendable {
     /// What an accepted head gives the `101` and the take-over (for WebSocket: the key and the
     /// negotiated extension).
     associatedtype Acceptance: Sendable
@@ -58,5 +60,6 @@ protocol HTTPUpgrader: Sendable {
 }
 
 extension HTTPUpgrader {
-    var shortestDeadline: Duration? { nil }
+    /// None shorter than the server's own deadlines. Any thread.
+    public var shortestDeadline: Duration? { nil }
 }

@@ -8,7 +8,7 @@ import LoopKitNet
 /// is handed to that task; it is used only on the connection's loop.
 public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: every method checks the thread
     private let connection: HTTPConnection
-    private let chunked: Bool
+    let chunked: Bool
 
     init(connection: HTTPConnection, chunked: Bool) {
         self.connection = connection

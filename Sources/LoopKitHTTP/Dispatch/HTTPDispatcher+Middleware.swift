@@ -1,0 +1,50 @@
+import HTTPTypes
+import Logging
+import LoopKit
+
+extension HTTPDispatcher {
+    /// An inline chain and a synchronous terminal, run now; the response is sent at once. The request is
+    /// moved through the chain and into the trail, not copied at each step (a copy retains every field,
+    /// the loop and the server context among them). Loop thread.
+    static func runInline(_ request: consuming HTTPServerRequest, middleware: HTTPMiddlewareChain,
+                          terminal: (HTTPServerRequest) throws -> HTTPServerResponse, on stream: some HTTPStream) {
+        var trail: HTTPMiddlewareChain.InlineTrail?
+        let response: HTTPServerResponse
+        do {
+            response = try middleware.runInline(request, trail: &trail, terminal: terminal)
+        } catch {
+            response = .answering(error, path: trail.map { $0.request.path } ?? "?", logger: stream.context.logger)
+        }
+        if let trail, stream.exchange != nil { stream.exchange!.makeExtras(reusing: &stream.spareExtras).middlewareTrail = trail }
+        send(response, on: stream)
+    }
+
+    /// Runs the chain and turns what escapes it into the answer (``answer(_:path:logger:)``).
+    static func respond(to request: HTTPServerRequest, through middleware: HTTPMiddlewareChain,
+                        trail: HTTPMiddlewareChain.Trail, logger: Logger,
+                        terminal: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse) async -> HTTPServerResponse? {
+        do {
+            return try await middleware.run(request, from: 0, trail: trail, terminal: terminal)
+        } catch {
+            return answer(error, path: request.path, logger: logger)
+        }
+    }
+}
+
+/// Where a callback-form streaming route's responder delivers its response when middleware wait for
+/// it: resumes the chain's task once (later responses are dropped, as a connection drops them).
+final class HTTPResponseSlot: Sendable {
+    private let continuation: Lock<CheckedContinuation<HTTPServerResponse, any Error>?>
+
+    init(_ continuation: CheckedContinuation<HTTPServerResponse, any Error>) {
+        self.continuation = Lock(continuation)
+    }
+
+    func resume(_ result: Result<HTTPServerResponse, any Error>) {
+        let continuation = self.continuation.withLock { slot in
+            defer { slot = nil }
+            return slot
+        }
+        continuation?.resume(with: result)
+    }
+}

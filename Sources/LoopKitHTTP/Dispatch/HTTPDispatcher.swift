@@ -1,0 +1,236 @@
+import HTTPTypes
+import LoopKit
+import Tracing
+
+/// The one dispatcher between a codec and the routes: a codec hands it a request head (and, for a route
+/// that collects its body, the body) and takes a response back to encode. Here, and nowhere in a codec,
+/// are the router's lookup, the one switch over handler kinds (``run(_:_:streamedBody:middleware:on:)``),
+/// middleware, every `Task` a request starts (`HTTPDispatcher+Tasks.swift`), errors turned into
+/// responses (`HTTPDispatcher+Errors.swift`) and the request's lifecycle (`HTTPRequestLifecycle.swift`:
+/// its context, span, access line and the middleware's `responseEnded`).
+///
+/// It answers on an ``HTTPStream``: what a codec gives it for one stream of requests. What it keeps per
+/// request is an ``HTTPExchange`` the stream holds for it (``HTTPStream/exchange``), made at the head and
+/// ended once. The HTTP/1 codec (``HTTPConnection``) is the one stream today, serving its requests one at a
+/// time; an HTTP/2 codec's streams will be others. Every function is generic over the stream, so each
+/// codec gets code specialised for it (no existential on the inline fast path).
+///
+/// Loop thread: every function runs on the stream's loop (the tasks it starts run there too, and come
+/// back through ``HTTPStream/onLoop(_:)``).
+enum HTTPDispatcher {
+    /// How the codec is to read the body of a request whose head arrived.
+    struct BodyPlan {
+        /// The most body bytes the route takes (nil: no limit): past it the codec refuses with 413.
+        var limit: Int?
+        /// The handler reads the body as it arrives: the codec makes an ``HTTPRequestBody`` and calls
+        /// ``bodyStreaming(_:on:)``; otherwise it collects the body and calls ``bodyCollected(_:on:)``.
+        var streams: Bool
+    }
+
+    // MARK: From the codec
+
+    /// A request head arrived: route it and begin its exchange. Loop thread.
+    static func headArrived(_ head: HTTPRequestHead, on stream: some HTTPStream) -> BodyPlan {
+        let context = stream.context
+        let request = head.request
+        let target = request.path ?? "/"
+        // The query starts at the first "?": found on the UTF-8 bytes, not by comparing Characters.
+        let path = target[..<(target.utf8.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex)]
+        let (resolution, pattern) = context.router.lookup(request.method, path: request.method == .options && target == "*" ? "*" : path)
+        var route: HTTPExchange.RouteMatch?
+        var unrouted = HTTPRouter.Resolution.notFound
+        if case .found(let handler, let parameters) = resolution {
+            route = HTTPExchange.RouteMatch(handler: handler, parameters: parameters)
+        } else {
+            unrouted = resolution
+        }
+        let limit: Int?
+        if let routeLimit = route?.handler.bodyLimit { limit = routeLimit } else { limit = context.configuration.maxBodySize }
+        let plan = BodyPlan(limit: limit, streams: route?.handler.streamsBody ?? false)
+        var span: (any Span)?
+        let requestContext = makeRequestContext(request, path: path, route: pattern, span: &span, context: context)
+        stream.exchange = HTTPExchange(head: head, route: route, unrouted: unrouted, context: requestContext)
+        if let span { stream.exchange!.makeExtras(reusing: &stream.spareExtras).span = span }
+        return plan
+    }
+
+    /// The head of a streaming route's request arrived and its body is about to: the handler starts now.
+    /// Loop thread.
+    static func bodyStreaming(_ body: HTTPRequestBody, on stream: some HTTPStream) {
+        guard let route = stream.exchange?.route else { return }
+        let context = stream.context
+        let request = stream.exchange!.head.request
+        let middleware = context.router.hasGroupChains
+            ? context.router.middleware(for: request.method, path: HTTPServerRequest.path(of: request)) : context.router.middleware
+        run(route.handler, makeRequest(body: [], parameters: route.parameters, on: stream), streamedBody: body,
+            middleware: middleware, on: stream)
+    }
+
+    /// The body of a request whose route collects it has arrived, all of it: run the handler (or answer
+    /// the request no route took). Loop thread.
+    ///
+    /// The head stays in the exchange, read in place: a local copy of it would retain, and then release,
+    /// each of its fields once more per request.
+    static func bodyCollected(_ body: Bytes, on stream: some HTTPStream) {
+        guard stream.exchange != nil else { return }
+        let context = stream.context
+        let middleware = context.router.hasGroupChains && stream.exchange!.route != nil
+            ? context.router.middleware(for: stream.exchange!.head.request.method, path: stream.exchange!.head.request.path ?? "/")
+            : context.router.middleware
+        guard let route = stream.exchange!.route.take() else {
+            let answer = response(for: stream.exchange!.unrouted)
+            guard !middleware.isEmpty else {
+                send(answer, on: stream)
+                return
+            }
+            let request = makeRequest(body: body, parameters: HTTPPathParameters(), on: stream)
+            if middleware.isInline {
+                runInline(request, middleware: middleware, terminal: { _ in answer }, on: stream)
+            } else {
+                stream.pauseReading()
+                runChain(request, middleware: middleware, terminal: { _ in answer }, bodyCollected: true, on: stream)
+            }
+            return
+        }
+        run(route.handler, makeRequest(body: body, parameters: route.parameters, on: stream), streamedBody: nil,
+            middleware: middleware, on: stream)
+    }
+
+    /// The request of the exchange, as a handler gets it.
+    @inline(__always)
+    private static func makeRequest(body: Bytes, parameters: HTTPPathParameters, on stream: some HTTPStream) -> HTTPServerRequest {
+        HTTPServerRequest(head: stream.exchange!.head.request, version: stream.exchange!.head.version, body: body,
+                          parameters: parameters, loop: stream.context.loop, context: stream.exchange!.context,
+                          server: stream.context)
+    }
+
+    // MARK: The one switch
+
+    /// Runs `handler` for `request`, through `middleware` when it has any: the one place that tells handler
+    /// kinds apart. A synchronous handler with no middleware, or only inline middleware, answers at once,
+    /// inside the read callback that parsed the request, with no task; every other kind starts a task
+    /// (`HTTPDispatcher+Tasks.swift`) or an upgrade. Loop thread.
+    private static func run(_ handler: HTTPHandler, _ request: consuming HTTPServerRequest, streamedBody: HTTPRequestBody?,
+                            middleware: HTTPMiddlewareChain, on stream: some HTTPStream) {
+        switch handler {
+        case .sync(let run):
+            if middleware.isEmpty {
+                // The inline fast path: no task, no allocation beyond the request's own.
+                let response: HTTPServerResponse
+                do {
+                    response = try run(request)
+                } catch {
+                    response = .answering(error, path: request.path, logger: stream.context.logger)
+                }
+                send(response, on: stream)
+            } else if middleware.isInline {
+                runInline(request, middleware: middleware, terminal: run, on: stream)
+            } else {
+                stream.pauseReading()
+                runChain(request, middleware: middleware, terminal: { request in try run(request) }, bodyCollected: true, on: stream)
+            }
+        case .async(let run):
+            stream.pauseReading()
+            if middleware.isEmpty {
+                runAsyncHandler(run, request, on: stream)
+            } else {
+                runChain(request, middleware: middleware, terminal: run, bodyCollected: true, on: stream)
+            }
+        case .streaming(_, let run):
+            guard let body = streamedBody else { return }  // started at the head, never here
+            if middleware.isEmpty {
+                runStreamingHandler(run, request, body: body, on: stream)
+            } else {
+                runChain(request, middleware: middleware, terminal: { request in try await run(request, body) }, on: stream)
+            }
+        case .streamingCallback(_, let run):
+            guard let body = streamedBody else { return }  // started at the head, never here
+            if middleware.isEmpty {
+                run(request, body, stream.responder(slot: nil))
+            } else {
+                runChain(request, middleware: middleware, terminal: awaitingResponder(run, body: body, on: stream), on: stream)
+            }
+        case .webSocket(let webSocketRoute):
+            upgradeRequested(request, upgrader: WebSocketUpgrader(route: webSocketRoute),
+                             middleware: middleware.isEmpty ? nil : middleware, on: stream)
+        case .upgrade(let upgradeRoute):
+            upgradeRoute.upgrader.requested(request, on: stream, middleware: middleware.isEmpty ? nil : middleware)
+        }
+    }
+
+    // MARK: Responses
+
+    /// Sends a response for the exchange's request, once (a second response for it is dropped): the
+    /// access line, the status for the lifecycle, the request id echoed; then the codec encodes it, and a
+    /// streamed body's task starts. Loop thread.
+    static func send(_ response: HTTPServerResponse, on stream: some HTTPStream) {
+        guard !stream.isClosed, stream.exchange != nil, !stream.exchange!.responseStarted else { return }
+        stream.exchange!.responseStarted = true
+        let sentStatus = response.head.status  // parsed from the head's field: read once
+        logAccess(status: sentStatus.code, on: stream)
+        stream.exchange!.responseStatus = sentStatus
+        let echoedID = echoedRequestID(response.head.headerFields, on: stream)
+        let isHead = stream.exchange!.head.request.method == .head
+        let version = stream.exchange!.head.version
+        switch response.body.storage {
+        case .bytes(let bytes):
+            stream.writeResponse(response.head, status: sentStatus, body: bytes, isHead: isHead, version: version, echoedID: echoedID)
+        case .stream(let write, let watchesClient):
+            guard let writer = stream.writeStreamedResponseHead(response.head, status: sentStatus, isHead: isHead, version: version,
+                                                                echoedID: echoedID, watchesClient: watchesClient) else { return }
+            writeBody(write, to: writer, watchesClient: watchesClient, on: stream)
+        }
+    }
+
+    /// A callback-form route's responder delivers its response: into the middleware chain waiting for it
+    /// (`slot`), or sent. Loop thread.
+    static func respond(_ response: HTTPServerResponse, slot: HTTPResponseSlot?, on stream: some HTTPStream) {
+        guard let slot else {
+            send(response, on: stream)
+            return
+        }
+        if let extras = stream.exchange?.extras, extras.responseSlot === slot { extras.responseSlot = nil }
+        slot.resume(.success(response))
+    }
+
+    /// Whether the exchange's response has begun (a codec then aborts rather than answer again).
+    static func hasResponded(on stream: some HTTPStream) -> Bool {
+        stream.exchange?.responseStarted ?? false
+    }
+
+    // MARK: The stream's end
+
+    /// The codec's connection closed (either side, or an error): the streamed body's task is cancelled, a
+    /// chain awaiting a responder is failed, and the exchange ends incomplete. Loop thread.
+    static func streamClosed(on stream: some HTTPStream) {
+        guard stream.exchange != nil else { return }
+        stream.exchange!.responseTask?.cancel()  // a streamed body waiting for something other than the client ends now
+        stream.exchange!.responseTask = nil
+        if let slot = stream.exchange!.extras?.responseSlot {
+            stream.exchange!.extras!.responseSlot = nil
+            slot.resume(.failure(HTTPBodyError.connectionClosed))
+        }
+        exchangeEnded(on: stream, isComplete: false)
+    }
+
+    /// Graceful shutdown reached a stream that is answering: an event stream has no end to wait for, so its
+    /// task is cancelled, and its body terminated when the writer returns or throws (a client's
+    /// `EventSource` reconnects elsewhere). Loop thread.
+    static func shutdownRequested(on stream: some HTTPStream) {
+        guard stream.exchange?.streamsEvents == true, let responseTask = stream.exchange!.responseTask,
+              !stream.exchange!.eventStreamEndedByShutdown else { return }
+        stream.exchange!.eventStreamEndedByShutdown = true
+        responseTask.cancel()
+    }
+}
+
+extension HTTPHandler {
+    /// The most body bytes the handler takes, when it sets its own limit (a streaming route's); nil when
+    /// the server's limit applies.
+    var bodyLimit: Int?? {
+        switch self {
+        case .streaming(let limit, _), .streamingCallback(let limit, _): limit
+        case .sync, .async, .webSocket, .upgrade: nil
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import HTTPTypes
+import Logging
+import LoopKit
+import Tracing
+
+// A request's lifecycle, in one place: its context at the head (id, start, trace context, span), its
+// access line, the request id echoed on its response, and its end (the span ended with the status, the
+// middleware's `responseEnded` told what went out), for a response, a refusal, an upgrade or a close.
+
+extension HTTPDispatcher {
+    /// The context of a request whose head has arrived: its id (the client's when valid), its start, its
+    /// trace context and, when tracing starts spans, its span (returned in `span`).
+    static func makeRequestContext(_ request: HTTPRequest, path: Substring, route: String?, span: inout (any Span)?,
+                                   context: HTTPLoopContext) -> HTTPRequestContext {
+        let id: String
+        if let field = context.configuration.requestIDField, let given = request.headerFields[field],
+           HTTPRequestIDGenerator.isValid(given) {
+            id = given
+        } else {
+            id = context.requestIDs.next()
+        }
+        var serviceContext: ServiceContext?
+        if let tracing = context.tracing {
+            serviceContext = tracing.extract(from: request.headerFields)
+            if tracing.startsSpans {
+                let started = tracing.startSpan(method: request.method, path: path, route: route, scheme: context.scheme,
+                                                context: serviceContext ?? .topLevel)
+                span = started
+                serviceContext = started.context
+            }
+        }
+        return HTTPRequestContext(id: id, startTime: .now, route: route, serviceContext: serviceContext)
+    }
+
+    /// The exchange's request id, for a response that does not carry the id field already (nil when the
+    /// server echoes none).
+    static func echoedRequestID(_ fields: HTTPFields, on stream: some HTTPStream) -> (name: HTTPField.Name, value: String)? {
+        guard let field = stream.context.configuration.requestIDField, stream.exchange != nil,
+              fields[field] == nil else { return nil }
+        return (field, stream.exchange!.context.id)
+    }
+
+    /// The exchange's request id, nil when there is no exchange (a refusal before any head).
+    static func requestID(on stream: some HTTPStream) -> String? {
+        stream.exchange?.context.id
+    }
+
+    /// One access line, `METHOD TARGET STATUS`, at `info`: built by appending (no interpolation of the
+    /// HTTP types' descriptions) and with its source given (swift-log would otherwise work it out of
+    /// `#fileID` on every call).
+    /// The exchange's head is read in place, once the line is known to be wanted.
+    static func logAccess(status: Int, on stream: some HTTPStream) {
+        let context = stream.context
+        guard context.logger.logLevel <= .info, context.configuration.logsAccess, stream.exchange != nil else { return }
+        var line = stream.exchange!.head.request.method.rawValue
+        line += " "
+        line += stream.exchange!.head.request.path ?? ""
+        line += " "
+        line += String(status)
+        context.logger.log(level: .info, Logger.Message(stringLiteral: line), source: "LoopKitHTTP")
+    }
+
+    /// The codec answered a request itself (a parser error, a body over its limit, a slow head or body),
+    /// with `bodyBytes` of body, and closes: the access line, and, when the head had arrived, the
+    /// middleware's `responseEnded` (through the chain the request went down, or, refused before any
+    /// chain ran, the router's) and the exchange's end. Loop thread.
+    static func refused(_ status: HTTPResponse.Status, bodyBytes: Int, on stream: some HTTPStream) {
+        let context = stream.context
+        guard stream.exchange != nil else {
+            if context.logger.logLevel <= .info, context.configuration.logsAccess {
+                context.logger.log(level: .info, Logger.Message(stringLiteral: "- - " + String(status.code)), source: "LoopKitHTTP")
+            }
+            return
+        }
+        logAccess(status: status.code, on: stream)
+        stream.exchange!.responseStarted = true  // a handler still running answers no more
+        stream.exchange!.responseStatus = status
+        stream.responseBodyBytes = bodyBytes
+        if !stream.exchange!.hasMiddlewareTrail {
+            // Refused before the chain ran: its `responseEnded` hooks (an access log, metrics) see it.
+            let exchange = stream.exchange!
+            let request = HTTPServerRequest(head: exchange.head.request, version: exchange.head.version, body: [],
+                                            parameters: exchange.route?.parameters ?? HTTPPathParameters(), loop: context.loop,
+                                            context: exchange.context, server: context)
+            let summary = HTTPResponseSummary(status: status, bodyBytes: bodyBytes, startTime: exchange.context.startTime,
+                                              endTime: .now, isComplete: true)
+            context.router.middleware.responseEnded(summary, for: request, reached: .max)
+        }
+        exchangeEnded(on: stream, isComplete: true)
+    }
+
+    /// The upgrade was accepted (by the route, or by the middleware's `101`): the `101` goes out with the
+    /// request id, the request is logged and its exchange ends, and the codec hands the connection to the
+    /// new protocol. Nothing happens when the client has gone. Loop thread.
+    static func upgradeAccepted<Upgrader: HTTPUpgrader>(_ request: HTTPServerRequest, upgrader: Upgrader,
+                                                        acceptance: Upgrader.Acceptance, fields: HTTPFields, on stream: some HTTPStream) {
+        guard !stream.isClosed else { return }
+        var fields = fields
+        if let field = stream.context.configuration.requestIDField, let id = requestID(on: stream), fields[field] == nil {
+            fields[field] = id
+        }
+        guard stream.writeSwitchingProtocols(upgrader.switchingProtocols(acceptance, fields: fields)) else { return }
+        if stream.exchange != nil {
+            logAccess(status: 101, on: stream)
+            stream.exchange!.responseStatus = .switchingProtocols
+        }
+        exchangeEnded(on: stream, isComplete: true)  // the request is over; the socket lives on
+        stream.handOver(to: upgrader, acceptance: acceptance, request: request)
+    }
+
+    /// The exchange's response has ended (or its stream closed first, `isComplete` false): its span ends
+    /// with the status, the middleware it reached are told, and it is forgotten (its extras kept for the
+    /// stream's next request). Loop thread.
+    static func exchangeEnded(on stream: some HTTPStream, isComplete: Bool) {
+        guard let exchange = stream.exchange.take() else { return }
+        let bodyBytes = stream.responseBodyBytes
+        stream.responseBodyBytes = 0
+        guard let extras = exchange.extras else { return }
+        let status = exchange.responseStatus
+        if let span = extras.span {
+            if let status { HTTPTracing.record(status: status.code, on: span) }
+            span.end()
+        }
+        let trail = exchange.takeMiddlewareTrail()
+        extras.reset()
+        stream.spareExtras = extras
+        guard let trail else { return }
+        let summary = HTTPResponseSummary(status: status, bodyBytes: bodyBytes, startTime: exchange.context.startTime,
+                                          endTime: .now, isComplete: isComplete)
+        trail.chain.responseEnded(summary, for: trail.request, reached: trail.reached)
+    }
+}
