@@ -260,7 +260,11 @@ struct MiddlewareTests {
                 try await writer.write(Array(repeating: 2, count: 4000))
             })
         }
-        let client = try HTTPTestClient(router: router, mode: mode)
+        // Timeouts a starved test task cannot reach between its two awaits (a full parallel run).
+        var configuration = HTTPServer.Configuration()
+        configuration.headTimeout = .seconds(600)
+        configuration.idleTimeout = .seconds(600)
+        let client = try HTTPTestClient(router: router, configuration: configuration, mode: mode)
         defer { client.shutDown() }
         let before = ContinuousClock.now
         _ = try await client.execute(.get, "/bytes")

@@ -21,9 +21,19 @@ struct TestClientThreadTests {
         return router
     }
 
+    /// Timeouts no starved test can reach: in a full parallel run a test task may wait many seconds for a
+    /// thread between two awaits, and the live server's head and idle timeouts would close its connection.
+    static var patient: HTTPServer.Configuration {
+        var configuration = HTTPServer.Configuration()
+        configuration.headTimeout = .seconds(600)
+        configuration.idleTimeout = .seconds(600)
+        configuration.bodyTimeout = .seconds(600)
+        return configuration
+    }
+
     @Test("The async client answers after awaits that move the test between threads", arguments: HTTPTestMode.allCases)
     func asyncExecuteAcrossAwaits(mode: HTTPTestMode) async throws {
-        let client = try HTTPTestClient(router: Self.router(), mode: mode)
+        let client = try HTTPTestClient(router: Self.router(), configuration: Self.patient, mode: mode)
         for _ in 0..<50 {
             try await Task.sleep(for: .milliseconds(1))
             let response = try await client.execute(.get, "/x")
@@ -57,7 +67,7 @@ struct TestClientThreadTests {
 
     @Test("The async WebSocket test client echoes across awaits, in memory and live", arguments: HTTPTestMode.allCases)
     func asyncWebSocketAcrossAwaits(mode: HTTPTestMode) async throws {
-        let client = try HTTPTestClient(router: webSocketTestRouter(), mode: mode)
+        let client = try HTTPTestClient(router: webSocketTestRouter(), configuration: Self.patient, mode: mode)
         let socket = try await client.webSocket("/ws/echo")
         for index in 0..<20 {
             try await Task.sleep(for: .milliseconds(1))
