@@ -54,7 +54,7 @@ public final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one
     let sweepInterval: Duration
 
     init(loop: EventLoop, configuration: HTTPServer.Configuration, router: HTTPRouter, logger: Logger,
-         tracing: HTTPTracing?, gracefulShutdown: HTTPGracefulShutdown) {
+         tracing: HTTPTracing?, gracefulShutdown: HTTPGracefulShutdown = HTTPGracefulShutdown()) {
         self.loop = loop
         self.gracefulShutdown = gracefulShutdown
         self.configuration = configuration
