@@ -43,9 +43,9 @@ final class ClientThread: @unchecked Sendable {  // every field is guarded by `m
     var isCurrent: Bool { threadStarted && pthread_equal(pthread_self(), thread) != 0 }
 
     /// Runs `body` on the thread and returns what it returned; on the thread itself, or once stopped, at once.
-    func run<T>(_ body: @escaping () throws -> T) throws -> T {
+    func run<T, Failure: Error>(_ body: @escaping () throws(Failure) -> T) throws(Failure) -> T {
         if isCurrent { return try body() }
-        var result: Result<T, any Error>?
+        var result: Result<T, Failure>?
         let finished = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
         pthread_cond_init(finished, nil)
         defer {
@@ -53,7 +53,7 @@ final class ClientThread: @unchecked Sendable {  // every field is guarded by `m
             finished.deallocate()
         }
         let queued = enqueue { [mutex] in
-            let outcome = Result { try body() }
+            let outcome = Result { () throws(Failure) in try body() }
             pthread_mutex_lock(mutex)
             result = outcome
             pthread_cond_signal(finished)
@@ -157,15 +157,18 @@ final class HomedTransport: HTTPTestTransport {
         }
     }
 
-    /// The in-memory transport inside, for the client's `driver`; nil when live or shut down.
-    var inMemory: InMemoryTransport? {
+    /// `body` on the transport, on its thread; `ended` once the transport is shut down.
+    private func onHome<T>(or ended: T, _ body: @escaping (any HTTPTestTransport) -> T) -> T {
         let slot = slot
-        return try? home.run { slot.inner as? InMemoryTransport }
+        return home.run { slot.inner.map(body) ?? ended }
     }
 
+    /// The in-memory transport inside, for the client's `driver`; nil when live or shut down.
+    var inMemory: InMemoryTransport? { onHome(or: nil) { $0 as? InMemoryTransport } }
+
     func send(_ bytes: [UInt8]) throws { try onHome { try $0.send(bytes) } }
-    func takeReceived() -> [UInt8] { (try? onHome { $0.takeReceived() }) ?? [] }
-    var isClosedByServer: Bool { (try? onHome { $0.isClosedByServer }) ?? true }
+    func takeReceived() -> [UInt8] { onHome(or: []) { $0.takeReceived() } }
+    var isClosedByServer: Bool { onHome(or: true) { $0.isClosedByServer } }
     func waitForProgress() throws -> Bool { try onHome { try $0.waitForProgress() } }
     func runUntilIdle() throws { try onHome { try $0.runUntilIdle() } }
     func advance(by duration: Duration) throws { try onHome { try $0.advance(by: duration) } }
@@ -173,12 +176,12 @@ final class HomedTransport: HTTPTestTransport {
 
     func shutDown() {
         let slot = slot
-        let wasOpen = (try? home.run { () -> Bool in
+        let wasOpen = home.run { () -> Bool in
             guard let inner = slot.inner else { return false }
             inner.shutDown()
             slot.inner = nil
             return true
-        }) ?? false
+        }
         if wasOpen { home.stop() }
     }
 }
