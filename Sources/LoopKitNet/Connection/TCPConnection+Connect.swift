@@ -127,7 +127,7 @@ extension TCPConnection {
         }
         let transport: Transport
         do throws(NetError) {
-            transport = try TCPConnection.transport(over: SocketTransport(fd: fd), tls: tls?.context, serverName: tls?.serverName, on: loop)
+            transport = try TLSTransport.wrapping(SocketTransport(fd: fd), in: tls?.context, serverName: tls?.serverName, on: loop)
         } catch {
             continuation.resume(returning: .failure(error))  // the socket transport closed the descriptor
             return
@@ -191,7 +191,7 @@ extension TCPConnection {
         isWriteWatchActive = false
         _ = machine.connected()
         start()
-        guard tls != nil, !machine.isClosed else {
+        guard needsHandshake, !machine.isClosed else {
             resumeConnectWaiter(nil)
             return
         }
@@ -214,11 +214,11 @@ extension TCPConnection {
 
     /// Fails the connect with `error` and ends the (never handed out) connection. Loop thread only.
     func connectDidFail(error: NetError) {
-        if isHandshaking {  // the connect's timer fired during the TLS handshake
+        if isHandshaking {  // the connect's timer fired during the transport's handshake
             let waiter = connectWaiter
             connectWaiter = nil
             waiter?.resume(returning: .failure(error))
-            end(.tls("the handshake did not finish within the connect's timeout"))
+            end(transport.handshakeFailure("the handshake did not finish within the connect's timeout").reason)
             return
         }
         guard case .connecting = machine.state else { return }

@@ -102,7 +102,7 @@ extension TCPConnection {
             next = min(next ?? .max, deadline - now)
             return false
         }
-        if passed(profile.options.readTimeout, since: state.lastRead, applies: isReadWatchActive || (isInMemory && wantsToRead)) {
+        if passed(profile.options.readTimeout, since: state.lastRead, applies: isReadWatchActive || (!watchesDescriptor && wantsToRead)) {
             return .expired(.read)
         }
         if passed(profile.options.writeTimeout, since: state.lastWrite, applies: !output.isEmpty) { return .expired(.write) }

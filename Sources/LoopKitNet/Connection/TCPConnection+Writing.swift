@@ -322,7 +322,7 @@ extension TCPConnection {
 
     /// Watches for the socket to take more (in memory, the transport says when the partner made room).
     func watchForWritable() {
-        guard !isInMemory, !isWriteWatchActive, fd >= 0 else { return }
+        guard watchesDescriptor, !isWriteWatchActive, fd >= 0 else { return }
         timeouts?.outputStarted(at: loop.clockNanoseconds)
         do {
             if let writeWatch {

@@ -44,10 +44,12 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
     /// The watermarks, timeouts and socket options. Safe from any thread.
     public var options: ConnectionOptions { profile.options }
 
-    /// The socket the loop watches; -1 for an in-memory end, and once the connection has ended.
+    /// The socket the loop watches; -1 for a transport that announces its readiness, and once the
+    /// connection has ended.
     var fd: Int32
-    /// The transport announces readiness itself (in memory): nothing to watch.
-    let isInMemory: Bool
+    /// The loop watches the transport's descriptor (``TransportReadiness/watchedDescriptor``); otherwise
+    /// the transport announces readiness itself, and there is nothing to watch.
+    let watchesDescriptor: Bool
     /// What moves the bytes: the socket, the in-memory partner, or TLS over either. A constant, so the
     /// hot path calls it without retaining it.
     let transport: Transport
@@ -73,12 +75,13 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
     /// The `inbound` consumer, while it waits for bytes.
     var readWaiter = SingleConsumerWaiter<Bytes, NetError>()
     var writeWaiters: [UnsafeContinuation<Result<Void, NetError>, Never>] = []
-    /// The TLS layer of ``transport``, if the connection speaks TLS.
-    let tls: TLSTransport?
+    /// A read may leave input the transport will not announce (``Transport/readsAhead``): looked at
+    /// after each read.
+    let readsAhead: Bool
     /// The transport is a plain socket: the hot path reads and writes ``fd`` itself, with no dynamic call
     /// (what ``SocketTransport`` would do, inlined).
     let isPlainSocket: Bool
-    /// The TLS handshake is under way: readiness drives it, not reads and writes.
+    /// The transport's handshake is under way: readiness drives it, not reads and writes.
     var isHandshaking = false
     /// The registry that keeps the connection (its listener endpoint's, or a server's): kept alive by it,
     /// and told when it ends.
@@ -122,10 +125,10 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
         self.loop = loop
         self.profile = profile
         self.transport = transport
-        tls = transport as? TLSTransport
         isPlainSocket = transport is SocketTransport
         fd = transport.descriptor
-        isInMemory = transport.descriptor < 0
+        watchesDescriptor = transport.readiness == .watchedDescriptor
+        readsAhead = transport.readsAhead
         shared = LoopIOBuffers.of(loop)
         machine = ConnectionStateMachine(connected: connected)
         self.observesShutdown = observesShutdown
@@ -143,7 +146,7 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
     func start() {
         guard !machine.isClosed else { return }
         if profile.isTCP { Socket.configure(fd, noDelay: profile.options.noDelay, keepAlive: profile.options.keepAlive) }
-        if !isInMemory {
+        if watchesDescriptor {
             do {
                 readWatch = try loop.watch(fd, for: .readable) { [unowned self] _ in self.transportIsReadable() }
                 isReadWatchActive = true
@@ -364,7 +367,7 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
         writeWatch = nil
         isReadWatchActive = false
         isWriteWatchActive = false
-        transport.close(reset: reset, notifyingPeer: tls != nil && !isHandshaking && reason.isClean)
+        transport.close(reset: reset, notifyingPeer: !isHandshaking && reason.isClean)
         fd = -1
         output.removeAll()
         if !inReadDispatch { input.release() }  // a handler may be reading it: released when it returns
@@ -443,7 +446,7 @@ final class ConnectionExtras {
     var closingSince: UInt64?
     /// Input is read and dropped until the close (``TCPConnection/closeAfterDrainingInput(upTo:within:)``).
     var lingering: Lingering?
-    /// The TLS handshake's end: told once, nil when done (or the error); and its timeout.
+    /// The transport's handshake's end: told once, nil when done (or the error); and its timeout.
     var handshakeCompletion: ((NetError?) -> Void)?
     var handshakeTimer: ScheduledTimer?
 }

@@ -205,7 +205,7 @@ final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on i
         }
         let transport: Transport
         do throws(NetError) {
-            transport = try TCPConnection.transport(over: SocketTransport(fd: fd), tls: tls, serverName: nil, on: loop)
+            transport = try TLSTransport.wrapping(SocketTransport(fd: fd), in: tls, serverName: nil, on: loop)
         } catch {
             failedHandshakes.record(error)  // OpenSSL made no session; the socket transport closed the descriptor
             return

@@ -4,7 +4,7 @@ import Glibc
 import Musl
 #endif
 
-/// One end of two transports joined in memory (``TCPConnection/makeInMemoryPair(on:options:tls:)``):
+/// One end of two transports joined in memory (``TCPConnection/makeInMemoryPair(on:options:tls:handshaken:)``):
 /// what one end writes moves into the other's inbound bytes, up to the room its connection has (its read
 /// high-water mark, less what it holds unread; none while it does not want to read), and the rest waits
 /// in the writer's output. Readiness is announced, not watched: the reader's connection reads in the
@@ -28,6 +28,7 @@ final class MemoryTransport: Transport {
     /// A write by the owner is queued for the next iteration (the partner made room).
     private var writeQueued = false
 
+    var readiness: TransportReadiness { .announced }
     var descriptor: Int32 { -1 }
 
     func read(into buffer: UnsafeMutableRawPointer, count: Int) -> Socket.Transfer {

@@ -34,9 +34,9 @@ extension TCPConnection {
         let serverEnd = MemoryTransport()
         clientEnd.partner = serverEnd
         serverEnd.partner = clientEnd
-        let a = TCPConnection(loop: loop, transport: try transport(over: clientEnd, tls: tls?.client, serverName: tls?.serverName, on: loop),
+        let a = TCPConnection(loop: loop, transport: try TLSTransport.wrapping(clientEnd, in: tls?.client, serverName: tls?.serverName, on: loop),
                               profile: ConnectionProfile(options: pairOptions, isTCP: false, accepted: false), connected: true)
-        let b = TCPConnection(loop: loop, transport: try transport(over: serverEnd, tls: tls?.server, serverName: nil, on: loop),
+        let b = TCPConnection(loop: loop, transport: try TLSTransport.wrapping(serverEnd, in: tls?.server, serverName: nil, on: loop),
                               profile: ConnectionProfile(options: pairOptions, isTCP: false, accepted: true), connected: true)
         clientEnd.owner = a
         serverEnd.owner = b
@@ -61,7 +61,7 @@ extension TCPConnection {
             }
         }
         b.startHandshake(completion: tell)
-        if a.tls != nil { a.startHandshake(completion: tell) }
+        if a.needsHandshake { a.startHandshake(completion: tell) }
         return (a, b)
     }
 }
