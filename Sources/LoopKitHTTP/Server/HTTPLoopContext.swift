@@ -102,7 +102,7 @@ final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one per lo
 
     /// Serves a connection registered in ``registry`` (by the listener's endpoint, or the in-memory host).
     /// Call on the loop's thread.
-    func accept(_ tcp: TCPConnection) {
+    func accept(_ tcp: Connection) {
         guard !registry.isDraining else {
             tcp.abort()
             return

@@ -5,14 +5,14 @@ import Musl
 #endif
 
 /// How a connection's bytes move: through a socket (``SocketTransport``), into an in-memory partner
-/// (``MemoryTransport``), or through a TLS session over either (``TLSTransport``). A ``TCPConnection``
+/// (``MemoryTransport``), or through a TLS session over either (``TLSTransport``). A ``Connection``
 /// owns one transport; everything above it (the read buffer, the write batch, watermarks, the close
 /// state machine, a handshake's steps and deadline) is the same whatever moves the bytes.
 ///
 /// The transport says what it needs instead of the connection asking which kind it is:
 /// - how readiness reaches the connection (``readiness``): the loop watches ``descriptor``, or the
-///   transport announces it itself, through ``TCPConnection/transportIsReadable()`` and
-///   ``TCPConnection/transportHasRoom()``, in the loop's next iteration;
+///   transport announces it itself, through ``Connection/transportIsReadable()`` and
+///   ``Connection/transportHasRoom()``, in the loop's next iteration;
 /// - whether a read can leave input that readiness will not announce again (``readsAhead``,
 ///   ``hasUnannouncedInput``: TLS records decrypted with the last ones);
 /// - whether bytes move only after a handshake (``needsHandshake``), its steps (``handshake()``) and

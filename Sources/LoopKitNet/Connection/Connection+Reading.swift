@@ -1,6 +1,6 @@
 import LoopKit
 
-extension TCPConnection {
+extension Connection {
     /// Lends the buffered unread bytes to `body` now, outside a read callback, and drops what it consumed.
     ///
     /// - Parameter body: Gets the contiguous unread bytes (possibly empty); returns the count consumed.

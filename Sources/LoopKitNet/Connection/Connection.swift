@@ -1,7 +1,10 @@
 import LoopKit
 
-/// A byte stream to a peer (TCP or Unix-domain socket, or an in-memory pair in tests) that lives on
-/// one `EventLoop`.
+/// A byte stream to a peer that lives on one `EventLoop`: a TCP or Unix-domain socket, a child process's
+/// pipe (``ChildProcess/standardOutput``), or an in-memory pair in tests, each with or without TLS. What
+/// moves the bytes is the connection's transport; everything described here is the same over each.
+///
+/// Called `TCPConnection` before it carried more than TCP; that name still works (``TCPConnection``).
 ///
 /// Two ways to handle it, both on the loop's thread:
 /// - **A handler** (the lean path): one ``ConnectionHandler`` at a time (``setHandler(_:)``) is lent the
@@ -35,7 +38,7 @@ import LoopKit
 /// It is `Sendable` so that a `Task` running on that loop may hold it; the unchecked conformance stands
 /// for the loop-confinement check every entry point makes. For the same reason the hot mutable state
 /// skips the runtime's exclusivity checks (`@exclusivity(unchecked)`): one thread ever touches it.
-public final class TCPConnection: @unchecked Sendable {  // loop-confined: each entry point checks the thread
+public final class Connection: @unchecked Sendable {  // loop-confined: each entry point checks the thread
     /// The loop the connection lives on. Safe from any thread.
     public let loop: EventLoop
     /// What this connection shares with the others of its listener: options and role.
@@ -109,7 +112,7 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
     var declinedCount = 0
 
     /// The connection's own reference, held while it is open.
-    var keepAlive: Unmanaged<TCPConnection>?
+    var keepAlive: Unmanaged<Connection>?
 
     /// Wraps a socket. Loop thread only.
     ///
@@ -160,7 +163,7 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
 
     @inline(__always)
     func checkThread(_ function: StaticString = #function) {
-        precondition(loop.isCurrent, "TCPConnection.\(function) called off its loop's thread")
+        precondition(loop.isCurrent, "Connection.\(function) called off its loop's thread")
     }
 
     // MARK: Addresses
@@ -405,6 +408,10 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
 
 }
 
+/// ``Connection``'s former name, from when every connection was TCP: the same type, so code written
+/// against it keeps compiling. Safe from any thread, as the type is.
+public typealias TCPConnection = Connection
+
 /// What the connections of one listener (or one connect) share, immutable: their options and role.
 final class ConnectionProfile: Sendable {
     let options: ConnectionOptions
@@ -432,7 +439,7 @@ final class ConnectionProfile: Sendable {
 final class ConnectionExtras {
     var remoteAddress: SocketAddress?
     var localAddress: SocketAddress?
-    var connectWaiter: UnsafeContinuation<Result<TCPConnection, NetError>, Never>?
+    var connectWaiter: UnsafeContinuation<Result<Connection, NetError>, Never>?
     var connectTimer: ScheduledTimer?
     /// Timeouts: when bytes were last read, output last moved, anything last happened (loop clock), and
     /// the timer of a connection no registry sweeps.
@@ -444,14 +451,14 @@ final class ConnectionExtras {
     var outputWait: (sent: UInt64, since: UInt64)?
     /// When a graceful close began waiting for the output to drain (loop clock).
     var closingSince: UInt64?
-    /// Input is read and dropped until the close (``TCPConnection/closeAfterDrainingInput(upTo:within:)``).
+    /// Input is read and dropped until the close (``Connection/closeAfterDrainingInput(upTo:within:)``).
     var lingering: Lingering?
     /// The transport's handshake's end: told once, nil when done (or the error); and its timeout.
     var handshakeCompletion: ((NetError?) -> Void)?
     var handshakeTimer: ScheduledTimer?
 }
 
-extension TCPConnection {
+extension Connection {
     /// The extras, created on first use.
     var ensuredExtras: ConnectionExtras {
         if let extras { return extras }
@@ -468,7 +475,7 @@ extension TCPConnection {
         get { extras?.localAddress }
         set { if newValue != nil || extras != nil { ensuredExtras.localAddress = newValue } }
     }
-    var connectWaiter: UnsafeContinuation<Result<TCPConnection, NetError>, Never>? {
+    var connectWaiter: UnsafeContinuation<Result<Connection, NetError>, Never>? {
         get { extras?.connectWaiter }
         set { if newValue != nil || extras != nil { ensuredExtras.connectWaiter = newValue } }
     }

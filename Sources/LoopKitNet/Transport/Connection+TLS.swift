@@ -3,7 +3,7 @@ import LoopKit
 /// What a connection over a ``TLSTransport`` can tell of its session. The connection itself does not
 /// know TLS: it drives its transport's handshake and read-ahead (``Transport``); these look through the
 /// transport.
-extension TCPConnection {
+extension Connection {
     /// The TLS layer of the connection's transport; nil for a plain connection.
     private var tlsTransport: TLSTransport? { transport as? TLSTransport }
 

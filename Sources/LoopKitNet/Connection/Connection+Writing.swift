@@ -6,7 +6,7 @@ import Glibc
 import Musl
 #endif
 
-extension TCPConnection {
+extension Connection {
     /// Whether a write now stays at or below ``ConnectionOptions/writeHighWaterMark`` and the connection
     /// accepts writes. Call on the loop's thread.
     public var isWritable: Bool {

@@ -1,6 +1,6 @@
 import LoopKit
 
-extension TCPConnection {
+extension Connection {
     /// Whether the connection's transport moves bytes only after a handshake (TLS). Loop thread only.
     var needsHandshake: Bool { transport.needsHandshake }
 

@@ -51,7 +51,7 @@ extension ConnectionOptions {
     }
 }
 
-extension TCPConnection {
+extension Connection {
     /// Starts keeping the timeouts when any is set: with a timer for the next deadline unless a registry
     /// keeps the connection (its sweep checks them). Loop thread only.
     func startTimeouts() {
