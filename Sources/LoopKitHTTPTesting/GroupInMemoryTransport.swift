@@ -11,7 +11,7 @@ final class GroupInMemoryTransport: HTTPTestTransport {
     private let loop: EventLoop
     /// Loop-confined: reached on its loop's thread only.
     private let host: LoopBound<HTTPConnectionHost>
-    private let client: TCPConnection
+    private let client: Connection
     private let inbox = TransportInbox()
     private var isShutDown = false
 
@@ -27,7 +27,7 @@ final class GroupInMemoryTransport: HTTPTestTransport {
             (host, client) = try loop.invokeAndWait {
                 let host = LoopBound(try HTTPConnectionHost(loop: loop, configuration: configuration, router: router, logger: logger),
                                      on: loop)
-                let (client, server) = try TCPConnection.makeInMemoryPair(on: loop, options: pairOptions)
+                let (client, server) = try Connection.makeInMemoryPair(on: loop, options: pairOptions)
                 inbox.fill(from: client)
                 host.value.serve(server)
                 return (host, client)

@@ -16,7 +16,7 @@ final class LiveTransport: HTTPTestTransport {
     private let ownsServerGroup: Bool
     private let clientGroup: LoopGroup
     private let server: HTTPServer
-    private let connection: TCPConnection
+    private let connection: Connection
     private let inbox: TransportInbox
     private var isShutDown = false
 
@@ -48,14 +48,14 @@ final class LiveTransport: HTTPTestTransport {
     deinit { shutDown() }
 
     /// Connects to the server and installs the inbox's callbacks on the client's loop; waits for both.
-    private static func connect(port: Int, on loop: EventLoop, inbox: TransportInbox) throws -> TCPConnection {
-        let outcome = Lock<Result<TCPConnection, any Error>?>(nil)
+    private static func connect(port: Int, on loop: EventLoop, inbox: TransportInbox) throws -> Connection {
+        let outcome = Lock<Result<Connection, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         // A task on the client's loop thread, not on Swift's cooperative pool: the test's thread, waiting
         // below, may itself be one of the pool's few threads.
         Task(executorPreference: loop) {
             do {
-                let connection = try await TCPConnection.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: port), on: loop)
+                let connection = try await Connection.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: port), on: loop)
                 try await loop.perform { inbox.fill(from: connection) }
                 outcome.withLock { $0 = .success(connection) }
             } catch {

@@ -11,7 +11,7 @@ final class TransportInbox: Sendable {
     private let arrived = DispatchSemaphore(value: 0)
 
     /// Installs the callbacks that fill the inbox on `connection`. Call on its loop's thread.
-    func fill(from connection: TCPConnection) {
+    func fill(from connection: Connection) {
         connection.onRead { [self] bytes in
             state.withLock { $0.bytes.append(contentsOf: bytes) }
             arrived.signal()

@@ -53,9 +53,9 @@ public enum NetError: Error, Equatable, Sendable, CustomStringConvertible {
 
 /// Why a connection ended; each connection reports exactly one, once.
 public enum CloseReason: Sendable, Hashable, CustomStringConvertible {
-    /// This side called ``TCPConnection/close()``; buffered output was flushed first.
+    /// This side called ``Connection/close()``; buffered output was flushed first.
     case closedLocally
-    /// This side called ``TCPConnection/abort()``: buffered output was dropped, the peer got a reset.
+    /// This side called ``Connection/abort()``: buffered output was dropped, the peer got a reset.
     case aborted
     /// The peer closed its side and this side had nothing left to do (end of file).
     case peerClosed

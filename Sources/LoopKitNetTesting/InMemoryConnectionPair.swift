@@ -1,7 +1,7 @@
 import LoopKit
 import LoopKitNet
 
-/// Two ``TCPConnection``s joined in memory on a ``LoopDriver``'s loop, for testing connection handlers
+/// Two ``Connection``s joined in memory on a ``LoopDriver``'s loop, for testing connection handlers
 /// step by step without sockets (NIO's `EmbeddedChannel`, for LoopKit).
 ///
 /// ```swift
@@ -13,7 +13,7 @@ import LoopKitNet
 /// try driver.step()                      // the client's read callback runs
 /// ```
 ///
-/// The connections are real ``TCPConnection``s (joined in memory rather than by sockets), so the same
+/// The connections are real ``Connection``s (joined in memory rather than by sockets), so the same
 /// handler code runs on both, with the same watermarks and backpressure: a side that stops consuming
 /// stops the other side's output from moving once its read high-water mark is reached, and the server
 /// end, like a connection a listener accepts, stops reading while its own output is above the write
@@ -28,10 +28,10 @@ import LoopKitNet
 /// executor preference is `driver.loop`, and advance as the driver steps.
 public struct InMemoryConnectionPair: Sendable {
     /// One end, in a client's role (like a connection opened with `connect`).
-    public let client: TCPConnection
+    public let client: Connection
     /// The other end, in a server's role (like an accepted connection): where the handler under test
     /// usually runs.
-    public let server: TCPConnection
+    public let server: Connection
 
     /// Creates the pair on `driver`'s loop.
     /// - Parameters:
@@ -41,12 +41,12 @@ public struct InMemoryConnectionPair: Sendable {
     ///
     /// Call on the driver's thread.
     public init(driver: LoopDriver, options: ConnectionOptions = .init()) throws(NetError) {
-        (client, server) = try TCPConnection.makeInMemoryPair(on: driver.loop, options: options)
+        (client, server) = try Connection.makeInMemoryPair(on: driver.loop, options: options)
     }
 
     /// Creates the pair speaking TLS: the server end with `serverTLS`, the client end with `clientTLS`,
     /// asking for `serverName`. Runs the driver until both handshakes are done, so the connections are
-    /// ready to use when it returns (their ``TCPConnection/tlsInfo`` says what was agreed).
+    /// ready to use when it returns (their ``Connection/tlsInfo`` says what was agreed).
     ///
     /// - Parameters:
     ///   - driver: The driver whose loop the connections live on.
@@ -62,7 +62,7 @@ public struct InMemoryConnectionPair: Sendable {
     public init(driver: LoopDriver, options: ConnectionOptions = .init(), serverTLS: TLSContext, clientTLS: TLSContext,
                 serverName: String = "localhost") throws(NetError) {
         let outcome = HandshakeOutcome()
-        (client, server) = try TCPConnection.makeInMemoryPair(
+        (client, server) = try Connection.makeInMemoryPair(
             on: driver.loop, options: options, tls: InMemoryTLS(server: serverTLS, client: clientTLS, serverName: serverName),
             handshaken: { outcome.result = $0.map { .failure($0) } ?? .success(()) })
         do {

@@ -20,7 +20,7 @@ func given<Value>() -> Value { fatalError("the articles' context is compiled, ne
 var loop: EventLoop { given() }
 var group: LoopGroup { given() }
 var driver: LoopDriver { given() }
-var connection: TCPConnection { given() }
+var connection: Connection { given() }
 var socket: UDPSocket { given() }
 var client: HTTPTestClient { given() }
 var logger: Logger { given() }

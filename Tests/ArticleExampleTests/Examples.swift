@@ -792,7 +792,7 @@ func example_ServingAndConnectingOverTLS_58(router: inout HTTPRouter, configurat
     options.tls = try TLSContext(server)
 
     let client = try TLSContext(.client()).withApplicationProtocols(["h2", "http/1.1"])
-    let connection = try await TCPConnection.connect(host: "example.org", port: 443, on: loop, tls: client)
+    let connection = try await Connection.connect(host: "example.org", port: 443, on: loop, tls: client)
     connection.applicationProtocol   // "http/1.1" from a server that does not speak h2
 }
 
@@ -809,7 +809,7 @@ func example_ServingAndConnectingOverTLS_94(router: inout HTTPRouter, configurat
 // Sources/LoopKitNet/LoopKitNet.docc/ServingAndConnectingOverTLS.md:108
 func example_ServingAndConnectingOverTLS_108(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let tls = try TLSContext(.client())                        // the system's trust store
-    let connection = try await TCPConnection.connect(host: "example.org", port: 443, on: loop, tls: tls)
+    let connection = try await Connection.connect(host: "example.org", port: 443, on: loop, tls: tls)
     try await connection.send("GET / HTTP/1.1\r\nHost: example.org\r\nConnection: close\r\n\r\n")
     for try await chunk in connection.inbound { print(String(decoding: chunk, as: UTF8.self)) }
 }

@@ -178,9 +178,9 @@ struct ConnectionRegistrySweepTests {
     final class TickRecorder: ConnectionHandler {
         var sweptAt: [UInt64] = []
 
-        func connection(_ connection: TCPConnection, received bytes: UnsafeRawBufferPointer) -> Int { bytes.count }
+        func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) -> Int { bytes.count }
 
-        func checkDeadlines(_ connection: TCPConnection, now: EventLoopClock.Instant) { sweptAt.append(now.nanoseconds) }
+        func checkDeadlines(_ connection: Connection, now: EventLoopClock.Instant) { sweptAt.append(now.nanoseconds) }
     }
 
     @Test func eachTickReachesTheHandlerOfEveryRegisteredConnection() throws {

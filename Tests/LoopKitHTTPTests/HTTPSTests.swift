@@ -64,7 +64,7 @@ struct HTTPSTests {
             let client = try TLSContext(.client(trustRoots: .certificates(.file(certificates.caPEM))))
                 .withApplicationProtocols(["h2", "http/1.1"])
             let (chosen, response) = try await Task(executorPreference: loop) {
-                let connection = try await TCPConnection.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: port), on: loop,
+                let connection = try await Connection.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: port), on: loop,
                                                                  tls: client, serverName: "localhost")
                 let chosen = connection.applicationProtocol
                 try await connection.send("GET /hello HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")

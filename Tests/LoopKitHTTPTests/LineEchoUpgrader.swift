@@ -39,7 +39,7 @@ struct LineEchoUpgrader: HTTPUpgrader {
         return Array((head + "\r\n").utf8)
     }
 
-    func takeOver(_ tcp: TCPConnection, acceptance: String, context: HTTPLoopContext) -> LineEchoHandler {
+    func takeOver(_ tcp: Connection, acceptance: String, context: HTTPLoopContext) -> LineEchoHandler {
         LineEchoHandler()
     }
 
@@ -54,14 +54,14 @@ final class LineEchoHandler: ConnectionHandler {
     /// When the sweep asked the handler to check its deadlines: the loop's clock, in nanoseconds.
     var sweptAt: [UInt64] = []
 
-    func checkDeadlines(_ connection: TCPConnection, now: EventLoopClock.Instant) { sweptAt.append(now.nanoseconds) }
+    func checkDeadlines(_ connection: Connection, now: EventLoopClock.Instant) { sweptAt.append(now.nanoseconds) }
 
-    func connectionShouldDrain(_ connection: TCPConnection) {
+    func connectionShouldDrain(_ connection: Connection) {
         _ = Result { () throws(NetError) in try connection.write("bye\n") }
         connection.close()
     }
 
-    func connection(_ connection: TCPConnection, received bytes: UnsafeRawBufferPointer) -> Int {
+    func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) -> Int {
         guard let last = bytes.lastIndex(of: UInt8(ascii: "\n")) else { return 0 }
         let lines = UnsafeRawBufferPointer(rebasing: bytes[...last])
         _ = Result { () throws(NetError) in try connection.write(copying: lines) }

@@ -156,7 +156,7 @@ struct SweptHTTPDeadlineTests {
         defer { Glibc.close(fds[1]) }
         var options = ConnectionOptions()
         options.idleTimeout = .milliseconds(40)
-        let tcp = TCPConnection(loop: harness.driver.loop, fd: fds[0],
+        let tcp = Connection(loop: harness.driver.loop, fd: fds[0],
                                 profile: ConnectionProfile(options: options, isTCP: false, accepted: true),
                                 connected: true, observesShutdown: false)
         harness.host.registry.add(tcp)

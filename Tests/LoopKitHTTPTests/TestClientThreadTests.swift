@@ -7,7 +7,7 @@ import Testing
 @testable import LoopKitHTTP
 
 /// An ``HTTPTestClient`` in an `async` test: after each `await` the test may run on another thread, and
-/// the in-memory client used to reach `TCPConnection.write`'s precondition there, which killed the whole test
+/// the in-memory client used to reach `Connection.write`'s precondition there, which killed the whole test
 /// process (issue 43, item 2).
 @Suite("HTTPTestClient across awaits")
 struct TestClientThreadTests {

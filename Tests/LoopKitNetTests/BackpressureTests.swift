@@ -13,15 +13,15 @@ struct BackpressureTests {
         defer { group.shutdown() }
         var options = ListenerOptions()
         options.connection.readHighWaterMark = 8 * 1024
-        let server = Recorder<TCPConnection>()
+        let server = Recorder<Connection>()
         let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], options: options, onAccept: { connection in
             server.record(connection)
             connection.onRead { _ in 0 }
         })
         let loop = group.loops[0]
         let total = 32 * 1024 * 1024
-        let client = try await onLoop(loop) { () async throws -> TCPConnection in
-            let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
+        let client = try await onLoop(loop) { () async throws -> Connection in
+            let client = try await Connection.connect(to: listener.localAddress, on: loop)
             let writeAll = { () throws in try client.write(Bytes(Array(repeating: 9, count: total))) }  // the sync write
             try writeAll()  // more than the kernel's buffers hold
             return client
@@ -63,8 +63,8 @@ struct BackpressureTests {
             finished.record(true)
         }
         let loop = group.loops[0]
-        let client = try await onLoop(loop) { () async throws -> TCPConnection in
-            let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
+        let client = try await onLoop(loop) { () async throws -> Connection in
+            let client = try await Connection.connect(to: listener.localAddress, on: loop)
             client.pauseReading()
             return client
         }
@@ -144,14 +144,14 @@ struct BackpressureTests {
     @Test func theEchoServerHoldsItsOutputBoundedOverSockets() async throws {
         let group = try LoopGroup(threads: 1)
         defer { group.shutdown() }
-        let servers = Recorder<TCPConnection>()
+        let servers = Recorder<Connection>()
         let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], onAccept: { connection in
             servers.record(connection)
             echoByCallbacks(connection)
         })
         let loop = group.loops[0]
-        let client = try await onLoop(loop) { () async throws -> TCPConnection in
-            let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
+        let client = try await onLoop(loop) { () async throws -> Connection in
+            let client = try await Connection.connect(to: listener.localAddress, on: loop)
             client.pauseReading()
             try client.write(Bytes(Array(repeating: 1, count: 64 * 1024 * 1024)))
             return client

@@ -13,7 +13,7 @@ struct ConnectionHandlerTests {
         let name: String
         let take: Int?
         let log: Recorder<String>
-        var onReceive: ((TCPConnection) -> Void)?
+        var onReceive: ((Connection) -> Void)?
 
         init(_ name: String, take: Int? = nil, log: Recorder<String>) {
             self.name = name
@@ -21,14 +21,14 @@ struct ConnectionHandlerTests {
             self.log = log
         }
 
-        func connection(_ connection: TCPConnection, received bytes: UnsafeRawBufferPointer) -> Int {
+        func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) -> Int {
             let count = min(take ?? bytes.count, bytes.count)
             log.record("\(name) got \(String(decoding: bytes[..<count], as: UTF8.self))")
             onReceive?(connection)
             return count
         }
 
-        func connection(_ connection: TCPConnection, closedWith reason: CloseReason) {
+        func connection(_ connection: Connection, closedWith reason: CloseReason) {
             log.record("\(name) closed: \(reason)")
         }
     }

@@ -17,7 +17,7 @@ struct ConnectionLifecycleTests {
         }
         let loop = group.loops[0]
         let answer = try await onLoop(loop) {
-            let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
+            let client = try await Connection.connect(to: listener.localAddress, on: loop)
             try await client.send(Bytes(Array(repeating: 1, count: 5_000)))
             client.shutdownOutput()
             #expect(throws: NetError.self) { try client.write("late") }
@@ -39,7 +39,7 @@ struct ConnectionLifecycleTests {
         })
         let loop = group.loops[0]
         try await onLoop(loop) {
-            let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
+            let client = try await Connection.connect(to: listener.localAddress, on: loop)
             client.shutdownOutput()
         }
         #expect(await eventually { reasons.all == [.peerClosed] })
@@ -56,7 +56,7 @@ struct ConnectionLifecycleTests {
         })
         let loop = group.loops[0]
         try await onLoop(loop) {
-            let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
+            let client = try await Connection.connect(to: listener.localAddress, on: loop)
             try await client.send("x")
             client.abort()
             #expect(client.closeReason == .aborted)
@@ -74,7 +74,7 @@ struct ConnectionLifecycleTests {
         })
         let loop = group.loops[0]
         let reason = try await onLoop(loop) { () async throws -> CloseReason? in
-            let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
+            let client = try await Connection.connect(to: listener.localAddress, on: loop)
             let chunk = Bytes(Array(repeating: 0, count: 64 * 1024))
             for _ in 0..<200 {
                 do { try await client.send(chunk) } catch { break }
@@ -92,13 +92,13 @@ struct ConnectionLifecycleTests {
         let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], onAccept: echoByCallbacks)
         let loop = group.loops[0]
         // One warm-up cycle so lazily opened descriptors (the resolver's, the loop's) are counted before.
-        try await onLoop(loop) { try await TCPConnection.connect(to: listener.localAddress, on: loop).close() }
+        try await onLoop(loop) { try await Connection.connect(to: listener.localAddress, on: loop).close() }
         #expect(await eventually { listener.connectionCount == 0 })
         let before = openFileDescriptorCount()
         #expect(openDescriptors(onPort: listener.localAddress.port) == 1)  // the listening socket
         try await onLoop(loop) {
             for _ in 0..<10_000 {
-                let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
+                let client = try await Connection.connect(to: listener.localAddress, on: loop)
                 client.close()
             }
         }
@@ -122,7 +122,7 @@ struct ConnectionLifecycleTests {
             listener.close()
             try await read(on: loop) { () }
             do {
-                let stranger = try await onLoop(loop) { try await TCPConnection.connect(to: address, on: loop) }
+                let stranger = try await onLoop(loop) { try await Connection.connect(to: address, on: loop) }
                 try await onLoop(loop) { stranger.close() }
             } catch let error as NetError {
                 #expect(error == .connectionRefused(address))

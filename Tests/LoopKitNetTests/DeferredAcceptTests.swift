@@ -38,7 +38,7 @@ struct DeferredAcceptTests {
             let address = listener.localAddress
             let log = log
             try await onLoop(loop) {
-                let client = try await TCPConnection.connect(to: address, on: loop)
+                let client = try await Connection.connect(to: address, on: loop)
                 await whileSilent(log)
                 if sends {
                     log.clientSent.store(true, ordering: .releasing)

@@ -12,7 +12,7 @@ struct EchoTests {
         #expect(listener.localAddress.port != 0)
         let message = Array("hello, loop".utf8)
         let echoed = try await onLoop(group.loops[0]) {
-            let client = try await TCPConnection.connect(to: listener.localAddress, on: group.loops[0])
+            let client = try await Connection.connect(to: listener.localAddress, on: group.loops[0])
             try await client.send(Bytes(message))
             let answer = try await readBytes(message.count, from: client)
             client.close()
@@ -30,7 +30,7 @@ struct EchoTests {
         }
         let message = Array(repeating: UInt8(ascii: "x"), count: 300_000)
         let echoed = try await onLoop(group.loops[0]) {
-            let client = try await TCPConnection.connect(host: "127.0.0.1", port: listener.localAddress.port, on: group.loops[0])
+            let client = try await Connection.connect(host: "127.0.0.1", port: listener.localAddress.port, on: group.loops[0])
             try await client.send(Bytes(message))
             let answer = try await readBytes(message.count, from: client)
             client.close()
@@ -46,7 +46,7 @@ struct EchoTests {
         let listener = try TCPListener.bind(host: "::1", port: 0, on: group.loops[0], onAccept: echoByCallbacks)
         #expect(listener.localAddress.family == .ipv6)
         let echoed = try await onLoop(group.loops[0]) {
-            let client = try await TCPConnection.connect(to: listener.localAddress, on: group.loops[0])
+            let client = try await Connection.connect(to: listener.localAddress, on: group.loops[0])
             try await client.send("v6")
             let answer = try await readBytes(2, from: client)
             client.close()
@@ -64,7 +64,7 @@ struct EchoTests {
         let listener = try TCPListener.bind(to: address, on: group.loops[0], onAccept: echoByCallbacks)
         #expect(listener.localAddress == address)
         let echoed = try await onLoop(group.loops[0]) {
-            let client = try await TCPConnection.connect(to: address, on: group.loops[0])
+            let client = try await Connection.connect(to: address, on: group.loops[0])
             try await client.send("unix")
             let answer = try await readBytes(4, from: client)
             client.close()
@@ -80,7 +80,7 @@ struct EchoTests {
         defer { group.shutdown() }
         let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group.loops[0], onAccept: echoByCallbacks)
         let echoed = try await onLoop(group.loops[0]) {
-            let client = try await TCPConnection.connect(host: "localhost", port: listener.localAddress.port, on: group.loops[0])
+            let client = try await Connection.connect(host: "localhost", port: listener.localAddress.port, on: group.loops[0])
             try await client.send("name")
             let answer = try await readBytes(4, from: client)
             client.close()

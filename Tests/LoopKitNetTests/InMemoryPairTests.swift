@@ -139,6 +139,6 @@ struct InMemoryPairTests {
             _ = try! driver.step(2)
         }
         let message = String(decoding: try #require(result).standardErrorContent, as: UTF8.self)
-        #expect(message.contains("TCPConnection.inbound has one consumer at a time"))
+        #expect(message.contains("Connection.inbound has one consumer at a time"))
     }
 }

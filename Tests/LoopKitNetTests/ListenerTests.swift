@@ -63,9 +63,9 @@ struct ListenerTests {
         })
         #expect(listener.loops.count == 2)
         try await onLoop(loops[0]) {
-            var clients: [TCPConnection] = []
+            var clients: [Connection] = []
             for _ in 0..<40 {
-                clients.append(try await TCPConnection.connect(to: listener.localAddress, on: loops[0]))
+                clients.append(try await Connection.connect(to: listener.localAddress, on: loops[0]))
             }
             for client in clients {
                 try await client.send("x")
@@ -87,7 +87,7 @@ struct ListenerTests {
         })
         listener.pause()
         let loop = group.loops[0]
-        let client = try await onLoop(loop) { try await TCPConnection.connect(to: listener.localAddress, on: loop) }
+        let client = try await onLoop(loop) { try await Connection.connect(to: listener.localAddress, on: loop) }
         try await onLoop(loop) { try await client.send("p") }  // queued in the kernel's backlog
         try await read(on: loop) { () }  // one more iteration of the loop after the connect
         #expect(accepted.all.isEmpty)
@@ -128,7 +128,7 @@ struct ListenerTests {
         }
         let loop = group.loops[0]
         let received = try await onLoop(loop) {
-            let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
+            let client = try await Connection.connect(to: listener.localAddress, on: loop)
             return try await readToEnd(from: client)
         }
         #expect(String(decoding: received, as: UTF8.self) == "refused")  // flushed, then closed
@@ -145,7 +145,7 @@ struct ListenerTests {
             try? connection.write("bye")
         })
         let loop = group.loops[0]
-        let client = try await onLoop(loop) { try await TCPConnection.connect(to: listener.localAddress, on: loop) }
+        let client = try await onLoop(loop) { try await Connection.connect(to: listener.localAddress, on: loop) }
         #expect(await eventually { listener.connectionCount == 1 })
         await listener.shutdown()
         #expect(reasons.all == [.closedLocally])

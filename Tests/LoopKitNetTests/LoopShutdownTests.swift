@@ -25,7 +25,7 @@ struct LoopShutdownTests {
             }
         }
         let port = listener.localAddress.port
-        let client = try await onLoop(clientLoop) { try await TCPConnection.connect(to: listener.localAddress, on: clientLoop) }
+        let client = try await onLoop(clientLoop) { try await Connection.connect(to: listener.localAddress, on: clientLoop) }
         #expect(await eventually { listener.connectionCount == 1 })
 
         serverGroup.shutdown()  // no listener.shutdown(): the loop's own shutdown must end everything
@@ -73,7 +73,7 @@ struct LoopShutdownTests {
             do {
                 // An hour: under the thread sanitizer on a loaded machine, the shutdown below came more
                 // than a minute later once, and the connect's own timeout ended it first.
-                _ = try await TCPConnection.connect(to: address, on: loop, timeout: .seconds(3_600))
+                _ = try await Connection.connect(to: address, on: loop, timeout: .seconds(3_600))
                 return "connected"
             } catch {
                 return "\(error)"
@@ -93,7 +93,7 @@ struct LoopShutdownTests {
         let loop = group.loops[0]
         group.shutdown()
         await #expect(throws: NetError.loopShutDown) {
-            _ = try await TCPConnection.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9), on: loop)
+            _ = try await Connection.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9), on: loop)
         }
     }
 }

@@ -13,7 +13,7 @@ struct ReservedWriteTests {
     let second = Array("and then some".utf8)
 
     /// Serialises `bytes` through a reserved write of `capacity` (at least their count).
-    static func writeReserved(_ bytes: [UInt8], capacity: Int? = nil, on connection: TCPConnection) throws {
+    static func writeReserved(_ bytes: [UInt8], capacity: Int? = nil, on connection: Connection) throws {
         try connection.write(reservingCapacity: capacity ?? bytes.count) { buffer in
             bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
             return bytes.count
@@ -130,7 +130,7 @@ struct ReservedWriteTests {
 
     /// Serialises `head` through a reserved write followed by `body` by reference, then `trailer` if any.
     static func writeReserved(_ head: [UInt8], followedBy body: Bytes, then trailer: [UInt8]? = nil,
-                              on connection: TCPConnection) throws {
+                              on connection: Connection) throws {
         try connection.write(reservingCapacity: head.count, { buffer in
             head.withUnsafeBytes { buffer.copyMemory(from: $0) }
             return head.count

@@ -13,7 +13,7 @@ func onLoop<T: Sendable>(_ loop: EventLoop, _ body: @escaping @Sendable () async
 }
 
 /// Reads from `connection` until `count` bytes have arrived (or the input ends).
-func readBytes(_ count: Int, from connection: TCPConnection) async throws -> [UInt8] {
+func readBytes(_ count: Int, from connection: Connection) async throws -> [UInt8] {
     var received: [UInt8] = []
     var iterator = connection.inbound.makeAsyncIterator()
     while received.count < count, let chunk = try await iterator.next() {
@@ -23,14 +23,14 @@ func readBytes(_ count: Int, from connection: TCPConnection) async throws -> [UI
 }
 
 /// Reads everything until the input ends.
-func readToEnd(from connection: TCPConnection) async throws -> [UInt8] {
+func readToEnd(from connection: Connection) async throws -> [UInt8] {
     var received: [UInt8] = []
     for try await chunk in connection.inbound { received.append(contentsOf: chunk) }
     return received
 }
 
 /// A callback echo: every byte read is written back (copied into the output), all consumed.
-@Sendable func echoByCallbacks(_ connection: TCPConnection) {
+@Sendable func echoByCallbacks(_ connection: Connection) {
     connection.onRead { bytes in
         try? connection.write(copying: bytes)
         return bytes.count

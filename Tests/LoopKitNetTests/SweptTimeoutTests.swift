@@ -14,14 +14,14 @@ struct SweptTimeoutTests {
     /// One end of a Unix-domain socket pair as a connection on `driver`'s loop (a listener's role), and
     /// the other end's raw descriptor, which the test neither reads nor writes unless it says so.
     final class SocketEnd {
-        let connection: TCPConnection
+        let connection: Connection
         let peer: Int32
 
         init(driver: LoopDriver, options: ConnectionOptions, registry: ConnectionRegistry?) {
             var fds: [Int32] = [0, 0]
             precondition(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0)
             peer = fds[1]
-            connection = TCPConnection(loop: driver.loop, fd: fds[0],
+            connection = Connection(loop: driver.loop, fd: fds[0],
                                        profile: ConnectionProfile(options: options, isTCP: false, accepted: registry != nil),
                                        connected: true, observesShutdown: registry == nil)
             registry?.add(connection)  // as a listener's endpoint does: registered before it starts
@@ -38,9 +38,9 @@ struct SweptTimeoutTests {
     final class TickRecorder: ConnectionHandler {
         var sweptAt: [UInt64] = []
 
-        func connection(_ connection: TCPConnection, received bytes: UnsafeRawBufferPointer) -> Int { bytes.count }
+        func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) -> Int { bytes.count }
 
-        func checkDeadlines(_ connection: TCPConnection, now: EventLoopClock.Instant) { sweptAt.append(now.nanoseconds) }
+        func checkDeadlines(_ connection: Connection, now: EventLoopClock.Instant) { sweptAt.append(now.nanoseconds) }
     }
 
     static func options(_ configure: (inout ConnectionOptions) -> Void) -> ConnectionOptions {

@@ -12,7 +12,7 @@ struct TLSALPNTests: TLSEchoSuite {
     /// Connects with `client`, reads the agreed protocol, exchanges a line; returns both.
     func negotiate(at address: SocketAddress, on loop: EventLoop, client: TLSContext) async throws -> (protocol: String?, answer: String) {
         try await onLoop(loop) {
-            let connection = try await TCPConnection.connect(to: address, on: loop, tls: client, serverName: "localhost")
+            let connection = try await Connection.connect(to: address, on: loop, tls: client, serverName: "localhost")
             let chosen = connection.applicationProtocol
             try await connection.send("alpn\n")
             return (chosen, String(decoding: try await readToEnd(from: connection), as: UTF8.self))
@@ -78,7 +78,7 @@ struct TLSALPNTests: TLSEchoSuite {
             #expect(infos.all.map { $0.peerSubject == nil } == [true, true, true])  // no client certificates asked
             #expect(http.applicationProtocols == ["http/1.1"])
             let subject = try await onLoop(loop) {
-                let connection = try await TCPConnection.connect(to: address, on: loop, tls: offering, serverName: "localhost")
+                let connection = try await Connection.connect(to: address, on: loop, tls: offering, serverName: "localhost")
                 defer { connection.abort() }
                 return connection.tlsInfo?.peerSubject
             }

@@ -179,7 +179,7 @@ extension TLSEchoSuite {
     func exchange(_ line: String, at address: SocketAddress, on loop: EventLoop, client: TLSContext,
                   serverName: String? = "localhost") async throws -> String {
         try await onLoop(loop) {
-            let connection = try await TCPConnection.connect(to: address, on: loop, tls: client, serverName: serverName)
+            let connection = try await Connection.connect(to: address, on: loop, tls: client, serverName: serverName)
             try await connection.send(line + "\n")
             return String(decoding: try await readToEnd(from: connection), as: UTF8.self)
         }

@@ -93,7 +93,7 @@ struct TLSTests: TLSEchoSuite {
             let subjects = Recorder<String>()
             func peerSubject() async throws -> String? {
                 try await onLoop(loop) {
-                    let connection = try await TCPConnection.connect(to: address, on: loop, tls: try certificates.clientContext(),
+                    let connection = try await Connection.connect(to: address, on: loop, tls: try certificates.clientContext(),
                                                                      serverName: "localhost")
                     let subject = connection.tlsInfo?.peerSubject
                     connection.abort()
@@ -142,7 +142,7 @@ struct TLSTests: TLSEchoSuite {
         defer { group.shutdown() }
         let loop = group.loops[0]
         let page = try await onLoop(loop) {
-            let connection = try await TCPConnection.connect(host: "127.0.0.1", port: port, on: loop,
+            let connection = try await Connection.connect(host: "127.0.0.1", port: port, on: loop,
                                                              tls: try certificates.clientContext())
             try await connection.send("GET / HTTP/1.0\r\n\r\n")
             return String(decoding: try await readToEnd(from: connection), as: UTF8.self)

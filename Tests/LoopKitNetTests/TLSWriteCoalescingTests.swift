@@ -20,7 +20,7 @@ struct TLSWriteCoalescingTests {
     /// A one-loop TLS listener whose connections `serve` runs (on the loop, once the handshake is done);
     /// records what each connection wrote once it has ended.
     func withServer(
-        _ serve: @escaping @Sendable (TCPConnection) -> Void,
+        _ serve: @escaping @Sendable (Connection) -> Void,
         _ body: (EventLoop, SocketAddress, Recorder<Written>) async throws -> Void
     ) async throws {
         let group = try LoopGroup(threads: 1)
@@ -44,7 +44,7 @@ struct TLSWriteCoalescingTests {
     func fetch(_ line: String, at address: SocketAddress, on loop: EventLoop) async throws -> [UInt8] {
         let client = try certificates.clientContext()
         return try await onLoop(loop) {
-            let connection = try await TCPConnection.connect(to: address, on: loop, tls: client, serverName: "localhost")
+            let connection = try await Connection.connect(to: address, on: loop, tls: client, serverName: "localhost")
             try await connection.send(line + "\n")
             return try await readToEnd(from: connection)
         }
@@ -64,7 +64,7 @@ struct TLSWriteCoalescingTests {
 
     /// Answers the first line with `head` (copied) and `body` (by reference) from the read callback, so both
     /// are in the loop's write batch, then closes.
-    static func answerInTheReadCallback(_ connection: TCPConnection, head: [UInt8], body: Bytes) {
+    static func answerInTheReadCallback(_ connection: Connection, head: [UInt8], body: Bytes) {
         connection.onRead { bytes in
             guard bytes.contains(UInt8(ascii: "\n")) else { return 0 }
             head.withUnsafeBytes { try? connection.write(copying: $0) }
@@ -147,7 +147,7 @@ struct TLSWriteCoalescingTests {
         }) { loop, address, written in
             let client = try certificates.clientContext()
             let received = try await onLoop(loop) {
-                let connection = try await TCPConnection.connect(to: address, on: loop, tls: client, serverName: "localhost")
+                let connection = try await Connection.connect(to: address, on: loop, tls: client, serverName: "localhost")
                 _ = await eventually { !refused.all.isEmpty }
                 return try await readToEnd(from: connection)
             }

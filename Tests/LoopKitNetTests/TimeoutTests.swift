@@ -7,8 +7,8 @@ import Testing
 /// assertion is made on how long anything took.)
 @Suite("Timeouts: read, write, idle, connect")
 struct TimeoutTests {
-    func closeReason(with configure: (inout ConnectionOptions) -> Void, server: @escaping @Sendable (TCPConnection) -> Void,
-                     client: @escaping @Sendable (TCPConnection) async throws -> Void) async throws -> CloseReason? {
+    func closeReason(with configure: (inout ConnectionOptions) -> Void, server: @escaping @Sendable (Connection) -> Void,
+                     client: @escaping @Sendable (Connection) async throws -> Void) async throws -> CloseReason? {
         let group = try LoopGroup(threads: 1)
         defer { group.shutdown() }
         var options = ListenerOptions()
@@ -19,7 +19,7 @@ struct TimeoutTests {
             server(connection)
         })
         let loop = group.loops[0]
-        let connection = try await onLoop(loop) { try await TCPConnection.connect(to: listener.localAddress, on: loop) }
+        let connection = try await onLoop(loop) { try await Connection.connect(to: listener.localAddress, on: loop) }
         try await onLoop(loop) { try await client(connection) }
         await eventually { !reasons.all.isEmpty }
         try await read(on: loop) { connection.abort() }
@@ -56,7 +56,7 @@ struct TimeoutTests {
         let loop = group.loops[0]
         await #expect(throws: NetError.connectTimedOut) {
             _ = try await onLoop(loop) {
-                try await TCPConnection.connect(host: "127.0.0.1", port: port, on: loop, timeout: .milliseconds(50))
+                try await Connection.connect(host: "127.0.0.1", port: port, on: loop, timeout: .milliseconds(50))
             }
         }
     }

@@ -17,7 +17,7 @@ public func tlsServerFuzzer(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt 
     let input = UnsafeRawBufferPointer(start: data, count: size)
     let driver = try! LoopDriver()
     var outcomes = 0
-    let (client, server) = try! TCPConnection.makeInMemoryPair(
+    let (client, server) = try! Connection.makeInMemoryPair(
         on: driver.loop, options: ConnectionOptions(),
         tls: InMemoryTLS(server: serverContext, client: nil, serverName: "localhost"),
         handshaken: { _ in outcomes += 1 })

@@ -43,7 +43,7 @@ public enum EchoServer {
 
     /// The echo handler: everything read is written back at once.
     /// Call on the connection's loop's thread.
-    @Sendable public static func echo(_ connection: TCPConnection) {
+    @Sendable public static func echo(_ connection: Connection) {
         connection.onRead { bytes in
             do {
                 try connection.write(copying: bytes)

@@ -9,7 +9,7 @@
 /// ```swift
 /// func nextChunk() async throws(NetError) -> Bytes? {
 ///     try await SingleConsumerWaiter.next(readyNow: { chunkReadyNow() }) { continuation in
-///         readWaiter.park(continuation, for: "TCPConnection.inbound")
+///         readWaiter.park(continuation, for: "Connection.inbound")
 ///         updateReadInterest()  // backpressure: a waiting consumer wants bytes
 ///     }
 /// }
@@ -111,7 +111,7 @@ package struct SingleConsumerWaiter<Element: Sendable, Failure: Error>: ~Copyabl
     ///
     /// - Parameters:
     ///   - continuation: The consumer's continuation.
-    ///   - sequence: The sequence's name, for the message (`"TCPConnection.inbound"`).
+    ///   - sequence: The sequence's name, for the message (`"Connection.inbound"`).
     ///
     /// Loop thread.
     @inlinable

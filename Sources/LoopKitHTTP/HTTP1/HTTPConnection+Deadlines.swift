@@ -9,7 +9,7 @@ import LoopKitNet
 
 extension HTTPConnection {
     /// The registry's sweep (``HTTPLoopContext/registry``), with the loop's clock as it read it.
-    func checkDeadlines(_ connection: TCPConnection, now: EventLoopClock.Instant) {
+    func checkDeadlines(_ connection: Connection, now: EventLoopClock.Instant) {
         checkTimeout(now: now.nanoseconds)
     }
 

@@ -30,7 +30,7 @@ package final class HTTPConnectionHost {
     }
 
     /// Serves `connection` as if a listener had accepted it.
-    package func serve(_ connection: TCPConnection) {
+    package func serve(_ connection: Connection) {
         context.registry.add(connection)
         context.accept(connection)
     }

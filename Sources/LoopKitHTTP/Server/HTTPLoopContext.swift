@@ -107,7 +107,7 @@ public final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one
 
     /// Serves a connection registered in ``registry`` (by the listener's endpoint, or the in-memory host).
     /// Call on the loop's thread.
-    func accept(_ tcp: TCPConnection) {
+    func accept(_ tcp: Connection) {
         guard !registry.isDraining else {
             tcp.abort()
             return

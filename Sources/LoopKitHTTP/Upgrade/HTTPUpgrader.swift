@@ -12,7 +12,7 @@ import LoopKitNet
 /// asked when ``asksRoute`` (``shouldUpgrade(_:)``, in a task, or as the terminal of the middleware
 /// chain); the HTTP connection writes ``switchingProtocols(_:fields:)`` and logs the request; then
 /// ``takeOver(_:acceptance:context:)`` makes the new protocol's ``ConnectionHandler``, which is
-/// installed with ``TCPConnection/replaceHandler(_:)`` (it is lent the bytes the client sent after its
+/// installed with ``Connection/replaceHandler(_:)`` (it is lent the bytes the client sent after its
 /// request; the TCP connection stays in the loop's registry, counted once, and the registry's drain
 /// reaches the new handler through ``ConnectionHandler/connectionShouldDrain(_:)``), reading resumes,
 /// the HTTP connection is released, and ``start(_:request:context:)`` runs.
@@ -44,7 +44,7 @@ public protocol HTTPUpgrader: Sendable {
 
     /// After the `101` was written: the new protocol's handler for `tcp`. It may not hold the HTTP
     /// connection. Loop thread.
-    func takeOver(_ tcp: TCPConnection, acceptance: Acceptance, context: HTTPLoopContext) -> Handler
+    func takeOver(_ tcp: Connection, acceptance: Acceptance, context: HTTPLoopContext) -> Handler
 
     /// The handler is installed and reading resumed: start the protocol (for WebSocket: its keep-alive
     /// pings and the route's handler, with `request` as the route or the middleware passed it on).

@@ -41,7 +41,7 @@ public final class WebSocket: Sendable {
     /// The loop-confined engine.
     let core: LoopBound<WebSocketCore>
 
-    init(tcp: TCPConnection, configuration: WebSocketConfiguration, extension negotiated: sending WebSocketNegotiatedExtension?) {
+    init(tcp: Connection, configuration: WebSocketConfiguration, extension negotiated: sending WebSocketNegotiatedExtension?) {
         loop = tcp.loop
         core = LoopBound(WebSocketCore(tcp: tcp, configuration: configuration, extension: negotiated), on: tcp.loop)
     }
@@ -83,7 +83,7 @@ public final class WebSocket: Sendable {
 
     /// Adds a handler called once when the socket has ended, with nil after a clean close handshake or
     /// the ``WebSocketError`` that ended it. On a socket that has ended already it runs in the loop's next
-    /// iteration, as a `TCPConnection`'s `onClose` does.
+    /// iteration, as a `Connection`'s `onClose` does.
     ///
     /// - Parameter handler: Called on the loop's thread.
     ///

@@ -13,7 +13,7 @@ import LoopKitNet
 /// (each mutation ends before the action it decides on runs), so the runtime's dynamic exclusivity
 /// checks would only cost time.
 final class WebSocketCore: ConnectionHandler {
-    let tcp: TCPConnection
+    let tcp: Connection
     let configuration: WebSocketConfiguration
     @exclusivity(unchecked) var parser: WebSocketFrameParser
     @exclusivity(unchecked) var assembler: WebSocketMessageAssembler
@@ -45,7 +45,7 @@ final class WebSocketCore: ConnectionHandler {
     /// Set when a server's upgrade made this socket (nil on a client's).
     var served: ServedWebSocket?
 
-    init(tcp: TCPConnection, configuration: WebSocketConfiguration, extension negotiated: WebSocketNegotiatedExtension?) {
+    init(tcp: Connection, configuration: WebSocketConfiguration, extension negotiated: WebSocketNegotiatedExtension?) {
         self.tcp = tcp
         self.configuration = configuration
         self.negotiated = negotiated
@@ -62,17 +62,17 @@ final class WebSocketCore: ConnectionHandler {
         }
     }
 
-    func connection(_ connection: TCPConnection, received bytes: UnsafeRawBufferPointer) -> Int {
+    func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) -> Int {
         receive(bytes)
     }
 
-    func connection(_ connection: TCPConnection, closedWith reason: CloseReason) {
+    func connection(_ connection: Connection, closedWith reason: CloseReason) {
         transportClosed()
         served = nil  // lets go of the handle
     }
 
     /// The server drains (graceful shutdown): the close handshake, with 1001.
-    func connectionShouldDrain(_ connection: TCPConnection) {
+    func connectionShouldDrain(_ connection: Connection) {
         guard !tcp.isClosed else { return }
         close(code: .goingAway, reason: "server shutting down")
     }
@@ -83,7 +83,7 @@ final class WebSocketCore: ConnectionHandler {
     /// not come within ``WebSocketConfiguration/closeTimeout``; closes it with 1001 when a keep-alive
     /// ping's pong did not come within ``WebSocketConfiguration/pingTimeout``; sends the keep-alive ping
     /// that fell due. Each deadline is noticed at the first tick after it passed (up to one interval late).
-    func checkDeadlines(_ connection: TCPConnection, now instant: EventLoopClock.Instant) {
+    func checkDeadlines(_ connection: Connection, now instant: EventLoopClock.Instant) {
         guard !tcp.isClosed, let context = served?.context else { return }
         let now = instant.nanoseconds
         if OutputDeadlines.cutIfStuck(tcp, now: now, context: context) { return }  // closed: `served` is gone

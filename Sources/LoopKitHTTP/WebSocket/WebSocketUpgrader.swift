@@ -45,7 +45,7 @@ struct WebSocketUpgrader: HTTPUpgrader {
 
     /// The socket's engine, which keeps the handle and the server's context while the connection is
     /// open (``ServedWebSocket``).
-    func takeOver(_ tcp: TCPConnection, acceptance: Acceptance, context: HTTPLoopContext) -> WebSocketCore {
+    func takeOver(_ tcp: Connection, acceptance: Acceptance, context: HTTPLoopContext) -> WebSocketCore {
         let negotiated = acceptance.deflate.map { WebSocketNegotiatedExtension.perMessageDeflate($0.makeCodec()) }
         let socket = WebSocket(tcp: tcp, configuration: route.configuration, extension: negotiated)
         let core = socket.core.value

@@ -12,10 +12,10 @@
 /// A plain value; safe from any thread.
 public struct ConnectionOptions: Sendable, Hashable {
     /// Reading from the socket stops while this many bytes wait unread, until the handler (or the
-    /// ``TCPConnection/inbound`` consumer) takes some. Bounds what a peer can make the connection buffer.
+    /// ``Connection/inbound`` consumer) takes some. Bounds what a peer can make the connection buffer.
     /// Default 64 KiB.
     public var readHighWaterMark: Int = 64 * 1024
-    /// Above this many buffered output bytes, ``TCPConnection/isWritable`` is false, async writes suspend
+    /// Above this many buffered output bytes, ``Connection/isWritable`` is false, async writes suspend
     /// and (unless ``readsWhileOutputIsFull``) a server's connection is not read.
     /// Default 64 KiB.
     public var writeHighWaterMark: Int = 64 * 1024
@@ -44,7 +44,7 @@ public struct ConnectionOptions: Sendable, Hashable {
     /// When false, a connection whose output is above the high-water mark is not read until the output
     /// drains to ``writeLowWaterMark``: a handler that writes what it reads (an echo, a proxy) then holds
     /// no more than the watermarks against a peer that never reads. When true, reading goes on, and the
-    /// handler bounds its output itself (``TCPConnection/isWritable``, or the suspending `send`).
+    /// handler bounds its output itself (``Connection/isWritable``, or the suspending `send`).
     ///
     /// Nil (the default) decides by role: false for connections a listener accepts (a server's, whose
     /// peer is not trusted), true for connections this side opens with `connect` (a client's, which must

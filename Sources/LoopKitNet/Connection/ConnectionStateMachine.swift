@@ -21,7 +21,7 @@ struct ConnectionStateMachine {
     enum OutputState: Equatable {
         /// Writes are accepted.
         case open
-        /// ``TCPConnection/shutdownOutput()`` was called: buffered bytes go out, then the socket's sending
+        /// ``Connection/shutdownOutput()`` was called: buffered bytes go out, then the socket's sending
         /// side is shut down.
         case shuttingDown
         /// Shut down: the peer has read end of file.
@@ -88,7 +88,7 @@ struct ConnectionStateMachine {
         return .none
     }
 
-    /// ``TCPConnection/close()``: flush, then end.
+    /// ``Connection/close()``: flush, then end.
     mutating func closeRequested(outputPending: Bool) -> Action {
         switch state {
         case .connecting:
@@ -101,7 +101,7 @@ struct ConnectionStateMachine {
         }
     }
 
-    /// ``TCPConnection/abort()``: drop the output, reset the peer.
+    /// ``Connection/abort()``: drop the output, reset the peer.
     mutating func abortRequested() -> Action {
         if case .closed = state { return .none }
         state = .closed(.aborted)
@@ -115,7 +115,7 @@ struct ConnectionStateMachine {
         return .finish(reason)
     }
 
-    /// ``TCPConnection/shutdownOutput()``.
+    /// ``Connection/shutdownOutput()``.
     mutating func shutdownOutputRequested(outputPending: Bool) -> Action {
         guard case .open(let inputEnded, .open) = state else { return .none }
         if outputPending {

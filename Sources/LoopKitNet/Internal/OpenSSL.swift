@@ -278,14 +278,6 @@ final class TLSSession {
     /// Bytes copied into ``scratch`` to share a record with the bytes before or after them.
     private(set) var bytesCoalesced = 0
 
-    /// What one step of the handshake did.
-    enum HandshakeStep {
-        case done
-        case wantRead
-        case wantWrite
-        case failed(String)
-    }
-
     /// What the records travel on.
     enum Carrier {
         /// A socket's descriptor, which OpenSSL reads and writes itself.
@@ -361,7 +353,8 @@ final class TLSSession {
     /// Whether the handshake has finished.
     var isHandshakeDone: Bool { SSL_is_init_finished(ssl) == 1 }
 
-    /// Drives the handshake as far as the socket allows. The corresponding OpenSSL call is `SSL_do_handshake`.
+    /// Drives the handshake as far as the socket allows (a transport's ``HandshakeStep``). The
+    /// corresponding OpenSSL call is `SSL_do_handshake`.
     func handshake() -> HandshakeStep {
         ERR_clear_error()
         let result = SSL_do_handshake(ssl)

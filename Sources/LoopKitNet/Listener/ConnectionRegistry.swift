@@ -23,7 +23,7 @@ import Synchronization
 /// Loop-confined: created and used on its loop's thread; other threads read ``count`` only.
 package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined: used on its loop's thread only; other threads read its atomic count
     package let loop: EventLoop
-    private var connections: [ObjectIdentifier: TCPConnection] = [:]
+    private var connections: [ObjectIdentifier: Connection] = [:]
     private let openConnections = Atomic<Int>(0)
     /// Called with +1 and -1 as connections are registered and end (a gauge's hook). Loop thread.
     package var countChanged: (@Sendable (_ delta: Int) -> Void)?
@@ -74,7 +74,7 @@ package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined:
     }
 
     /// Registers `connection`: the registry keeps it until it ends. Loop thread.
-    package func add(_ connection: TCPConnection) {
+    package func add(_ connection: Connection) {
         connection.registry = self
         connections[ObjectIdentifier(connection)] = connection
         openConnections.add(1, ordering: .relaxed)
@@ -140,7 +140,7 @@ package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined:
     }
 
     /// A registered connection ended (called by the connection, after its handler and close observers).
-    func connectionEnded(_ connection: TCPConnection) {
+    func connectionEnded(_ connection: Connection) {
         guard connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
         openConnections.subtract(1, ordering: .relaxed)
         countChanged?(-1)
@@ -149,7 +149,7 @@ package final class ConnectionRegistry: @unchecked Sendable {  // loop-confined:
     }
 
     /// Calls `body` with every registered connection (a snapshot: `body` may end them). Loop thread.
-    package func forEach(_ body: (TCPConnection) -> Void) {
+    package func forEach(_ body: (Connection) -> Void) {
         guard !connections.isEmpty else { return }
         for connection in Array(connections.values) { body(connection) }
     }

@@ -205,12 +205,12 @@ final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on i
         }
         let transport: Transport
         do throws(NetError) {
-            transport = try TCPConnection.transport(over: SocketTransport(fd: fd), tls: tls, serverName: nil, on: loop)
+            transport = try TLSTransport.wrapping(SocketTransport(fd: fd), in: tls, serverName: nil, on: loop)
         } catch {
             failedHandshakes.record(error)  // OpenSSL made no session; the socket transport closed the descriptor
             return
         }
-        let connection = TCPConnection(loop: loop, transport: transport, profile: profile, connected: true, observesShutdown: false)
+        let connection = Connection(loop: loop, transport: transport, profile: profile, connected: true, observesShutdown: false)
         // Registered before it starts: its timeouts, if any, are the registry's sweep's (no timer made),
         // and a start that fails ends a registered connection, which leaves the registry at once.
         registry.add(connection)
@@ -232,7 +232,7 @@ final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on i
     }
 
     /// Gives an accepted (and, with TLS, handshaken) connection to the listener's handler.
-    private func hand(_ connection: TCPConnection) {
+    private func hand(_ connection: Connection) {
         switch acceptor {
         case .callback(let onAccept):
             do {

@@ -36,8 +36,8 @@ public final class TCPListener: Sendable {
 
     /// What a listener does with each accepted connection.
     enum Acceptor: Sendable {
-        case callback(@Sendable (TCPConnection) throws -> Void)
-        case task(@Sendable (TCPConnection) async throws -> Void)
+        case callback(@Sendable (Connection) throws -> Void)
+        case task(@Sendable (Connection) async throws -> Void)
     }
 
     // MARK: Binding
@@ -63,7 +63,7 @@ public final class TCPListener: Sendable {
     /// each loop). The corresponding system calls are `socket`, `bind` and `listen`.
     public static func bind(
         to address: SocketAddress, on loops: some AcceptingLoops, options: ListenerOptions = .init(),
-        onAccept: @escaping @Sendable (TCPConnection) throws -> Void
+        onAccept: @escaping @Sendable (Connection) throws -> Void
     ) throws(NetError) -> TCPListener {
         try bind(to: address, loops: loops.acceptingLoops, options: options, acceptor: .callback(onAccept))
     }
@@ -83,7 +83,7 @@ public final class TCPListener: Sendable {
     /// Safe from any thread (see ``bind(to:on:options:onAccept:)``).
     public static func bind(
         to address: SocketAddress, on loops: some AcceptingLoops, options: ListenerOptions = .init(),
-        handler: @escaping @Sendable (TCPConnection) async throws -> Void
+        handler: @escaping @Sendable (Connection) async throws -> Void
     ) throws(NetError) -> TCPListener {
         try bind(to: address, loops: loops.acceptingLoops, options: options, acceptor: .task(handler))
     }
@@ -101,7 +101,7 @@ public final class TCPListener: Sendable {
     /// Safe from any thread (see ``bind(to:on:options:onAccept:)``).
     public static func bind(
         host: String, port: Int, on loops: some AcceptingLoops, options: ListenerOptions = .init(),
-        onAccept: @escaping @Sendable (TCPConnection) throws -> Void
+        onAccept: @escaping @Sendable (Connection) throws -> Void
     ) throws(NetError) -> TCPListener {
         try bind(to: SocketAddress(ipAddress: host, port: port), on: loops, options: options, onAccept: onAccept)
     }
@@ -120,7 +120,7 @@ public final class TCPListener: Sendable {
     /// Safe from any thread (see ``bind(to:on:options:onAccept:)``).
     public static func bind(
         host: String, port: Int, on loops: some AcceptingLoops, options: ListenerOptions = .init(),
-        handler: @escaping @Sendable (TCPConnection) async throws -> Void
+        handler: @escaping @Sendable (Connection) async throws -> Void
     ) throws(NetError) -> TCPListener {
         try bind(to: SocketAddress(ipAddress: host, port: port), on: loops, options: options, handler: handler)
     }
@@ -129,7 +129,7 @@ public final class TCPListener: Sendable {
     /// loop (a server that shares it with its endpoints), else in one of its own.
     package static func bind(
         to address: SocketAddress, on loops: some AcceptingLoops, options: ListenerOptions = .init(),
-        registries: [ConnectionRegistry], onAccept: @escaping @Sendable (TCPConnection) throws -> Void
+        registries: [ConnectionRegistry], onAccept: @escaping @Sendable (Connection) throws -> Void
     ) throws(NetError) -> TCPListener {
         try bind(to: address, loops: loops.acceptingLoops, options: options, acceptor: .callback(onAccept),
                  registries: registries)

@@ -16,7 +16,7 @@ import Musl
 /// let termination = await child.termination       // .exited(0)
 /// ```
 ///
-/// Standard input, output and error are each ``StandardIO/pipe`` (a ``TCPConnection`` over a pipe, with its
+/// Standard input, output and error are each ``StandardIO/pipe`` (a ``Connection`` over a pipe, with its
 /// backpressure: a child that floods its output is stopped by the read high-water mark), ``StandardIO/inherit``
 /// or ``StandardIO/null``. Close ``standardInput`` to give the child end of file. ``ChildProcess/run(_:arguments:environment:workingDirectory:newProcessGroup:input:outputLimit:timeout:on:)``
 /// collects the output of a command.
@@ -40,7 +40,7 @@ import Musl
 public final class ChildProcess: @unchecked Sendable {  // loop-confined: every entry point checks the thread
     /// What a child's standard input, output or error is.
     public enum StandardIO: Sendable, Hashable {
-        /// A pipe to this process, as a ``TCPConnection`` on the loop.
+        /// A pipe to this process, as a ``Connection`` on the loop.
         case pipe
         /// This process's own descriptor.
         case inherit
@@ -62,11 +62,11 @@ public final class ChildProcess: @unchecked Sendable {  // loop-confined: every 
     public static let pipeDrain: Duration = .milliseconds(250)
     /// The write end of the child's standard input, when it is ``StandardIO/pipe``; close it for end of
     /// file. Call on the loop's thread.
-    public let standardInput: TCPConnection?
+    public let standardInput: Connection?
     /// The read end of the child's standard output, when it is ``StandardIO/pipe``. Call on the loop's thread.
-    public let standardOutput: TCPConnection?
+    public let standardOutput: Connection?
     /// The read end of the child's standard error, when it is ``StandardIO/pipe``. Call on the loop's thread.
-    public let standardError: TCPConnection?
+    public let standardError: Connection?
 
     private var pidfd: Int32
     private var exitWatch: Watch?
@@ -156,9 +156,9 @@ public final class ChildProcess: @unchecked Sendable {  // loop-confined: every 
         for fd in childEnds { Spawn.close(fd) }
         let pidfd = Spawn.open(pid)
         let profile = ConnectionProfile(options: ConnectionOptions(), isTCP: false, accepted: false)
-        func connection(_ fd: Int32?) -> TCPConnection? {
+        func connection(_ fd: Int32?) -> Connection? {
             guard let fd else { return nil }
-            let connection = TCPConnection(loop: loop, fd: fd, profile: profile, connected: true)
+            let connection = Connection(loop: loop, fd: fd, profile: profile, connected: true)
             connection.start()
             return connection
         }
@@ -173,8 +173,8 @@ public final class ChildProcess: @unchecked Sendable {  // loop-confined: every 
         return process
     }
 
-    private init(loop: EventLoop, pid: Int32, pidfd: Int32, leadsProcessGroup: Bool, standardInput: TCPConnection?,
-                 standardOutput: TCPConnection?, standardError: TCPConnection?) {
+    private init(loop: EventLoop, pid: Int32, pidfd: Int32, leadsProcessGroup: Bool, standardInput: Connection?,
+                 standardOutput: Connection?, standardError: Connection?) {
         self.loop = loop
         self.pid = pid
         self.leadsProcessGroup = leadsProcessGroup

@@ -73,7 +73,7 @@ public struct TLSConfiguration: Sendable, Hashable {
     /// offers; a client that offers none of them is refused during the handshake with a fatal
     /// `no_application_protocol` alert (RFC 7301 §3.2, what nginx does), which the client reports as
     /// ``NetError/tls(_:)`` and the listener counts as a failed handshake. A client that offers no ALPN,
-    /// or a server with none, goes on without: ``TCPConnection/applicationProtocol`` is then nil.
+    /// or a server with none, goes on without: ``Connection/applicationProtocol`` is then nil.
     /// ``TLSContext/withApplicationProtocols(_:)`` gives one connection, or one server, other protocols.
     public var applicationProtocols: [String] = []
     /// How long a handshake may take before the connection ends (default 10 s).

@@ -50,7 +50,7 @@ public final class TLSContext: Sendable {
     ///
     /// ```swift
     /// let client = try TLSContext(.client())
-    /// let connection = try await TCPConnection.connect(host: "example.org", port: 443, on: loop,
+    /// let connection = try await Connection.connect(host: "example.org", port: 443, on: loop,
     ///                                                  tls: try client.withApplicationProtocols(["http/1.1"]))
     /// connection.applicationProtocol  // "http/1.1"
     /// ```
@@ -98,7 +98,7 @@ public final class TLSContext: Sendable {
 public struct TLSConnectionInfo: Sendable, Hashable {
     /// The protocol version, as OpenSSL names it (`TLSv1.3`).
     public var version: String
-    /// The ALPN protocol chosen, if any (see ``TCPConnection/applicationProtocol``).
+    /// The ALPN protocol chosen, if any (see ``Connection/applicationProtocol``).
     public var applicationProtocol: String?
     /// The peer's certificate, DER-encoded (a server sees one only when it asks for client certificates).
     public var peerCertificate: Bytes?

@@ -4,7 +4,7 @@ import Glibc
 import Musl
 #endif
 
-/// One end of two transports joined in memory (``TCPConnection/makeInMemoryPair(on:options:tls:)``):
+/// One end of two transports joined in memory (``Connection/makeInMemoryPair(on:options:tls:handshaken:)``):
 /// what one end writes moves into the other's inbound bytes, up to the room its connection has (its read
 /// high-water mark, less what it holds unread; none while it does not want to read), and the rest waits
 /// in the writer's output. Readiness is announced, not watched: the reader's connection reads in the
@@ -14,7 +14,7 @@ import Musl
 /// Loop-confined: both ends live on one loop.
 final class MemoryTransport: Transport {
     /// The connection this end belongs to (set once, when the connection is made).
-    unowned(unsafe) var owner: TCPConnection!
+    unowned(unsafe) var owner: Connection!
     /// The other end.
     weak var partner: MemoryTransport?
     /// Bytes the partner wrote that the owner has not read yet.
@@ -28,6 +28,7 @@ final class MemoryTransport: Transport {
     /// A write by the owner is queued for the next iteration (the partner made room).
     private var writeQueued = false
 
+    var readiness: TransportReadiness { .announced }
     var descriptor: Int32 { -1 }
 
     func read(into buffer: UnsafeMutableRawPointer, count: Int) -> Socket.Transfer {

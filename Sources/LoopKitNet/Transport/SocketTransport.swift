@@ -9,6 +9,8 @@ import Musl
 final class SocketTransport: Transport {
     private(set) var descriptor: Int32
 
+    var readiness: TransportReadiness { .watchedDescriptor }
+
     /// Takes ownership of `fd`: the transport closes it.
     init(fd: Int32) { descriptor = fd }
 

@@ -4,10 +4,17 @@ import Glibc
 import Musl
 #endif
 
+import LoopKit
+
 /// TLS over another transport: what the connection writes is encrypted into the transport beneath, what
 /// it reads is decrypted from it. Over a socket OpenSSL reads and writes the descriptor itself (its
 /// socket BIO, no extra copy); over any other transport (in memory) through a BIO whose reads and writes
 /// are that transport's, so the same handshake, records and alerts run in a test as on the wire.
+///
+/// What it asks of its connection: a handshake first (``handshake()``, bounded by
+/// ``TLSConfiguration/handshakeTimeout``), and a look after each read for records OpenSSL decrypted
+/// ahead, which the transport beneath will not announce again (``hasUnannouncedInput``). Readiness is
+/// the transport beneath's.
 ///
 /// Loop-confined, like its connection.
 final class TLSTransport: Transport {
@@ -16,7 +23,7 @@ final class TLSTransport: Transport {
     /// The transport the records travel on.
     let inner: Transport
 
-    /// Wraps `inner`; the handshake is driven by ``handshake()``.
+    /// Wraps `inner`; the connection drives the handshake through ``handshake()``.
     /// - Throws: ``NetError/tls(_:)`` when OpenSSL cannot make the session.
     init(over inner: Transport, context: SSLContextHandle, serverName: String?, applicationProtocols: ALPNProtocols?,
          scratch: TLSWriteScratch) throws(NetError) {
@@ -25,6 +32,18 @@ final class TLSTransport: Transport {
         session = try TLSSession(context: context, carrier: carrier, serverName: serverName,
                                  applicationProtocols: applicationProtocols, scratch: scratch)
     }
+
+    /// The transport of a new connection: `inner`, with TLS over it when `context` is given (a client's
+    /// names `serverName`). Loop thread only.
+    /// - Throws: ``NetError/tls(_:)`` when OpenSSL cannot make the session.
+    static func wrapping(_ inner: Transport, in context: TLSContext?, serverName: String?,
+                         on loop: EventLoop) throws(NetError) -> Transport {
+        guard let context else { return inner }
+        return try TLSTransport(over: inner, context: context.handle, serverName: serverName,
+                                applicationProtocols: context.applicationProtocolsOverride, scratch: .of(loop))
+    }
+
+    var readiness: TransportReadiness { inner.readiness }
 
     var descriptor: Int32 { inner.descriptor }
 
@@ -48,9 +67,26 @@ final class TLSTransport: Transport {
         inner.close(reset: reset, notifyingPeer: false)
     }
 
-    /// Takes the handshake a step further.
-    func handshake() -> TLSSession.HandshakeStep { session.handshake() }
+    // MARK: Read-ahead
+
+    var readsAhead: Bool { true }
 
     /// Decrypted bytes OpenSSL holds that the transport beneath will not announce again.
-    var hasPendingBytes: Bool { session.hasPendingBytes }
+    var hasUnannouncedInput: Bool { session.hasPendingBytes }
+
+    // MARK: Handshake
+
+    var needsHandshake: Bool { true }
+
+    /// ``TLSConfiguration/handshakeTimeout`` of the session's context.
+    var handshakeTimeout: Duration { session.context.handshakeTimeout }
+
+    /// Takes the handshake a step further. The corresponding OpenSSL call is `SSL_do_handshake`.
+    func handshake() -> HandshakeStep { session.handshake() }
+
+    /// A failed TLS handshake ends the connection with ``CloseReason/tls(_:)``, and its waiter is told
+    /// ``NetError/tls(_:)``.
+    func handshakeFailure(_ description: String) -> HandshakeFailure {
+        HandshakeFailure(error: .tls(description), reason: .tls(description))
+    }
 }

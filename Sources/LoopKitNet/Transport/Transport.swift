@@ -5,18 +5,26 @@ import Musl
 #endif
 
 /// How a connection's bytes move: through a socket (``SocketTransport``), into an in-memory partner
-/// (``MemoryTransport``), or through a TLS session over either (``TLSTransport``). A ``TCPConnection``
+/// (``MemoryTransport``), or through a TLS session over either (``TLSTransport``). A ``Connection``
 /// owns one transport; everything above it (the read buffer, the write batch, watermarks, the close
-/// state machine) is the same whatever moves the bytes.
+/// state machine, a handshake's steps and deadline) is the same whatever moves the bytes.
 ///
-/// A transport with a descriptor is watched by the loop for readiness; one without (in memory) tells its
-/// connection itself, through ``TCPConnection/transportIsReadable()`` and
-/// ``TCPConnection/transportHasRoom()``, in the loop's next iteration.
+/// The transport says what it needs instead of the connection asking which kind it is:
+/// - how readiness reaches the connection (``readiness``): the loop watches ``descriptor``, or the
+///   transport announces it itself, through ``Connection/transportIsReadable()`` and
+///   ``Connection/transportHasRoom()``, in the loop's next iteration;
+/// - whether a read can leave input that readiness will not announce again (``readsAhead``,
+///   ``hasUnannouncedInput``: TLS records decrypted with the last ones);
+/// - whether bytes move only after a handshake (``needsHandshake``), its steps (``handshake()``) and
+///   how long it may take (``handshakeTimeout``).
 ///
 /// Loop-confined, like its connection: every call on the loop's thread.
 protocol Transport: AnyObject {
-    /// The descriptor the loop watches for readiness; -1 for a transport that announces readiness itself
-    /// (in memory), and once closed.
+    /// How the connection learns that it can read or write. A constant.
+    var readiness: TransportReadiness { get }
+
+    /// The descriptor the loop watches for readiness (with ``TransportReadiness/watchedDescriptor``);
+    /// -1 for a transport that announces readiness itself, and once closed.
     var descriptor: Int32 { get }
 
     /// Reads up to `count` bytes into `buffer`.
@@ -33,6 +41,74 @@ protocol Transport: AnyObject {
     func shutdownOutput()
 
     /// Closes the transport, once. `reset` drops what is unsent and resets the connection;
-    /// `notifyingPeer` lets a TLS session send `close_notify` first (a clean, graceful end).
+    /// `notifyingPeer` (a clean end, after any handshake) lets a TLS session send `close_notify` first.
     func close(reset: Bool, notifyingPeer: Bool)
+
+    // MARK: Read-ahead
+
+    /// A read may leave input the transport holds and its readiness will not announce again, and may let
+    /// blocked output move (TLS: read-ahead, a key update): the connection looks at
+    /// ``hasUnannouncedInput`` after each read, and sends waiting output. A constant.
+    var readsAhead: Bool { get }
+
+    /// Input the transport holds that its readiness will not announce: the connection reads it in the
+    /// loop's next iteration. Always false unless ``readsAhead``.
+    var hasUnannouncedInput: Bool { get }
+
+    // MARK: Handshake
+
+    /// Bytes move only once ``handshake()`` is ``HandshakeStep/done``. A constant.
+    var needsHandshake: Bool { get }
+
+    /// How long the handshake may take before the connection ends with ``handshakeFailure(_:)``.
+    var handshakeTimeout: Duration { get }
+
+    /// Takes the handshake as far as the transport allows now; readiness calls it again.
+    func handshake() -> HandshakeStep
+
+    /// What a handshake that failed (`description`: the error, a timeout) ends the connection with, and
+    /// what its waiter is told.
+    func handshakeFailure(_ description: String) -> HandshakeFailure
+}
+
+/// How a transport's readiness reaches its connection.
+enum TransportReadiness {
+    /// The loop watches the transport's descriptor for readable and writable.
+    case watchedDescriptor
+    /// The transport tells its connection itself, in the loop's next iteration (in memory).
+    case announced
+}
+
+/// Where a handshake stands after a step.
+enum HandshakeStep {
+    /// Finished: bytes move.
+    case done
+    /// Waiting for the peer's bytes: readable readiness takes it further.
+    case wantRead
+    /// Waiting to send: writable readiness takes it further.
+    case wantWrite
+    /// Failed, as described.
+    case failed(String)
+}
+
+/// What a failed handshake ends its connection with, and what the handshake's waiter is told.
+struct HandshakeFailure {
+    /// The error the connect, the listener or a test's pair is told.
+    let error: NetError
+    /// The connection's close reason.
+    let reason: CloseReason
+}
+
+extension Transport {
+    /// The transports with no read-ahead hold nothing unannounced.
+    var readsAhead: Bool { false }
+    var hasUnannouncedInput: Bool { false }
+
+    /// The transports with no handshake are ready at once.
+    var needsHandshake: Bool { false }
+    var handshakeTimeout: Duration { .zero }
+    func handshake() -> HandshakeStep { .done }
+    func handshakeFailure(_ description: String) -> HandshakeFailure {
+        HandshakeFailure(error: .connectionClosed(.failed(0)), reason: .failed(0))
+    }
 }

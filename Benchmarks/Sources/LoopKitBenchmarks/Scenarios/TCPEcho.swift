@@ -73,7 +73,7 @@ enum TCPEcho {
     }
 
     /// The echo handler: everything read is written back at once. Call on the connection's loop's thread.
-    @Sendable static func echo(_ connection: TCPConnection) {
+    @Sendable static func echo(_ connection: Connection) {
         connection.onRead { bytes in
             do {
                 try connection.write(copying: bytes)

@@ -1,6 +1,6 @@
 import LoopKit
 
-extension TCPConnection {
+extension Connection {
     /// The inbound bytes as an asynchronous sequence of chunks, each at most
     /// ``ConnectionOptions/readHighWaterMark`` bytes.
     ///
@@ -14,12 +14,12 @@ extension TCPConnection {
     /// Iterate on the loop's thread: from a `Task` whose executor preference is ``loop``.
     public var inbound: Inbound { Inbound(connection: self) }
 
-    /// The inbound bytes of a connection as chunks of ``Bytes``; see ``TCPConnection/inbound``.
+    /// The inbound bytes of a connection as chunks of ``Bytes``; see ``Connection/inbound``.
     public struct Inbound: AsyncSequence, Sendable {
         public typealias Element = Bytes
         public typealias Failure = NetError
 
-        let connection: TCPConnection
+        let connection: Connection
 
         /// Makes the iterator. Call on the connection's loop's thread.
         public func makeAsyncIterator() -> Iterator { Iterator(connection: connection) }
@@ -29,7 +29,7 @@ extension TCPConnection {
             public typealias Element = Bytes
             public typealias Failure = NetError
 
-            let connection: TCPConnection
+            let connection: Connection
 
             /// The next chunk, or nil at the end. Call on the connection's loop's thread.
             /// - Throws: ``NetError/connectionClosed(_:)`` when the connection ended with an error.
@@ -49,7 +49,7 @@ extension TCPConnection {
     func nextInboundChunk() async throws(NetError) -> Bytes? {
         checkThread("inbound")
         return try await SingleConsumerWaiter.next(readyNow: { inboundReadyNow() }) { continuation in
-            readWaiter.park(continuation, for: "TCPConnection.inbound")
+            readWaiter.park(continuation, for: "Connection.inbound")
             updateReadInterest()
         }
     }

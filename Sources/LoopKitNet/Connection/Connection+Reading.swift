@@ -1,6 +1,6 @@
 import LoopKit
 
-extension TCPConnection {
+extension Connection {
     /// Lends the buffered unread bytes to `body` now, outside a read callback, and drops what it consumed.
     ///
     /// - Parameter body: Gets the contiguous unread bytes (possibly empty); returns the count consumed.
@@ -55,16 +55,16 @@ extension TCPConnection {
     /// Starts or stops the read watch to match ``wantsToRead``.
     func updateReadInterest() {
         let wanted = wantsToRead && !machine.isClosed
-        if isInMemory {  // the transport announces what it holds
+        if !watchesDescriptor {  // the transport announces what it holds
             if wanted {
                 transport.readInterestChanged(wanted: true)
-                if let tls, tls.hasPendingBytes { queueTLSRead() }
+                if readsAhead, transport.hasUnannouncedInput { queueUnannouncedRead() }
             }
             return
         }
         guard wanted != isReadWatchActive, let readWatch else { return }
         isReadWatchActive = wanted
-        if wanted, let tls, tls.hasPendingBytes { queueTLSRead() }  // what the socket will not announce
+        if wanted, readsAhead, transport.hasUnannouncedInput { queueUnannouncedRead() }  // what the socket will not announce
         if wanted {
             timeouts?.readingResumed(at: loop.clockNanoseconds)
             do {
@@ -96,7 +96,7 @@ extension TCPConnection {
             if case .moved(let count) = transfer {
                 timeouts?.read(at: loop.clockNanoseconds)
                 deliver(UnsafeRawBufferPointer(start: shared.read, count: count), fromSharedBuffer: true)
-                afterTLSRead()
+                afterReadAhead()
                 return
             }
         } else {
@@ -110,7 +110,7 @@ extension TCPConnection {
             if case .moved = transfer {
                 timeouts?.read(at: loop.clockNanoseconds)
                 deliverInput()
-                afterTLSRead()
+                afterReadAhead()
                 return
             }
         }
@@ -138,16 +138,16 @@ extension TCPConnection {
         return transport.read(into: buffer, count: count)
     }
 
-    /// After a TLS read: bytes OpenSSL decrypted and holds are not announced by the socket again, so
-    /// they are read in the next iteration; output a read unblocked (a key update) is sent.
-    private func afterTLSRead() {
-        guard let tls, !machine.isClosed else { return }
-        if tls.hasPendingBytes, wantsToRead { queueTLSRead() }
+    /// After a read from a transport that reads ahead (TLS): bytes it holds are not announced again, so
+    /// they are read in the next iteration; output a read unblocked (a TLS key update) is sent.
+    private func afterReadAhead() {
+        guard readsAhead, !machine.isClosed else { return }
+        if transport.hasUnannouncedInput, wantsToRead { queueUnannouncedRead() }
         if !output.isEmpty { writeOut() }
     }
 
-    /// Reads what the TLS session holds, in the loop's next iteration.
-    func queueTLSRead() {
+    /// Reads what the transport holds unannounced (TLS read-ahead), in the loop's next iteration.
+    func queueUnannouncedRead() {
         do {
             try loop.enqueue { [self] in if !machine.isClosed, wantsToRead { transportIsReadable() } }
         } catch {

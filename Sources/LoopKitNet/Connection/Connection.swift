@@ -1,7 +1,10 @@
 import LoopKit
 
-/// A byte stream to a peer (TCP or Unix-domain socket, or an in-memory pair in tests) that lives on
-/// one `EventLoop`.
+/// A byte stream to a peer that lives on one `EventLoop`: a TCP or Unix-domain socket, a child process's
+/// pipe (``ChildProcess/standardOutput``), or an in-memory pair in tests, each with or without TLS. What
+/// moves the bytes is the connection's transport; everything described here is the same over each.
+///
+/// Called `TCPConnection` before it carried more than TCP; that name still works (``TCPConnection``).
 ///
 /// Two ways to handle it, both on the loop's thread:
 /// - **A handler** (the lean path): one ``ConnectionHandler`` at a time (``setHandler(_:)``) is lent the
@@ -35,7 +38,7 @@ import LoopKit
 /// It is `Sendable` so that a `Task` running on that loop may hold it; the unchecked conformance stands
 /// for the loop-confinement check every entry point makes. For the same reason the hot mutable state
 /// skips the runtime's exclusivity checks (`@exclusivity(unchecked)`): one thread ever touches it.
-public final class TCPConnection: @unchecked Sendable {  // loop-confined: each entry point checks the thread
+public final class Connection: @unchecked Sendable {  // loop-confined: each entry point checks the thread
     /// The loop the connection lives on. Safe from any thread.
     public let loop: EventLoop
     /// What this connection shares with the others of its listener: options and role.
@@ -44,10 +47,12 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
     /// The watermarks, timeouts and socket options. Safe from any thread.
     public var options: ConnectionOptions { profile.options }
 
-    /// The socket the loop watches; -1 for an in-memory end, and once the connection has ended.
+    /// The socket the loop watches; -1 for a transport that announces its readiness, and once the
+    /// connection has ended.
     var fd: Int32
-    /// The transport announces readiness itself (in memory): nothing to watch.
-    let isInMemory: Bool
+    /// The loop watches the transport's descriptor (``TransportReadiness/watchedDescriptor``); otherwise
+    /// the transport announces readiness itself, and there is nothing to watch.
+    let watchesDescriptor: Bool
     /// What moves the bytes: the socket, the in-memory partner, or TLS over either. A constant, so the
     /// hot path calls it without retaining it.
     let transport: Transport
@@ -73,12 +78,13 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
     /// The `inbound` consumer, while it waits for bytes.
     var readWaiter = SingleConsumerWaiter<Bytes, NetError>()
     var writeWaiters: [UnsafeContinuation<Result<Void, NetError>, Never>] = []
-    /// The TLS layer of ``transport``, if the connection speaks TLS.
-    let tls: TLSTransport?
+    /// A read may leave input the transport will not announce (``Transport/readsAhead``): looked at
+    /// after each read.
+    let readsAhead: Bool
     /// The transport is a plain socket: the hot path reads and writes ``fd`` itself, with no dynamic call
     /// (what ``SocketTransport`` would do, inlined).
     let isPlainSocket: Bool
-    /// The TLS handshake is under way: readiness drives it, not reads and writes.
+    /// The transport's handshake is under way: readiness drives it, not reads and writes.
     var isHandshaking = false
     /// The registry that keeps the connection (its listener endpoint's, or a server's): kept alive by it,
     /// and told when it ends.
@@ -106,7 +112,7 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
     var declinedCount = 0
 
     /// The connection's own reference, held while it is open.
-    var keepAlive: Unmanaged<TCPConnection>?
+    var keepAlive: Unmanaged<Connection>?
 
     /// Wraps a socket. Loop thread only.
     ///
@@ -122,10 +128,10 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
         self.loop = loop
         self.profile = profile
         self.transport = transport
-        tls = transport as? TLSTransport
         isPlainSocket = transport is SocketTransport
         fd = transport.descriptor
-        isInMemory = transport.descriptor < 0
+        watchesDescriptor = transport.readiness == .watchedDescriptor
+        readsAhead = transport.readsAhead
         shared = LoopIOBuffers.of(loop)
         machine = ConnectionStateMachine(connected: connected)
         self.observesShutdown = observesShutdown
@@ -143,7 +149,7 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
     func start() {
         guard !machine.isClosed else { return }
         if profile.isTCP { Socket.configure(fd, noDelay: profile.options.noDelay, keepAlive: profile.options.keepAlive) }
-        if !isInMemory {
+        if watchesDescriptor {
             do {
                 readWatch = try loop.watch(fd, for: .readable) { [unowned self] _ in self.transportIsReadable() }
                 isReadWatchActive = true
@@ -157,7 +163,7 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
 
     @inline(__always)
     func checkThread(_ function: StaticString = #function) {
-        precondition(loop.isCurrent, "TCPConnection.\(function) called off its loop's thread")
+        precondition(loop.isCurrent, "Connection.\(function) called off its loop's thread")
     }
 
     // MARK: Addresses
@@ -364,7 +370,7 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
         writeWatch = nil
         isReadWatchActive = false
         isWriteWatchActive = false
-        transport.close(reset: reset, notifyingPeer: tls != nil && !isHandshaking && reason.isClean)
+        transport.close(reset: reset, notifyingPeer: !isHandshaking && reason.isClean)
         fd = -1
         output.removeAll()
         if !inReadDispatch { input.release() }  // a handler may be reading it: released when it returns
@@ -402,6 +408,10 @@ public final class TCPConnection: @unchecked Sendable {  // loop-confined: each 
 
 }
 
+/// ``Connection``'s former name, from when every connection was TCP: the same type, so code written
+/// against it keeps compiling. Safe from any thread, as the type is.
+public typealias TCPConnection = Connection
+
 /// What the connections of one listener (or one connect) share, immutable: their options and role.
 final class ConnectionProfile: Sendable {
     let options: ConnectionOptions
@@ -429,7 +439,7 @@ final class ConnectionProfile: Sendable {
 final class ConnectionExtras {
     var remoteAddress: SocketAddress?
     var localAddress: SocketAddress?
-    var connectWaiter: UnsafeContinuation<Result<TCPConnection, NetError>, Never>?
+    var connectWaiter: UnsafeContinuation<Result<Connection, NetError>, Never>?
     var connectTimer: ScheduledTimer?
     /// Timeouts: when bytes were last read, output last moved, anything last happened (loop clock), and
     /// the timer of a connection no registry sweeps.
@@ -441,14 +451,14 @@ final class ConnectionExtras {
     var outputWait: (sent: UInt64, since: UInt64)?
     /// When a graceful close began waiting for the output to drain (loop clock).
     var closingSince: UInt64?
-    /// Input is read and dropped until the close (``TCPConnection/closeAfterDrainingInput(upTo:within:)``).
+    /// Input is read and dropped until the close (``Connection/closeAfterDrainingInput(upTo:within:)``).
     var lingering: Lingering?
-    /// The TLS handshake's end: told once, nil when done (or the error); and its timeout.
+    /// The transport's handshake's end: told once, nil when done (or the error); and its timeout.
     var handshakeCompletion: ((NetError?) -> Void)?
     var handshakeTimer: ScheduledTimer?
 }
 
-extension TCPConnection {
+extension Connection {
     /// The extras, created on first use.
     var ensuredExtras: ConnectionExtras {
         if let extras { return extras }
@@ -465,7 +475,7 @@ extension TCPConnection {
         get { extras?.localAddress }
         set { if newValue != nil || extras != nil { ensuredExtras.localAddress = newValue } }
     }
-    var connectWaiter: UnsafeContinuation<Result<TCPConnection, NetError>, Never>? {
+    var connectWaiter: UnsafeContinuation<Result<Connection, NetError>, Never>? {
         get { extras?.connectWaiter }
         set { if newValue != nil || extras != nil { ensuredExtras.connectWaiter = newValue } }
     }

@@ -6,7 +6,7 @@ import Glibc
 import Musl
 #endif
 
-extension TCPConnection {
+extension Connection {
     /// Whether a write now stays at or below ``ConnectionOptions/writeHighWaterMark`` and the connection
     /// accepts writes. Call on the loop's thread.
     public var isWritable: Bool {
@@ -322,7 +322,7 @@ extension TCPConnection {
 
     /// Watches for the socket to take more (in memory, the transport says when the partner made room).
     func watchForWritable() {
-        guard !isInMemory, !isWriteWatchActive, fd >= 0 else { return }
+        guard watchesDescriptor, !isWriteWatchActive, fd >= 0 else { return }
         timeouts?.outputStarted(at: loop.clockNanoseconds)
         do {
             if let writeWatch {

@@ -51,7 +51,7 @@ extension ConnectionOptions {
     }
 }
 
-extension TCPConnection {
+extension Connection {
     /// Starts keeping the timeouts when any is set: with a timer for the next deadline unless a registry
     /// keeps the connection (its sweep checks them). Loop thread only.
     func startTimeouts() {
@@ -102,7 +102,7 @@ extension TCPConnection {
             next = min(next ?? .max, deadline - now)
             return false
         }
-        if passed(profile.options.readTimeout, since: state.lastRead, applies: isReadWatchActive || (isInMemory && wantsToRead)) {
+        if passed(profile.options.readTimeout, since: state.lastRead, applies: isReadWatchActive || (!watchesDescriptor && wantsToRead)) {
             return .expired(.read)
         }
         if passed(profile.options.writeTimeout, since: state.lastWrite, applies: !output.isEmpty) { return .expired(.write) }

@@ -1,6 +1,6 @@
 import LoopKit
 
-extension TCPConnection {
+extension Connection {
     /// Two connections joined in memory on `loop` (the first in a client's role, the second in a
     /// server's), each over a ``MemoryTransport``: what one writes moves into the other's inbound bytes
     /// (up to its read high-water mark; the rest waits in the writer's output), and the reader reads
@@ -19,7 +19,7 @@ extension TCPConnection {
     package static func makeInMemoryPair(
         on loop: EventLoop, options: ConnectionOptions, tls: InMemoryTLS? = nil,
         handshaken: ((NetError?) -> Void)? = nil
-    ) throws(NetError) -> (TCPConnection, TCPConnection) {
+    ) throws(NetError) -> (Connection, Connection) {
         precondition(loop.isCurrent, "makeInMemoryPair(on:options:) called off the loop's thread")
         guard loop.isAcceptingWork else { throw .loopShutDown }
         if let tls {
@@ -34,9 +34,9 @@ extension TCPConnection {
         let serverEnd = MemoryTransport()
         clientEnd.partner = serverEnd
         serverEnd.partner = clientEnd
-        let a = TCPConnection(loop: loop, transport: try transport(over: clientEnd, tls: tls?.client, serverName: tls?.serverName, on: loop),
+        let a = Connection(loop: loop, transport: try TLSTransport.wrapping(clientEnd, in: tls?.client, serverName: tls?.serverName, on: loop),
                               profile: ConnectionProfile(options: pairOptions, isTCP: false, accepted: false), connected: true)
-        let b = TCPConnection(loop: loop, transport: try transport(over: serverEnd, tls: tls?.server, serverName: nil, on: loop),
+        let b = Connection(loop: loop, transport: try TLSTransport.wrapping(serverEnd, in: tls?.server, serverName: nil, on: loop),
                               profile: ConnectionProfile(options: pairOptions, isTCP: false, accepted: true), connected: true)
         clientEnd.owner = a
         serverEnd.owner = b
@@ -61,7 +61,7 @@ extension TCPConnection {
             }
         }
         b.startHandshake(completion: tell)
-        if a.tls != nil { a.startHandshake(completion: tell) }
+        if a.needsHandshake { a.startHandshake(completion: tell) }
         return (a, b)
     }
 }

@@ -1,6 +1,6 @@
 import LoopKit
 
-extension TCPConnection {
+extension Connection {
     /// Closes after a protocol error without losing the last words to a reset: sends the buffered output
     /// (an error response, a close frame), shuts down the sending side (the peer reads them, then end of
     /// file), then reads and drops what the peer still sends until it closes too, or `limit` bytes have come
@@ -57,7 +57,7 @@ extension TCPConnection {
     }
 }
 
-/// A connection that reads and drops its input before closing (``TCPConnection/closeAfterDrainingInput(upTo:within:)``).
+/// A connection that reads and drops its input before closing (``Connection/closeAfterDrainingInput(upTo:within:)``).
 struct Lingering {
     /// Bytes still allowed to arrive.
     var remaining: Int

@@ -1,7 +1,7 @@
 import Dispatch
 import LoopKit
 
-extension TCPConnection {
+extension Connection {
     /// Connects to a numeric address (IPv4, IPv6 or a Unix-domain socket) from a connection on `loop`,
     /// with TLS when `tls` is given.
     ///
@@ -23,7 +23,7 @@ extension TCPConnection {
     public static func connect(
         to address: SocketAddress, on loop: EventLoop, options: ConnectionOptions = .init(),
         timeout: Duration = .seconds(10), tls: TLSContext? = nil, serverName: String? = nil
-    ) async throws(NetError) -> TCPConnection {
+    ) async throws(NetError) -> Connection {
         let deadline = loop.clockNanoseconds &+ UInt64(max(0, timeout / .nanoseconds(1)))
         let secure = try tls.map { context throws(NetError) in
             guard context.role == .client else { throw .tls("connect needs a client TLSContext (this one is a server's)") }
@@ -52,7 +52,7 @@ extension TCPConnection {
     public static func connect(
         host: String, port: Int, on loop: EventLoop, options: ConnectionOptions = .init(),
         timeout: Duration = .seconds(10), tls: TLSContext? = nil
-    ) async throws(NetError) -> TCPConnection {
+    ) async throws(NetError) -> Connection {
         guard (1...65_535).contains(port) else { throw .invalidAddress("port \(port) is out of range 1...65535") }
         let numeric: SocketAddress?
         do {
@@ -80,12 +80,12 @@ extension TCPConnection {
     private static func connect(
         toAny addresses: [SocketAddress], on loop: EventLoop, options: ConnectionOptions, deadline: UInt64,
         tls: SecureConnect?
-    ) async throws(NetError) -> TCPConnection {
+    ) async throws(NetError) -> Connection {
         var lastError = NetError.connectTimedOut
         for address in addresses {
             let now = loop.clockNanoseconds
             guard now < deadline else { throw .connectTimedOut }
-            let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<TCPConnection, NetError>, Never>) in
+            let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Connection, NetError>, Never>) in
                 let work: @Sendable () -> Void = {
                     startConnect(to: address, on: loop, options: options, tls: tls,
                                  timeout: .nanoseconds(Int64(deadline - now)), continuation: continuation)
@@ -112,7 +112,7 @@ extension TCPConnection {
     /// Loop thread only.
     private static func startConnect(
         to address: SocketAddress, on loop: EventLoop, options: ConnectionOptions, tls: SecureConnect?,
-        timeout: Duration, continuation: UnsafeContinuation<Result<TCPConnection, NetError>, Never>
+        timeout: Duration, continuation: UnsafeContinuation<Result<Connection, NetError>, Never>
     ) {
         guard loop.isAcceptingWork else {
             continuation.resume(returning: .failure(.loopShutDown))
@@ -127,13 +127,13 @@ extension TCPConnection {
         }
         let transport: Transport
         do throws(NetError) {
-            transport = try TCPConnection.transport(over: SocketTransport(fd: fd), tls: tls?.context, serverName: tls?.serverName, on: loop)
+            transport = try TLSTransport.wrapping(SocketTransport(fd: fd), in: tls?.context, serverName: tls?.serverName, on: loop)
         } catch {
             continuation.resume(returning: .failure(error))  // the socket transport closed the descriptor
             return
         }
         let profile = ConnectionProfile(options: options, isTCP: address.family != .unix, accepted: false)
-        let connection = TCPConnection(loop: loop, transport: transport, profile: profile, connected: false)
+        let connection = Connection(loop: loop, transport: transport, profile: profile, connected: false)
         connection.cachedRemoteAddress = address
         if let reason = connection.closeReason {  // the loop began shutting down
             continuation.resume(returning: .failure(reason == .shutDown ? .loopShutDown : .connectionClosed(reason)))
@@ -191,7 +191,7 @@ extension TCPConnection {
         isWriteWatchActive = false
         _ = machine.connected()
         start()
-        guard tls != nil, !machine.isClosed else {
+        guard needsHandshake, !machine.isClosed else {
             resumeConnectWaiter(nil)
             return
         }
@@ -214,11 +214,11 @@ extension TCPConnection {
 
     /// Fails the connect with `error` and ends the (never handed out) connection. Loop thread only.
     func connectDidFail(error: NetError) {
-        if isHandshaking {  // the connect's timer fired during the TLS handshake
+        if isHandshaking {  // the connect's timer fired during the transport's handshake
             let waiter = connectWaiter
             connectWaiter = nil
             waiter?.resume(returning: .failure(error))
-            end(.tls("the handshake did not finish within the connect's timeout"))
+            end(transport.handshakeFailure("the handshake did not finish within the connect's timeout").reason)
             return
         }
         guard case .connecting = machine.state else { return }
