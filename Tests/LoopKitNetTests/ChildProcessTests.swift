@@ -200,6 +200,27 @@ struct ChildProcessTests {
         #expect(kill(child.pid, 0) != 0)  // reaped: no such process (not a zombie)
     }
 
+    /// Found by the C API test in CI: the pipes ended first (`cat` then saw the end of its input and could
+    /// exit 0 before the shutdown's SIGKILL reached it).
+    @Test("The loop's shutdown kills a child before its pipes close: a child reading its input is killed, not ended by EOF")
+    func shutdownKillsTheChildBeforeItsPipes() throws {
+        let driver = try LoopDriver()
+        let child = try ChildProcess.spawn("/bin/cat", standardInput: .pipe, standardOutput: .pipe,
+                                           on: driver.loop)
+        var pipesOpenAtExit: Bool?
+        var told: ProcessTermination?
+        child.onExit { termination in
+            told = termination
+            pipesOpenAtExit = child.standardInput?.isClosed == false && child.standardOutput?.isClosed == false
+        }
+        driver.loop.shutdown()
+        _ = try driver.runUntilIdle()
+        #expect(told == .signaled(SIGKILL))
+        #expect(pipesOpenAtExit == true)
+        #expect(child.standardInput?.closeReason == .shutDown)
+        #expect(child.standardOutput?.isClosed == true)
+    }
+
     /// Found by CABIFuzzer (lk_child_spawn after shutdown gave LK_ESYS for a missing executable, not LK_ECLOSED).
     @Test("A loop that has shut down refuses a spawn before anything is looked up or started")
     func aShutDownLoopRefusesASpawnFirst() throws {

@@ -23,6 +23,21 @@ struct ShutdownObserverTests {
         #expect(trace.withLock { $0 } == ["queued", "first", "second"])
     }
 
+    @Test("leading observers run before the others, whenever registered, each kind in registration order")
+    func leadingObserversRunFirst() throws {
+        let loop = try EventLoop()
+        let trace = Mutex<[String]>([])
+        let pipe = Owner(), child = Owner(), laterPipe = Owner(), laterChild = Owner()
+        _ = loop.addShutdownObserver(ObjectIdentifier(pipe)) { trace.withLock { $0.append("pipe") } }
+        _ = loop.addShutdownObserver(ObjectIdentifier(child), leading: true) { trace.withLock { $0.append("child") } }
+        _ = loop.addShutdownObserver(ObjectIdentifier(laterPipe)) { trace.withLock { $0.append("later pipe") } }
+        _ = loop.addShutdownObserver(ObjectIdentifier(laterChild), leading: true) {
+            trace.withLock { $0.append("later child") }
+        }
+        loop.shutdown()
+        #expect(trace.withLock { $0 } == ["child", "later child", "pipe", "later pipe"])
+    }
+
     @Test("an observer that unregisters a later one (a server closing its connections) stops that one running")
     func anObserverMayUnregisterALaterOne() throws {
         let loop = try EventLoop()

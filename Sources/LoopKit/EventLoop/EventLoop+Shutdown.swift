@@ -87,20 +87,24 @@ extension EventLoop {
 
     /// Registers `body` to run on the loop's thread when the loop shuts down: after the work queued before
     /// the shutdown has run, before timers and watches are cancelled. Observers run in the order they were
-    /// registered, once; Swift concurrency jobs they cause (a task resumed) run in the same final drain.
+    /// registered, once, the leading ones first; Swift concurrency jobs they cause (a task resumed) run in the
+    /// same final drain.
     ///
     /// For what lives on a loop and must end with it (a connection, a listener): it tells its own waiters.
     ///
     /// - Parameters:
     ///   - owner: Identifies the observer for ``removeShutdownObserver(_:)``; one observer per owner.
+    ///   - leading: Runs before every observer registered without it, whenever registered: for what must
+    ///     end before what it made (a child process, killed before its pipes close and it reads their end).
     ///   - body: Runs once, on the loop's thread, if the loop shuts down while it is registered.
     /// - Returns: False when the loop has already begun to shut down (nothing registered: end now).
     ///
     /// Loop thread only.
-    package func addShutdownObserver(_ owner: ObjectIdentifier, _ body: @escaping () -> Void) -> Bool {
+    package func addShutdownObserver(_ owner: ObjectIdentifier, leading: Bool = false,
+                                     _ body: @escaping () -> Void) -> Bool {
         precondition(isCurrent, "EventLoop.addShutdownObserver called off the loop's thread")
         guard queue.isAccepting else { return false }
-        state.value.addShutdownObserver(owner, body)
+        state.value.addShutdownObserver(owner, leading: leading, body)
         return true
     }
 

@@ -238,12 +238,21 @@ struct LoopState: ~Copyable {
     var wakeUpMayBePending = false
 
     /// What must end when the loop shuts down, by owner, with the order of registration.
-    var shutdownObservers: [ObjectIdentifier: (sequence: UInt64, body: () -> Void)] = [:]
-    var nextShutdownObserverSequence: UInt64 = 0
+    /// Leading observers' sequence numbers start at `Int64.min`, the others' at 0: leading ones run first.
+    var shutdownObservers: [ObjectIdentifier: (sequence: Int64, body: () -> Void)] = [:]
+    var nextShutdownObserverSequence: Int64 = 0
+    var nextLeadingShutdownObserverSequence: Int64 = .min
 
-    mutating func addShutdownObserver(_ owner: ObjectIdentifier, _ body: @escaping () -> Void) {
-        nextShutdownObserverSequence &+= 1
-        shutdownObservers[owner] = (nextShutdownObserverSequence, body)
+    mutating func addShutdownObserver(_ owner: ObjectIdentifier, leading: Bool, _ body: @escaping () -> Void) {
+        let sequence: Int64
+        if leading {
+            nextLeadingShutdownObserverSequence += 1
+            sequence = nextLeadingShutdownObserverSequence
+        } else {
+            nextShutdownObserverSequence += 1
+            sequence = nextShutdownObserverSequence
+        }
+        shutdownObservers[owner] = (sequence, body)
     }
 
     /// The owners of the registered observers, in registration order.

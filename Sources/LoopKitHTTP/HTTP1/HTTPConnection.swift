@@ -14,7 +14,7 @@ import LoopKitNet
 /// every entry point checks it runs on the loop (in debug builds).
 final class HTTPConnection: ConnectionHandler, HTTPStream, @unchecked Sendable {  // loop-confined: its tasks run on its loop
     let context: HTTPLoopContext
-    let tcp: TCPConnection
+    let tcp: Connection
     @exclusivity(unchecked) var machine = HTTPConnectionStateMachine()
     @exclusivity(unchecked) var parser: HTTPRequestParser
     // The state below is loop-confined, like the connection: `@exclusivity(unchecked)` spares each access
@@ -48,7 +48,7 @@ final class HTTPConnection: ConnectionHandler, HTTPStream, @unchecked Sendable {
     /// The dispatcher's matched route (a name the footprint test reads).
     typealias RouteMatch = HTTPExchange.RouteMatch
 
-    init(context: HTTPLoopContext, tcp: TCPConnection) {
+    init(context: HTTPLoopContext, tcp: Connection) {
         self.context = context
         self.tcp = tcp
         var limits = context.configuration.limits
@@ -64,12 +64,12 @@ final class HTTPConnection: ConnectionHandler, HTTPStream, @unchecked Sendable {
         tcp.setHandler(self)
     }
 
-    func connection(_ connection: TCPConnection, received bytes: UnsafeRawBufferPointer) -> Int {
+    func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) -> Int {
         guard machine.canParse else { return 0 }
         return receive(bytes)
     }
 
-    func connection(_ connection: TCPConnection, closedWith reason: CloseReason) {
+    func connection(_ connection: Connection, closedWith reason: CloseReason) {
         closed()
     }
 
@@ -239,7 +239,7 @@ final class HTTPConnection: ConnectionHandler, HTTPStream, @unchecked Sendable {
     // MARK: Shutdown
 
     /// The loop's registry drains (graceful shutdown): close now when idle, else after the current response.
-    func connectionShouldDrain(_ connection: TCPConnection) {
+    func connectionShouldDrain(_ connection: Connection) {
         shutdown()
     }
 

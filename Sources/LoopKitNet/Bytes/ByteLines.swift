@@ -8,7 +8,7 @@
 /// for try await line in child.standardOutput!.inbound.lines() { log.info("\(line)") }
 /// ```
 ///
-/// What the chunks' sequence promises holds here: for a connection's ``TCPConnection/inbound``, iterate on
+/// What the chunks' sequence promises holds here: for a connection's ``Connection/inbound``, iterate on
 /// its loop's thread; its backpressure is kept (the next chunk is asked for only when the lines so far are
 /// taken). The counterpart of swift-subprocess's `lines()`, NIO's `LineBasedFrameDecoder` and Node's
 /// `readline`.

@@ -193,7 +193,12 @@ public final class ChildProcess: @unchecked Sendable {  // loop-confined: every 
     }
 
     private func start(timeout: Duration?) throws(ProcessError) {
-        guard loop.addShutdownObserver(ObjectIdentifier(self), { [weak self] in self?.loopIsShuttingDown() }) else {
+        // Leading: killed before its pipes see the shutdown, or a child reading its input (`cat`) would see
+        // the end of it and exit on its own first, and the shutdown's SIGKILL be a race.
+        let leading = loop.addShutdownObserver(ObjectIdentifier(self), leading: true) { [weak self] in
+            self?.loopIsShuttingDown()
+        }
+        guard leading else {
             signalAll(SIGKILL)
             loopIsShuttingDown()
             throw .loopShutDown
