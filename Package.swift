@@ -61,6 +61,12 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // nghttp2 from Debian's libnghttp2-dev: LoopKitHTTP's HTTP/2 codec (framing, HPACK, flow control).
+        .systemLibrary(
+            name: "CNGHTTP2",
+            pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"])]
+        ),
         // The calling thread's identity through a function the optimiser cannot see into (glibc's
         // pthread_self is `const`, which is wrong across an `await`).
         .target(name: "CThread"),
@@ -103,6 +109,7 @@ let package = Package(
                 "LoopKitTLS",  // HTTPS (re-exported: Configuration.tls is a TLSContext)
                 "COpenSSL",  // SHA-1 and base64 for the WebSocket handshake
                 "CZlib",  // permessage-deflate
+                "CNGHTTP2",  // HTTP/2
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

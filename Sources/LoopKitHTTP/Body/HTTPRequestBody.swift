@@ -34,8 +34,9 @@ public final class HTTPRequestBody: AsyncSequence, @unchecked Sendable {  // loo
     let loop: EventLoop
     /// The most bytes the body may have; nil for no limit.
     let limit: Int?
-    /// The connection reading it (nil once the body has ended, or the connection has gone).
-    private weak var connection: HTTPConnection?
+    /// The codec reading it, an HTTP/1 connection or an HTTP/2 stream (nil once the body has ended, or
+    /// the connection has gone).
+    private weak var connection: (any HTTPRequestBodySource)?
     private var chunks: [Bytes] = []
     private var chunkHead = 0
     /// Bytes buffered, not yet taken by the handler.
@@ -50,9 +51,9 @@ public final class HTTPRequestBody: AsyncSequence, @unchecked Sendable {  // loo
     /// The handler has started reading (what `Expect: 100-continue` waits for).
     private(set) var isReading = false
 
-    init(connection: HTTPConnection, limit: Int?) {
+    init(connection: some HTTPRequestBodySource, loop: EventLoop, limit: Int?) {
         self.connection = connection
-        loop = connection.context.loop
+        self.loop = loop
         self.limit = limit
     }
 
@@ -243,4 +244,13 @@ public enum HTTPBodyError: Error, Equatable, Sendable, CustomStringConvertible {
         case .malformed(let error): "malformed request body: \(error)"
         }
     }
+}
+
+/// What reads a streamed request body for its ``HTTPRequestBody``: the HTTP/1 connection, or an HTTP/2
+/// stream. Loop thread.
+protocol HTTPRequestBodySource: AnyObject {
+    /// The handler started reading: answer `Expect: 100-continue` now, unless a final head went first.
+    func bodyReadingStarted()
+    /// The handler took buffered bytes below the buffer's limit: read more (HTTP/2: open the window).
+    func bodyHasRoom()
 }

@@ -4,11 +4,12 @@
 /// callbacks run). It is `Sendable` so it can be stored in the handler's state; the unchecked part is
 /// the connection it points to, which is loop-confined.
 public struct HTTPResponder: Sendable {
-    private weak var connection: HTTPConnection?
+    /// The stream it answers on: the HTTP/1 connection, or an HTTP/2 stream.
+    private weak var connection: (any HTTPStream)?
     /// Behind middleware: the chain waiting for the response (it goes out through them).
     private let slot: HTTPResponseSlot?
 
-    init(connection: HTTPConnection, slot: HTTPResponseSlot? = nil) {
+    init(connection: some HTTPStream, slot: HTTPResponseSlot? = nil) {
         self.connection = connection
         self.slot = slot
     }
@@ -23,6 +24,10 @@ public struct HTTPResponder: Sendable {
     public func send(_ response: HTTPServerResponse) {
         guard let connection else { return }
         precondition(connection.context.loop.isCurrent, "HTTPResponder.send(_:) called off the connection's loop thread")
-        HTTPDispatcher.respond(response, slot: slot, on: connection)
+        Self.respond(response, slot: slot, on: connection)
+    }
+
+    private static func respond(_ response: HTTPServerResponse, slot: HTTPResponseSlot?, on stream: some HTTPStream) {
+        HTTPDispatcher.respond(response, slot: slot, on: stream)
     }
 }

@@ -12,7 +12,7 @@ import LoopKitNet
 /// Loop-confined: created, used and released on its loop's thread. It is `@unchecked Sendable` only so
 /// the tasks of async handlers and streamed bodies (which run on the same loop's executor) can hold it;
 /// every entry point checks it runs on the loop (in debug builds).
-final class HTTPConnection: ConnectionHandler, HTTPStream, @unchecked Sendable {  // loop-confined: its tasks run on its loop
+final class HTTPConnection: ConnectionHandler, HTTPStream, HTTPRequestBodySource, @unchecked Sendable {  // loop-confined: its tasks run on its loop
     let context: HTTPLoopContext
     let tcp: Connection
     @exclusivity(unchecked) var machine = HTTPConnectionStateMachine()
@@ -44,6 +44,9 @@ final class HTTPConnection: ConnectionHandler, HTTPStream, @unchecked Sendable {
     var isReceiving = false
     /// The state changed while `receive` ran: it is stamped once, as `receive` returns.
     private var stateChangedWhileReceiving = false
+    /// No byte has been read yet on a plain connection of a server that speaks HTTP/2: the first bytes
+    /// may be HTTP/2's preface (h2c with prior knowledge), which hands the connection to the HTTP/2 codec.
+    private var mayBeHTTP2Preface: Bool
 
     /// The dispatcher's matched route (a name the footprint test reads).
     typealias RouteMatch = HTTPExchange.RouteMatch
@@ -55,6 +58,7 @@ final class HTTPConnection: ConnectionHandler, HTTPStream, @unchecked Sendable {
         limits.maxBodySize = .max  // bodies are limited here, per route (a streaming route has its own limit)
         parser = HTTPRequestParser(limits: limits)
         stateSince = context.now
+        mayBeHTTP2Preface = context.configuration.http2 != nil && context.configuration.tls == nil
     }
 
     /// Becomes the TCP connection's handler. The TCP connection holds its handler, and so this
@@ -90,6 +94,17 @@ final class HTTPConnection: ConnectionHandler, HTTPStream, @unchecked Sendable {
     /// Parses and answers as many requests as the bytes hold; returns how many bytes were consumed.
     func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
         if machine.isLingering { return bytes.count }  // after an early answer: read and drop
+        if mayBeHTTP2Preface {
+            switch Self.http2Preface(in: bytes) {
+            case .incomplete: return 0  // "PRI * HTTP/2.0…" so far: wait for the rest of it
+            case .found:
+                mayBeHTTP2Preface = false
+                HTTP2Connection(context: context, tcp: tcp).start(replacing: true)  // lent these bytes next
+                return 0
+            case .absent:
+                mayBeHTTP2Preface = false
+            }
+        }
         isReceiving = true
         defer {
             isReceiving = false
@@ -176,7 +191,7 @@ final class HTTPConnection: ConnectionHandler, HTTPStream, @unchecked Sendable {
             if machine.headParsed(head) == .sendContinue { writeContinue() }
             return
         }
-        let body = HTTPRequestBody(connection: self, limit: plan.limit)
+        let body = HTTPRequestBody(connection: self, loop: context.loop, limit: plan.limit)
         streamedBody = body
         machine.streamingStarted(head)
         HTTPDispatcher.bodyStreaming(body, on: self)
@@ -252,5 +267,19 @@ final class HTTPConnection: ConnectionHandler, HTTPStream, @unchecked Sendable {
         } else {
             HTTPDispatcher.shutdownRequested(on: self)
         }
+    }
+
+    // MARK: h2c
+
+    /// The client connection preface of HTTP/2 (RFC 9113 §3.4), which no HTTP/1 request begins with.
+    private static let http2Preface: [UInt8] = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+
+    private enum PrefaceMatch { case found, incomplete, absent }
+
+    /// Whether `bytes`, a connection's first, are (or so far could be) HTTP/2's preface.
+    private static func http2Preface(in bytes: UnsafeRawBufferPointer) -> PrefaceMatch {
+        let count = min(bytes.count, http2Preface.count)
+        for index in 0..<count where bytes[index] != http2Preface[index] { return .absent }
+        return count == http2Preface.count ? .found : .incomplete
     }
 }

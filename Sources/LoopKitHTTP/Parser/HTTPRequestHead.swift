@@ -1,16 +1,18 @@
 import HTTPTypes
 
-/// An HTTP/1.x protocol version.
+/// An HTTP protocol version: 1.0, 1.1, or 2.
 public struct HTTPVersion: Sendable, Hashable, CustomStringConvertible {
-    /// The major version: 1.
+    /// The major version: 1 or 2.
     public var major: Int
-    /// The minor version: 0 or 1.
+    /// The minor version: 0 or 1 (0 for HTTP/2).
     public var minor: Int
 
     /// HTTP/1.0.
     public static let http1_0 = HTTPVersion(major: 1, minor: 0)
     /// HTTP/1.1.
     public static let http1_1 = HTTPVersion(major: 1, minor: 1)
+    /// HTTP/2 (a request on an HTTP/2 stream).
+    public static let http2 = HTTPVersion(major: 2, minor: 0)
 
     /// `HTTP/major.minor`.
     public var description: String { "HTTP/\(major).\(minor)" }

@@ -1,6 +1,7 @@
 import Logging
 import LoopKit
 import LoopKitNet
+import LoopKitTLS
 // The graceful-shutdown manager that swift-service-lifecycle's `withGracefulShutdownHandler`,
 // `cancelOnGracefulShutdown` and `Task.isShuttingDownGracefully` read from a task-local: handler tasks start
 // from loop callbacks, outside the service's task, so the server binds one of its own for them and shuts it
@@ -112,7 +113,11 @@ public final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one
             tcp.abort()
             return
         }
-        HTTPConnection(context: self, tcp: tcp).start()
+        if configuration.http2 != nil, configuration.tls != nil, tcp.applicationProtocol == "h2" {
+            HTTP2Connection(context: self, tcp: tcp).start(replacing: false)
+        } else {
+            HTTPConnection(context: self, tcp: tcp).start()
+        }
     }
 
     /// Graceful shutdown: the registry's drain (idle connections close, the others finish their current

@@ -75,12 +75,17 @@ public final class HTTPServer: Service, Sendable {
         /// request. A client that connects and sends nothing waits in the kernel, and reaches the server
         /// (and its ``idleTimeout``) after about a second.
         public var defersAcceptUntilData = true
-        /// HTTPS: a server `TLSContext` (LoopKitNet) every connection handshakes with before its first
+        /// HTTPS: a server `TLSContext` (LoopKitTLS) every connection handshakes with before its first
         /// request; nil (default): plain HTTP. Reload its certificate with `TLSContext.reload(_:)`.
-        /// ALPN: a context whose configuration names no protocols answers `http/1.1` (a client that offers
-        /// only others, `h2` alone say, is refused with `no_application_protocol`); one that names its own
-        /// is used as it is.
+        /// ALPN: a context whose configuration names no protocols answers `h2` or `http/1.1`, the client's
+        /// choice in the server's order (`http/1.1` alone when ``http2`` is nil; a client that offers
+        /// neither is refused with `no_application_protocol`); one that names its own is used as it is.
         public var tls: TLSContext?
+        /// HTTP/2 (RFC 9113, on nghttp2) with these settings: over TLS when ALPN chooses `h2`, and in clear
+        /// text for a client that starts with the HTTP/2 preface (h2c with prior knowledge; `Upgrade: h2c`
+        /// is ignored, as RFC 9113 removed it). Every route answers the same over both protocols.
+        /// nil: HTTP/1.1 only.
+        public var http2: HTTP2Settings? = HTTP2Settings()
         /// The field a request's id is read from and echoed in (default `X-Request-ID`); a client's id
         /// of 1 to 128 visible ASCII characters is kept, any other is replaced by one the server makes.
         /// nil: ids are always made, and not echoed. See ``HTTPServerRequest/id``.
@@ -201,7 +206,8 @@ public final class HTTPServer: Service, Sendable {
             options.connection.writeHighWaterMark = configuration.writeHighWaterMark
             options.connection.writeLowWaterMark = configuration.writeLowWaterMark
             if let tls = configuration.tls {  // the protocol this server speaks, when the context names none
-                options.tls = tls.applicationProtocols.isEmpty ? try tls.withApplicationProtocols(["http/1.1"]) : tls
+                let protocols = configuration.http2 == nil ? ["http/1.1"] : ["h2", "http/1.1"]
+                options.tls = tls.applicationProtocols.isEmpty ? try tls.withApplicationProtocols(protocols) : tls
             }
             let byLoop = Dictionary(uniqueKeysWithValues: contexts.map { (ObjectIdentifier($0.loop), $0) })
             // Each loop's endpoint keeps its connections in the context's registry: one entry per connection.

@@ -7,21 +7,45 @@ import LoopKitNet
 /// loop. Call its methods from that task (on the loop's thread). It is `@unchecked Sendable` because it
 /// is handed to that task; it is used only on the connection's loop.
 public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: every method checks the thread
-    private let connection: HTTPConnection
-    let chunked: Bool
+    /// The codec the body goes out through: an HTTP/1 connection (chunked, or raw for HTTP/1.0), or an
+    /// HTTP/2 stream (DATA frames as the peer's window allows).
+    private enum Target {
+        case http1(HTTPConnection, chunked: Bool)
+        case http2(HTTP2Stream)
+    }
+    private let target: Target
+
+    /// HTTP/1.1's chunked coding frames the body (false for HTTP/1.0's raw body and for HTTP/2).
+    var chunked: Bool {
+        if case .http1(_, let chunked) = target { return chunked }
+        return false
+    }
 
     init(connection: HTTPConnection, chunked: Bool) {
-        self.connection = connection
-        self.chunked = chunked
+        target = .http1(connection, chunked: chunked)
+    }
+
+    init(stream: HTTP2Stream) {
+        target = .http2(stream)
     }
 
     /// The loop the connection lives on, where the writing task runs.
-    public var loop: EventLoop { connection.context.loop }
+    public var loop: EventLoop {
+        switch target {
+        case .http1(let connection, _): connection.context.loop
+        case .http2(let stream): stream.context.loop
+        }
+    }
 
     /// Whether the connection's unsent output is below its high-water mark: a write now would not have
     /// to wait. False once the client has gone. Loop thread.
     var hasRoom: Bool {
-        !connection.isClosed && connection.tcp.bufferedOutputCount < connection.context.configuration.writeHighWaterMark
+        switch target {
+        case .http1(let connection, _):
+            !connection.isClosed && connection.tcp.bufferedOutputCount < connection.context.configuration.writeHighWaterMark
+        case .http2(let stream):
+            stream.hasRoom
+        }
     }
 
     /// Writes `bytes` as one chunk; suspends while the connection's unsent output is above its high-water
@@ -86,7 +110,11 @@ public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: ever
     /// Writes the bytes `lend` lends as one chunk (or raw, for HTTP/1.0), serialised straight into the
     /// connection's output.
     private func append(_ lend: ((UnsafeRawBufferPointer) -> Void) -> Void) throws {
-        let connection = connection
+        guard case .http1(let connection, _) = target else {
+            guard case .http2(let stream) = target, !stream.isClosed else { throw HTTPServerError.connectionClosed }
+            lend { raw in stream.appendBody(Bytes(copying: raw)) }
+            return
+        }
         guard !connection.isClosed else { throw HTTPServerError.connectionClosed }
         let chunked = chunked
         lend { raw in
@@ -101,7 +129,11 @@ public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: ever
     /// Sends `bytes` as one chunk (or raw, for HTTP/1.0) from their own storage: the size line is serialised
     /// into the connection's output, the data and the chunk's CRLF follow by reference.
     private func appendByReference(_ bytes: Bytes) throws {
-        let connection = connection
+        guard case .http1(let connection, _) = target else {
+            guard case .http2(let stream) = target, !stream.isClosed else { throw HTTPServerError.connectionClosed }
+            stream.appendBody(bytes)
+            return
+        }
         guard !connection.isClosed else { throw HTTPServerError.connectionClosed }
         if chunked {
             connection.writeEncoded(estimate: HTTPResponseEncoder.chunkSizeLineCapacity, followedBy: bytes,
@@ -117,7 +149,11 @@ public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: ever
 
     /// Waits while the output is above the high-water mark.
     private func waitForRoom() async throws {
-        let connection = connection
+        guard case .http1(let connection, _) = target else {
+            guard case .http2(let stream) = target else { return }
+            try await stream.waitForRoom()
+            return
+        }
         do {
             try await connection.tcp.waitUntilWritable()
         } catch {

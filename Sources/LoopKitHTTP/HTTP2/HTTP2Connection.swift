@@ -1,0 +1,215 @@
+import HTTPTypes
+import Logging
+import LoopKit
+import LoopKitNet
+
+/// One HTTP/2 connection, the HTTP/2 codec (RFC 9113) on nghttp2 (``NGHTTP2Session``): it feeds the
+/// connection's bytes to the session, keeps one ``HTTP2Stream`` per request stream (each an ``HTTPStream``
+/// the dispatcher answers on, as it answers an HTTP/1 connection), and writes what the session serialises
+/// into the connection's output, so the frames of one read callback go out with one write. Flow control
+/// is backpressure: a stream's window opens as its handler takes the body, response DATA goes out as the
+/// peer's windows and the connection's high-water mark allow.
+///
+/// Made for a TLS connection whose ALPN chose `h2`, or a plain one that began with the HTTP/2 preface
+/// (h2c with prior knowledge; `Upgrade: h2c` is not offered: RFC 9113 §3.1 removed it).
+///
+/// Loop-confined: created, used and released on its loop's thread; `@unchecked Sendable` only so its
+/// streams' tasks (on the same loop's executor) can reach it.
+final class HTTP2Connection: ConnectionHandler, @unchecked Sendable {  // loop-confined: its tasks run on its loop
+    let context: HTTPLoopContext
+    let tcp: Connection
+    /// The nghttp2 session; made in `init`, after which it calls back into this connection.
+    private var session: NGHTTP2Session!
+    /// The streams open now, by id.
+    private var streams: [Int32: HTTP2Stream] = [:]
+    /// Streams whose response went out whole during the last send: their exchanges end after it.
+    private var finished: [HTTP2Stream] = []
+    private(set) var isClosed = false
+    /// Inside `receive`: what the callbacks submit is sent once, as it returns.
+    private var isReceiving = false
+    /// A send is under way (a stream's write from a response task reached `flush` from inside it).
+    private var isSending = false
+    /// Reading stopped because the output is above its high-water mark (the peer does not read).
+    private var readingPaused = false
+    /// Graceful shutdown sent its GOAWAY: the connection closes once the streams in flight are done.
+    private var isDraining = false
+
+    init(context: HTTPLoopContext, tcp: Connection) {
+        self.context = context
+        self.tcp = tcp
+        session = NGHTTP2Session(connection: self, settings: context.configuration.http2 ?? HTTP2Settings())
+    }
+
+    /// Becomes the connection's handler (taking over from the HTTP/1 codec that saw the preface, with the
+    /// bytes it has read), and sends the server's SETTINGS.
+    func start(replacing: Bool) {
+        if replacing { tcp.replaceHandler(self) } else { tcp.setHandler(self) }
+        flush()
+    }
+
+    // MARK: The connection's events
+
+    func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) -> Int {
+        guard !isClosed else { return bytes.count }
+        isReceiving = true
+        let failure = session.receive(bytes)
+        isReceiving = false
+        if let failure, context.logger.logLevel <= .debug {
+            context.logger.debug("HTTP/2 connection failed", metadata: ["reason": "\(failure)"])
+        }
+        flush()
+        if failure != nil { tcp.closeAfterDrainingInput() }
+        return bytes.count
+    }
+
+    func connection(_ connection: Connection, closedWith reason: CloseReason) {
+        guard !isClosed else { return }
+        isClosed = true
+        let open = streams.values
+        streams = [:]
+        for stream in open { stream.closed() }
+    }
+
+    func connectionBecameWritable(_ connection: Connection) {
+        if readingPaused {
+            readingPaused = false
+            tcp.resumeReading()
+        }
+        flush()
+        for stream in streams.values { stream.roomMayHaveOpened() }
+    }
+
+    func connectionInputEnded(_ connection: Connection) {
+        tcp.close()
+    }
+
+    /// Graceful shutdown: a GOAWAY with the last stream taken; streams in flight finish (an event stream
+    /// is ended by the dispatcher), then the connection closes.
+    func connectionShouldDrain(_ connection: Connection) {
+        guard !isClosed, !isDraining else { return }
+        isDraining = true
+        session.goAway()
+        for stream in streams.values { HTTPDispatcher.shutdownRequested(on: stream) }
+        flush()
+        if streams.isEmpty { tcp.close() }
+    }
+
+    // MARK: Output
+
+    /// Writes what the session has to send (from a read callback's end, a handler's response, a body
+    /// chunk), as far as the output's high-water mark, then ends the exchanges whose responses went out
+    /// whole; closes the connection when the session is done. Loop thread.
+    func flush() {
+        guard !isClosed, !isReceiving, !isSending else { return }
+        isSending = true
+        let highWater = context.configuration.writeHighWaterMark
+        let tcp = tcp
+        let sent = session.send { frames in
+            do {
+                try tcp.write(copying: frames)
+            } catch {
+                return false  // closing or closed: the close handler ends the streams
+            }
+            return tcp.bufferedOutputCount < highWater
+        }
+        isSending = false
+        if !sent {
+            tcp.abort()
+            return
+        }
+        if tcp.bufferedOutputCount >= highWater, !readingPaused {
+            readingPaused = true  // the peer reads nothing: read nothing more (its PINGs would pile up acks)
+            tcp.pauseReading()
+        }
+        let done = finished
+        finished = []
+        for stream in done { stream.responseWentOut() }
+        if session.isDone || (isDraining && streams.isEmpty && !session.wantsWrite) { tcp.close() }
+    }
+
+    /// A stream submitted something: sent now, or when the read callback under way returns.
+    func streamWrote() {
+        flush()
+    }
+
+    // MARK: For the streams
+
+    func consume(_ stream: Int32, bytes: Int) {
+        guard !isClosed else { return }
+        session.consume(stream, bytes: bytes)
+    }
+
+    func submitResponse(_ stream: Int32, status: Int, fields: HTTPFields, extra: (name: HTTPField.Name, value: String)?,
+                        hasBody: Bool) -> Bool {
+        guard !isClosed else { return false }
+        return session.submitResponse(stream, status: status, fields: fields, extra: extra, hasBody: hasBody)
+    }
+
+    func submitContinue(_ stream: Int32) {
+        guard !isClosed else { return }
+        session.submitInformational(stream, status: 100)
+    }
+
+    func resumeBody(_ stream: Int32) {
+        guard !isClosed else { return }
+        session.resumeBody(stream)
+    }
+
+    func reset(_ stream: Int32, code: UInt32) {
+        guard !isClosed else { return }
+        session.reset(stream, code: code)
+    }
+
+    // MARK: From the session (inside `receive` or `flush`)
+
+    func headersBegan(stream id: Int32) -> Int32 {
+        guard streams[id] == nil else { return 0 }
+        streams[id] = HTTP2Stream(id: id, connection: self)
+        return 0
+    }
+
+    func headerArrived(stream id: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Int32 {
+        guard let stream = streams[id] else { return 0 }
+        return stream.headerArrived(name: name, value: value) ? 0 : NGHTTP2Session.resetStream
+    }
+
+    func headersEnded(stream id: Int32, endsStream: Bool, isTrailers: Bool) -> Int32 {
+        guard let stream = streams[id] else { return 0 }
+        if isTrailers {
+            stream.trailersEnded()
+        } else {
+            stream.headEnded(endsStream: endsStream)
+        }
+        return 0
+    }
+
+    func bodyArrived(stream id: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
+        guard let stream = streams[id] else {
+            session.consume(id, bytes: bytes.count)  // a stream reset meanwhile: its bytes still count against the connection
+            return 0
+        }
+        stream.bodyArrived(bytes)
+        return 0
+    }
+
+    func bodyEnded(stream id: Int32) -> Int32 {
+        streams[id]?.bodyEnded()
+        return 0
+    }
+
+    func streamClosed(_ id: Int32, errorCode: UInt32) {
+        guard let stream = streams.removeValue(forKey: id) else { return }
+        stream.closed()
+    }
+
+    /// nghttp2 asks a stream's response body for DATA (nil: none yet, deferred until it resumes).
+    func readBody(stream id: Int32, into buffer: UnsafeMutableRawBufferPointer, endOfBody: inout Bool) -> Int? {
+        guard let stream = streams[id] else {
+            endOfBody = true
+            return 0
+        }
+        let count = stream.readBody(into: buffer, endOfBody: &endOfBody)
+        if endOfBody { finished.append(stream) }
+        return count
+    }
+}
