@@ -38,17 +38,18 @@ func example_README_45(router: inout HTTPRouter, configuration: inout HTTPServer
 // README.md:71
 func example_README_71(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let digest = try await loop.offload { sha256(of: upload) }            // a task on the loop resumes in a drain
+    // sha256(of:) is yours: LoopKit has no hash; swift-crypto's SHA256.hash(data:) or OpenSSL's EVP_Digest
     let work = try loop.offload({ try parse(document) }) { result in }  // the callback runs on the loop (R13)
     work.cancel()                                                          // never runs if not started
 }
 
-// README.md:82
-func example_README_82(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:83
+func example_README_83(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     for try await chunk in FileSystem(loop: loop).chunks(of: "/srv/big.iso") { try await connection.write(chunk) }
 }
 
-// README.md:93
-func example_README_93(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:94
+func example_README_94(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let loop = EventLoop.main
     Task { @MainActor in model.refresh() }                         // runs inside loop.run(), on the main thread
     Task(executorPreference: loop) {
@@ -57,8 +58,8 @@ func example_README_93(router: inout HTTPRouter, configuration: inout HTTPServer
     try loop.run()                                                 // where RunLoop.main.run() was
 }
 
-// README.md:116
-func example_README_116(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:117
+func example_README_117(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     actor Renderer {
         let loop: EventLoop
         init(loop: EventLoop) { self.loop = loop }
@@ -69,8 +70,8 @@ func example_README_116(router: inout HTTPRouter, configuration: inout HTTPServe
     Task(executorPreference: loop) { /* async code here stays on the loop's thread */ }
 }
 
-// README.md:137
-func example_README_137(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:138
+func example_README_138(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     // A million items without freezing the loop: a time budget per iteration (default 4 ms).
     let job = try loop.process(rows, each: { render($0) },
                                update: { done, total in bar.show(done, of: total) },
@@ -92,36 +93,50 @@ func example_README_137(router: inout HTTPRouter, configuration: inout HTTPServe
     let stages = SectionedDiff(from: oldSections, to: newSections).stages()
 }
 
-// README.md:161
-func example_README_161(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:162
+func example_README_162(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let group = try LoopGroup(threads: 2)
     let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group) { connection in  // SO_REUSEPORT
         for try await chunk in connection.inbound { try await connection.send(chunk) }          // echo
     }
 }
 
-// README.md:178
-func example_README_178(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:179
+func example_README_179(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let socket = try UDPSocket.bind(host: "::1", port: 0, on: loop)             // on the loop's thread
     socket.onDatagrams { batch in                                              // one recvmmsg, lent, no copy
         for datagram in batch { try? socket.write(copying: datagram.payload, toSenderOf: datagram) }
     }                                                                          // one sendmmsg on return
 }
 
-// README.md:190
-func example_README_190(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:191
+func example_README_191(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let result = try await ChildProcess.run("/bin/sh", arguments: ["-c", "make -s"], outputLimit: 1 << 20,
                                             timeout: .seconds(60), on: loop)      // .exited(0), stdout, stderr
 }
 
-// README.md:202
-func example_README_202(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:203
+func example_README_203(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let watcher = try PathWatcher(watching: "/srv/site", recursive: true, on: loop)   // on the loop's thread
     watcher.onEvents { events in for event in events { cache.invalidate(event.path) } }  // one batch per iteration
 }
 
-// README.md:215
-func example_README_215(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:218
+func example_README_218(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    let group = try LoopGroup(threads: 1)                                       // loops on threads of their own
+    let loop = group.next()
+    let watcher = try await loop.perform {                                      // runs on the loop's thread
+        let watcher = try PathWatcher(watching: "/srv/site", recursive: true, on: loop)
+        watcher.onEvents { events in for event in events { cache.invalidate(event.path) } }
+        return watcher
+    }
+    let socket = try await loop.perform { try UDPSocket.bind(host: "127.0.0.1", port: 0, on: loop) }
+    print("status port", socket.localAddress.port)                              // safe from any thread
+    try await loop.perform { watcher.close(); socket.close() }                  // closed on the loop too
+}
+
+// README.md:233
+func example_README_233(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
 
     var router = HTTPRouter()
     router.get("/hello") { _ in .text("Hello, World!") }                        // inline: on the loop thread
@@ -137,8 +152,8 @@ func example_README_215(router: inout HTTPRouter, configuration: inout HTTPServe
     try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm], logger: logger).run()
 }
 
-// README.md:252
-func example_README_252(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:270
+func example_README_270(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.webSocket("/ws/echo", .inTask) { request, socket in
         for try await message in socket.messages { try await socket.send(message) }
     }
@@ -153,8 +168,8 @@ func example_README_252(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:277
-@Suite("README.md:277") struct Example_README_277 {
+// README.md:295
+@Suite("README.md:295") struct Example_README_295 {
     @Test func timerFiresAfterQueuedWork() throws {
         let driver = try LoopDriver()                 // a loop on a VirtualClock
         let trace = OrderTrace(driver.loop)
@@ -171,8 +186,8 @@ func example_README_252(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:300
-func example_README_300(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:318
+func example_README_318(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try LoopMetrics.record(loop, name: "main")                 // iteration duration, poll wait, queue depth, …
     router.use(HTTPServerMetrics.middleware())                 // http.server.request.duration, …
     HTTPServerMetrics.record(into: &configuration)             // http.server.open_connections
