@@ -505,6 +505,18 @@ func example_ServingHTTP_278(router: inout HTTPRouter, configuration: inout HTTP
     }
 }
 
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:334
+func example_ServingHTTP_334(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    configuration.errorRenderer = .json   // {"error":{"status":404,"message":"no todo 7"}}, application/json
+}
+
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:341
+func example_ServingHTTP_341(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    configuration.errorRenderer = HTTPErrorRenderer { failure in
+        (try? .json(["code": failure.status.code], status: failure.status)) ?? .text(failure.message, status: failure.status)
+    }
+}
+
 // Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:19
 @Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:19") struct Example_TestingHTTPHandlers_19 {
 
@@ -542,7 +554,25 @@ func example_TestingHTTPHandlers_73(router: inout HTTPRouter, configuration: ino
 }
 
 // Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:88
-@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:88") struct Example_TestingHTTPHandlers_88 {
+func example_TestingHTTPHandlers_88(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    let events = try await client.execute(.get, "/build/7/log").serverSentEvents
+    #expect(events.map(\.data) == ["compiling", "linking", "done"])
+}
+
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:97
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:97") struct Example_TestingHTTPHandlers_97 {
+    @Test(arguments: HTTPTestMode.allCases)
+    func theJobStreamsItsProgressToTheEnd(mode: HTTPTestMode) async throws {
+        let client = try HTTPTestClient(router: router, mode: mode)
+        try await client.send(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/jobs/7/events"))
+        var kinds: [String?] = []
+        while let event = try await client.nextEvent() { kinds.append(event.event) }
+        #expect(kinds.last == "finished")
+    }
+}
+
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:117
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:117") struct Example_TestingHTTPHandlers_117 {
     @Test(arguments: HTTPTestMode.allCases)
     func slowHeadIsAnswered408(mode: HTTPTestMode) throws {
         var configuration = HTTPServer.Configuration()
@@ -554,8 +584,8 @@ func example_TestingHTTPHandlers_73(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:118
-@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:118") struct Example_TestingHTTPHandlers_118 {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:147
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:147") struct Example_TestingHTTPHandlers_147 {
     @Test(arguments: HTTPTestMode.allCases)
     func echoAnswers(mode: HTTPTestMode) throws {
         let socket = try HTTPTestClient(router: router, mode: mode).webSocket("/ws/echo")
@@ -565,8 +595,8 @@ func example_TestingHTTPHandlers_73(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:138
-func example_TestingHTTPHandlers_138(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:167
+func example_TestingHTTPHandlers_167(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     var configuration = HTTPServer.Configuration()
     configuration.tls = try TLSContext(.server(certificateChain: .file(chain), privateKey: .file(key)))
     let client = try HTTPTestClient(router: router, configuration: configuration,
@@ -574,8 +604,8 @@ func example_TestingHTTPHandlers_138(router: inout HTTPRouter, configuration: in
     #expect(try await client.execute(.get, "/hello").status == .ok)
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:161
-@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:161") struct Example_TestingHTTPHandlers_161 {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:190
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:190") struct Example_TestingHTTPHandlers_190 {
     @Test(arguments: HTTPTestMode.allCases)
     func aTodoAddedOnOneLoopIsReadOnTheOther(mode: HTTPTestMode) throws {
         let group = try LoopGroup(threads: 2)
@@ -617,42 +647,36 @@ func example_WebSocketsAndEvents_50(router: inout HTTPRouter, configuration: ino
     }) { request, socket in }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:66
-func example_WebSocketsAndEvents_66(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
-
-    final class ChatRoom: Sendable {
-        private let members = Mutex<[Int: AsyncStream<String>.Continuation]>([:])
-        private let lastID = Atomic<Int>(0)
-
-        /// A new member's id and the messages for it.
-        func join() -> (id: Int, outbox: AsyncStream<String>) {
-            let (outbox, member) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1_000))
-            let id = lastID.add(1, ordering: .relaxed).newValue
-            members.withLock { $0[id] = member }
-            return (id, outbox)
-        }
-        func leave(_ id: Int) { members.withLock { $0.removeValue(forKey: id) }?.finish() }
-        func broadcast(_ text: String) { members.withLock { for member in $0.values { member.yield(text) } } }
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:65
+func example_WebSocketsAndEvents_65(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    let rooms = ["lobby": Broadcast<String>(replay: 20)]
+    router.webSocket("/rooms/:name", .inTask, accepting: { request in
+        guard let room = rooms[try request.parameters.require("name")] else { throw HTTPError(.notFound, "no such room") }
+        return room                                                    // looked up once
+    }) { request, socket, room in
+        for await line in room.subscribe() { try await socket.send(.text(line)) }
     }
+}
 
-    let room = ChatRoom()
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:85
+func example_WebSocketsAndEvents_85(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    let room = Broadcast<String>(replay: 20, bufferLimit: 1_000)   // a late joiner sees the last 20 lines
     router.webSocket("/chat", .inTask) { request, socket in
         let name = try request.require(query: "name")
-        let (id, outbox) = room.join()
-        defer { room.leave(id); room.broadcast("\(name) left") }
+        let messages = room.subscribe()
         let sender = Task(executorPreference: socket.loop) {           // to this client, on its own loop
-            for await text in outbox { try await socket.send(.text(text)) }
+            for await text in messages { try await socket.send(.text(text)) }
         }
-        defer { sender.cancel() }
-        room.broadcast("\(name) joined")
+        defer { sender.cancel(); room.send("\(name) left") }
+        room.send("\(name) joined")
         for try await case .text(let text) in socket.messages {       // from this client, to every loop
-            room.broadcast("\(name): \(text)")
+            room.send("\(name): \(text)")
         }
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:143
-func example_WebSocketsAndEvents_143(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:145
+func example_WebSocketsAndEvents_145(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.get("/clock") { _ in
         .events { events in
             while true {
@@ -663,8 +687,8 @@ func example_WebSocketsAndEvents_143(router: inout HTTPRouter, configuration: in
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:163
-func example_WebSocketsAndEvents_163(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:165
+func example_WebSocketsAndEvents_165(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     actor Jobs {                                  // every loop's handlers reach it with `await`
         var running: [Int: TaskProgress] = [:]
         func progress(of id: Int) -> TaskProgress? { running[id] }
@@ -682,8 +706,8 @@ func example_WebSocketsAndEvents_163(router: inout HTTPRouter, configuration: in
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:195
-func example_WebSocketsAndEvents_195(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:197
+func example_WebSocketsAndEvents_197(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.get("/reports/:id/events") { request in
         let job = try request.loop.process(rows, each: { render($0) }, completion: { _ in })
         return .progressEvents(job.progress, cancelsWhenAbandoned: true)
