@@ -35,7 +35,7 @@ LIB_STDCXX_DIR := $(LIB_DIR)/static-libstdc++
 LIB_LDFLAGS    := -use-ld=lld -emit-library -static-stdlib -module-name LoopKitC -L$(CURDIR)/$(LIB_STDCXX_DIR) \
 	-Xlinker --gc-sections -Xlinker --as-needed -Xlinker -z -Xlinker pack-relative-relocs \
 	-Xlinker -soname=$(LIB_SONAME) -Xlinker --version-script=$(CURDIR)/Sources/CLoopKit/loopkit.map
-LIB_LIBS        = $$(pkg-config --libs-only-L libevent_pthreads openssl) -levent_pthreads -levent_core -lssl -lcrypto
+LIB_LIBS        = $$(pkg-config --libs-only-L libevent_pthreads) -levent_pthreads -levent_core
 # The C test against libloopkit: the main loop runs libloopkit's own libdispatch, which nothing outside the
 # library can reach, so the test's dispatch_async_f on the main queue is left out (LK_TEST_PRIVATE_DISPATCH).
 C_TEST_LIB     := .build/c-tests/c_api_test-libloopkit

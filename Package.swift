@@ -11,6 +11,8 @@ let package = Package(
         .library(name: "LoopKitNetTesting", targets: ["LoopKitNetTesting"]),
         // TCP and Unix-domain listeners and connections on the loop (non-blocking sockets the loop watches).
         .library(name: "LoopKitNet", targets: ["LoopKitNet"]),
+        // TLS for LoopKitNet's listeners and connects, on OpenSSL.
+        .library(name: "LoopKitTLS", targets: ["LoopKitTLS"]),
         // The C ABI (loopkit.h) as a shared library: libLoopKitC.so.
         .library(name: "LoopKitC", type: .dynamic, targets: ["LoopKitC"]),
         // Swift's main and default executors on LoopKit's loops (experimental SPI of Swift 6.3), opt-in.
@@ -46,7 +48,7 @@ let package = Package(
             pkgConfig: "libevent_pthreads",
             providers: [.apt(["libevent-dev"])]
         ),
-        // OpenSSL 3 from Debian's libssl-dev: LoopKitNet's TLS, SHA-256 for the demo's /upload, SHA-1 for
+        // OpenSSL 3 from Debian's libssl-dev: LoopKitTLS, SHA-256 for the demo's /upload, SHA-1 for
         // the WebSocket handshake.
         .systemLibrary(
             name: "COpenSSL",
@@ -74,20 +76,23 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),  // Broadcast's per-subscriber queues
             ]
         ),
-        .target(name: "LoopKitNet", dependencies: ["LoopKit", "COpenSSL"]),
+        // Sockets, children, files, path watching, UDP: what a C host gets too. No OpenSSL: TLS is LoopKitTLS's.
+        .target(name: "LoopKitNet", dependencies: ["LoopKit"]),
+        // TLS on OpenSSL, a security layer over LoopKitNet's transports (ListenerOptions.tls, connect(…tls:)).
+        .target(name: "LoopKitTLS", dependencies: ["LoopKit", "LoopKitNet", "COpenSSL"]),
         // The only target that imports the SPI of Swift's custom executors; LoopKit itself never does.
         .target(name: "LoopKitExecutors", dependencies: ["LoopKit"]),
         // An async main on LoopKit's executors; LoopKitTests runs it.
         .executableTarget(name: "ExecutorsProbe", dependencies: ["LoopKit", "LoopKitExecutors"], path: "Tests/ExecutorsProbe"),
         .target(name: "LoopKitTesting", dependencies: ["LoopKit"]),
-        .target(name: "LoopKitNetTesting", dependencies: ["LoopKit", "LoopKitNet", "LoopKitTesting"]),
+        .target(name: "LoopKitNetTesting", dependencies: ["LoopKit", "LoopKitNet", "LoopKitTLS", "LoopKitTesting"]),
         .target(name: "CLoopKit"),
         // The C ABI: the loop (LoopKit) and the runtime services on it (LoopKitNet: lk_udp_*), one .so.
         .target(name: "LoopKitC", dependencies: ["LoopKit", "LoopKitNet", "CLoopKit"]),
         // The tour's parts and output, as a library so tests can run them; LoopDemo is its command line.
         .target(
             name: "LoopDemoKit",
-            dependencies: ["LoopKit", "LoopKitNet", "LoopKitHTTP", "COpenSSL", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["LoopKit", "LoopKitNet", "LoopKitTLS", "LoopKitHTTP", "COpenSSL", .product(name: "Logging", package: "swift-log")]
         ),
         // The HTTP/1.1 server on the loop; its dependencies stay out of the core LoopKit product.
         .target(
@@ -95,6 +100,7 @@ let package = Package(
             dependencies: [
                 "LoopKit",
                 "LoopKitNet",
+                "LoopKitTLS",  // HTTPS (re-exported: Configuration.tls is a TLSContext)
                 "COpenSSL",  // SHA-1 and base64 for the WebSocket handshake
                 "CZlib",  // permessage-deflate
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -183,7 +189,7 @@ let package = Package(
             name: "ArticleExampleTests",
             dependencies: [
                 "LoopKit", "LoopKitExecutors", "LoopKitHTTP", "LoopKitHTTPTesting", "LoopKitMetrics", "LoopKitNet",
-                "LoopKitNetTesting", "LoopKitTesting",
+                "LoopKitNetTesting", "LoopKitTesting", "LoopKitTLS",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -193,7 +199,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LoopKitNetTests",
-            dependencies: ["LoopKit", "LoopKitNet", "LoopKitTesting", "LoopKitNetTesting", "TestSupport"]
+            dependencies: ["LoopKit", "LoopKitNet", "LoopKitTLS", "LoopKitTesting", "LoopKitNetTesting", "TestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -54,6 +54,7 @@ let package = Package(
             dependencies: [
                 "FuzzSupport",
                 .product(name: "LoopKitNet", package: "LoopKit"),
+                .product(name: "LoopKitTLS", package: "LoopKit"),
                 .product(name: "LoopKitTesting", package: "LoopKit"),
             ]
         ),

@@ -2,8 +2,8 @@
 # make lib's checks of the self-contained library: Scripts/libloopkit-check.sh LIBRARY HEADER [UNSTRIPPED]
 #   - its soname is libloopkit.so.LK_VERSION_MAJOR (the header's);
 #   - it NEEDs nothing from a Swift toolchain: only libevent (core, pthreads), libc, libm, libgcc_s, the
-#     dynamic loader and libstdc++ if it is not linked in (libssl and libcrypto too, until TLS leaves
-#     LoopKitNet: issue 44);
+#     dynamic loader and libstdc++ if it is not linked in (no OpenSSL: TLS is LoopKitTLS's, which the C
+#     library does not carry);
 #   - it has no RPATH or RUNPATH;
 #   - it exports exactly the functions loopkit.h declares (no Swift symbol, no other lk_ helper);
 #   - Foundation is not linked in (UNSTRIPPED, the same link before strip: no symbol of Foundation's or
@@ -18,7 +18,7 @@ major=$(sed -n 's/^#define LK_VERSION_MAJOR //p' "$header")
 soname=$(readelf -d "$library" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = "libloopkit.so.$major" ] || fail "soname '$soname', expected libloopkit.so.$major (LK_VERSION_MAJOR)"
 
-allowed='^(libevent_core-2\.1\.so\.7|libevent_pthreads-2\.1\.so\.7|libssl\.so\.3|libcrypto\.so\.3|libc\.so\.6|libm\.so\.6|libstdc\+\+\.so\.6|libgcc_s\.so\.1|ld-linux-[a-z0-9-]+\.so\.[0-9])$'
+allowed='^(libevent_core-2\.1\.so\.7|libevent_pthreads-2\.1\.so\.7|libc\.so\.6|libm\.so\.6|libstdc\+\+\.so\.6|libgcc_s\.so\.1|ld-linux-[a-z0-9-]+\.so\.[0-9])$'
 needed=$(readelf -d "$library" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
 unexpected=$(echo "$needed" | grep -Ev "$allowed" || true)
 [ -z "$unexpected" ] || fail "NEEDED beyond libevent, libc, libm, libstdc++ and libgcc_s: $unexpected"

@@ -3,6 +3,7 @@ import Logging
 import LoopKit
 import LoopKitHTTP
 import LoopKitNet
+import LoopKitTLS
 import LoopKitTesting
 
 /// A client for testing HTTP routes: in memory on a stepped loop (deterministic, virtual time) or live

@@ -2,6 +2,7 @@ import Logging
 import LoopKit
 import LoopKitHTTP
 import LoopKitNet
+import LoopKitTLS
 import LoopKitNetTesting
 import LoopKitTesting
 

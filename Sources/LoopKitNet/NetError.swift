@@ -92,7 +92,7 @@ public enum CloseReason: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The reason for a socket error number.
-    init(errno code: Int32) {
+    package init(errno code: Int32) {
         switch code {
         case ECONNRESET: self = .reset
         case EPIPE: self = .brokenPipe

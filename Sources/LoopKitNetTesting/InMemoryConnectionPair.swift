@@ -1,5 +1,6 @@
 import LoopKit
 import LoopKitNet
+import LoopKitTLS
 
 /// Two ``Connection``s joined in memory on a ``LoopDriver``'s loop, for testing connection handlers
 /// step by step without sockets (NIO's `EmbeddedChannel`, for LoopKit).
@@ -63,7 +64,7 @@ public struct InMemoryConnectionPair: Sendable {
                 serverName: String = "localhost") throws(NetError) {
         let outcome = HandshakeOutcome()
         (client, server) = try Connection.makeInMemoryPair(
-            on: driver.loop, options: options, tls: InMemoryTLS(server: serverTLS, client: clientTLS, serverName: serverName),
+            on: driver.loop, options: options, security: InMemorySecurity(server: serverTLS, client: clientTLS, serverName: serverName),
             handshaken: { outcome.result = $0.map { .failure($0) } ?? .success(()) })
         do {
             while outcome.result == nil, driver.hasPendingWork { try driver.step() }

@@ -12,12 +12,13 @@ import LoopKitMetrics
 import LoopKitNet
 import LoopKitNetTesting
 import LoopKitTesting
+import LoopKitTLS
 import ServiceLifecycle
 import Synchronization
 import Testing
 
-// README.md:45
-func example_README_45(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:46
+func example_README_46(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
 
     let loop = try EventLoop()                                // belongs to this thread
     try loop.enqueue { print("runs in the next iteration") }  // FIFO, never this iteration
@@ -35,21 +36,21 @@ func example_README_45(router: inout HTTPRouter, configuration: inout HTTPServer
     let group = try LoopGroup(threads: 4)                     // loops on threads of their own: group.next()
 }
 
-// README.md:71
-func example_README_71(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:72
+func example_README_72(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let digest = try await loop.offload { sha256(of: upload) }            // a task on the loop resumes in a drain
     // sha256(of:) is yours: LoopKit has no hash; swift-crypto's SHA256.hash(data:) or OpenSSL's EVP_Digest
     let work = try loop.offload({ try parse(document) }) { result in }  // the callback runs on the loop (R13)
     work.cancel()                                                          // never runs if not started
 }
 
-// README.md:83
-func example_README_83(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:84
+func example_README_84(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     for try await chunk in FileSystem(loop: loop).chunks(of: "/srv/big.iso") { try await connection.write(chunk) }
 }
 
-// README.md:94
-func example_README_94(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:95
+func example_README_95(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let loop = EventLoop.main
     Task { @MainActor in model.refresh() }                         // runs inside loop.run(), on the main thread
     Task(executorPreference: loop) {
@@ -58,8 +59,8 @@ func example_README_94(router: inout HTTPRouter, configuration: inout HTTPServer
     try loop.run()                                                 // where RunLoop.main.run() was
 }
 
-// README.md:117
-func example_README_117(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:118
+func example_README_118(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     actor Renderer {
         let loop: EventLoop
         init(loop: EventLoop) { self.loop = loop }
@@ -70,8 +71,8 @@ func example_README_117(router: inout HTTPRouter, configuration: inout HTTPServe
     Task(executorPreference: loop) { /* async code here stays on the loop's thread */ }
 }
 
-// README.md:138
-func example_README_138(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:139
+func example_README_139(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     // A million items without freezing the loop: a time budget per iteration (default 4 ms).
     let job = try loop.process(rows, each: { render($0) },
                                update: { done, total in bar.show(done, of: total) },
@@ -93,36 +94,36 @@ func example_README_138(router: inout HTTPRouter, configuration: inout HTTPServe
     let stages = SectionedDiff(from: oldSections, to: newSections).stages()
 }
 
-// README.md:162
-func example_README_162(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:163
+func example_README_163(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let group = try LoopGroup(threads: 2)
     let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group) { connection in  // SO_REUSEPORT
         for try await chunk in connection.inbound { try await connection.send(chunk) }          // echo
     }
 }
 
-// README.md:179
-func example_README_179(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:181
+func example_README_181(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let socket = try UDPSocket.bind(host: "::1", port: 0, on: loop)             // on the loop's thread
     socket.onDatagrams { batch in                                              // one recvmmsg, lent, no copy
         for datagram in batch { try? socket.write(copying: datagram.payload, toSenderOf: datagram) }
     }                                                                          // one sendmmsg on return
 }
 
-// README.md:191
-func example_README_191(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:193
+func example_README_193(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let result = try await ChildProcess.run("/bin/sh", arguments: ["-c", "make -s"], outputLimit: 1 << 20,
                                             timeout: .seconds(60), on: loop)      // .exited(0), stdout, stderr
 }
 
-// README.md:203
-func example_README_203(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:205
+func example_README_205(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let watcher = try PathWatcher(watching: "/srv/site", recursive: true, on: loop)   // on the loop's thread
     watcher.onEvents { events in for event in events { cache.invalidate(event.path) } }  // one batch per iteration
 }
 
-// README.md:218
-func example_README_218(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:220
+func example_README_220(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let group = try LoopGroup(threads: 1)                                       // loops on threads of their own
     let loop = group.next()
     let watcher = try await loop.perform {                                      // runs on the loop's thread
@@ -135,8 +136,8 @@ func example_README_218(router: inout HTTPRouter, configuration: inout HTTPServe
     try await loop.perform { watcher.close(); socket.close() }                  // closed on the loop too
 }
 
-// README.md:233
-func example_README_233(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:235
+func example_README_235(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
 
     var router = HTTPRouter()
     router.get("/hello") { _ in .text("Hello, World!") }                        // inline: on the loop thread
@@ -152,8 +153,8 @@ func example_README_233(router: inout HTTPRouter, configuration: inout HTTPServe
     try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm], logger: logger).run()
 }
 
-// README.md:270
-func example_README_270(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:272
+func example_README_272(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.webSocket("/ws/echo", .inTask) { request, socket in
         for try await message in socket.messages { try await socket.send(message) }
     }
@@ -168,8 +169,8 @@ func example_README_270(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:295
-@Suite("README.md:295") struct Example_README_295 {
+// README.md:297
+@Suite("README.md:297") struct Example_README_297 {
     @Test func timerFiresAfterQueuedWork() throws {
         let driver = try LoopDriver()                 // a loop on a VirtualClock
         let trace = OrderTrace(driver.loop)
@@ -186,8 +187,8 @@ func example_README_270(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:318
-func example_README_318(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:320
+func example_README_320(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try LoopMetrics.record(loop, name: "main")                 // iteration duration, poll wait, queue depth, …
     router.use(HTTPServerMetrics.middleware())                 // http.server.request.duration, …
     HTTPServerMetrics.record(into: &configuration)             // http.server.open_connections
@@ -810,61 +811,6 @@ func example_SendingAndReceivingDatagrams_30(router: inout HTTPRouter, configura
     }
 }
 
-// Sources/LoopKitNet/LoopKitNet.docc/ServingAndConnectingOverTLS.md:21
-func example_ServingAndConnectingOverTLS_21(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
-
-    let group = try LoopGroup(threads: 2)
-    var configuration = HTTPServer.Configuration(host: "0.0.0.0", port: 8443)
-    configuration.tls = try TLSContext(.server(
-        certificateChain: .file("/etc/loopkit/fullchain.pem"),   // leaf first, then intermediates
-        privateKey: .file("/etc/loopkit/privkey.pem")))
-    var router = HTTPRouter()
-    router.get("/hello") { _ in .text("Hello over TLS") }
-    let server = HTTPServer(group: group, configuration: configuration, router: router)
-    let port = try server.start()
-}
-
-// Sources/LoopKitNet/LoopKitNet.docc/ServingAndConnectingOverTLS.md:58
-func example_ServingAndConnectingOverTLS_58(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
-    var server = TLSConfiguration.server(certificateChain: .file("cert.pem"), privateKey: .file("key.pem"))
-    server.applicationProtocols = ["http/1.1"]
-    options.tls = try TLSContext(server)
-
-    let client = try TLSContext(.client()).withApplicationProtocols(["h2", "http/1.1"])
-    let connection = try await Connection.connect(host: "example.org", port: 443, on: loop, tls: client)
-    connection.applicationProtocol   // "http/1.1" from a server that does not speak h2
-}
-
-// Sources/LoopKitNet/LoopKitNet.docc/ServingAndConnectingOverTLS.md:94
-func example_ServingAndConnectingOverTLS_94(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
-    var server = TLSConfiguration.server(certificateChain: .file("server.pem"), privateKey: .file("server.key"))
-    server.verification = .full
-    server.trustRoots = .certificates(.file("clients-ca.pem"))
-    options.tls = try TLSContext(server)
-    // in the handler, on the loop:
-    let subject = connection.tlsInfo?.peerSubject   // "CN=billing-service"
-}
-
-// Sources/LoopKitNet/LoopKitNet.docc/ServingAndConnectingOverTLS.md:108
-func example_ServingAndConnectingOverTLS_108(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
-    let tls = try TLSContext(.client())                        // the system's trust store
-    let connection = try await Connection.connect(host: "example.org", port: 443, on: loop, tls: tls)
-    try await connection.send("GET / HTTP/1.1\r\nHost: example.org\r\nConnection: close\r\n\r\n")
-    for try await chunk in connection.inbound { print(String(decoding: chunk, as: UTF8.self)) }
-}
-
-// Sources/LoopKitNet/LoopKitNet.docc/ServingAndConnectingOverTLS.md:128
-func example_ServingAndConnectingOverTLS_128(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
-    let tls = try TLSContext(.server(certificateChain: .file(chainPath), privateKey: .file(keyPath)))
-    configuration.tls = tls
-    // … after the files were renewed (a SIGHUP handler, a file watcher):
-    do {
-        try tls.reload(.server(certificateChain: .file(chainPath), privateKey: .file(keyPath)))
-    } catch {
-        logger.error("certificate reload refused, still serving the old one: \(error)")
-    }
-}
-
 // Sources/LoopKitNet/LoopKitNet.docc/WatchingPaths.md:8
 func example_WatchingPaths_8(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let watcher = try PathWatcher(watching: "/srv/site", recursive: true, on: loop)
@@ -880,5 +826,60 @@ func example_WatchingPaths_44(router: inout HTTPRouter, configuration: inout HTT
     let sources = try PathWatcher(watching: "/srv/src", on: loop, bufferLimit: 256)
     Task(executorPreference: loop) {
         for try await event in sources.events { await rebuild(event.path) }
+    }
+}
+
+// Sources/LoopKitTLS/LoopKitTLS.docc/ServingAndConnectingOverTLS.md:23
+func example_ServingAndConnectingOverTLS_23(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+
+    let group = try LoopGroup(threads: 2)
+    var configuration = HTTPServer.Configuration(host: "0.0.0.0", port: 8443)
+    configuration.tls = try TLSContext(.server(
+        certificateChain: .file("/etc/loopkit/fullchain.pem"),   // leaf first, then intermediates
+        privateKey: .file("/etc/loopkit/privkey.pem")))
+    var router = HTTPRouter()
+    router.get("/hello") { _ in .text("Hello over TLS") }
+    let server = HTTPServer(group: group, configuration: configuration, router: router)
+    let port = try server.start()
+}
+
+// Sources/LoopKitTLS/LoopKitTLS.docc/ServingAndConnectingOverTLS.md:60
+func example_ServingAndConnectingOverTLS_60(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    var server = TLSConfiguration.server(certificateChain: .file("cert.pem"), privateKey: .file("key.pem"))
+    server.applicationProtocols = ["http/1.1"]
+    options.tls = try TLSContext(server)
+
+    let client = try TLSContext(.client()).withApplicationProtocols(["h2", "http/1.1"])
+    let connection = try await Connection.connect(host: "example.org", port: 443, on: loop, tls: client)
+    connection.applicationProtocol   // "http/1.1" from a server that does not speak h2
+}
+
+// Sources/LoopKitTLS/LoopKitTLS.docc/ServingAndConnectingOverTLS.md:96
+func example_ServingAndConnectingOverTLS_96(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    var server = TLSConfiguration.server(certificateChain: .file("server.pem"), privateKey: .file("server.key"))
+    server.verification = .full
+    server.trustRoots = .certificates(.file("clients-ca.pem"))
+    options.tls = try TLSContext(server)
+    // in the handler, on the loop:
+    let subject = connection.tlsInfo?.peerSubject   // "CN=billing-service"
+}
+
+// Sources/LoopKitTLS/LoopKitTLS.docc/ServingAndConnectingOverTLS.md:110
+func example_ServingAndConnectingOverTLS_110(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    let tls = try TLSContext(.client())                        // the system's trust store
+    let connection = try await Connection.connect(host: "example.org", port: 443, on: loop, tls: tls)
+    try await connection.send("GET / HTTP/1.1\r\nHost: example.org\r\nConnection: close\r\n\r\n")
+    for try await chunk in connection.inbound { print(String(decoding: chunk, as: UTF8.self)) }
+}
+
+// Sources/LoopKitTLS/LoopKitTLS.docc/ServingAndConnectingOverTLS.md:130
+func example_ServingAndConnectingOverTLS_130(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    let tls = try TLSContext(.server(certificateChain: .file(chainPath), privateKey: .file(keyPath)))
+    configuration.tls = tls
+    // … after the files were renewed (a SIGHUP handler, a file watcher):
+    do {
+        try tls.reload(.server(certificateChain: .file(chainPath), privateKey: .file(keyPath)))
+    } catch {
+        logger.error("certificate reload refused, still serving the old one: \(error)")
     }
 }

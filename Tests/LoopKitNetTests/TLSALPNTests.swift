@@ -1,6 +1,7 @@
 import Foundation
 import LoopKit
 import LoopKitNet
+import LoopKitTLS
 import Testing
 
 /// ALPN (RFC 7301): the server's choice seen on both sides, the no_application_protocol refusal, no ALPN

@@ -1,5 +1,6 @@
 import LoopKit
 import LoopKitNet
+import LoopKitTLS
 import LoopKitNetTesting
 import LoopKitTesting
 import Testing

@@ -4,6 +4,7 @@ import Glibc
 #endif
 import LoopKit
 import LoopKitNet
+import LoopKitTLS
 import TestSupport
 
 /// A throwaway CA and certificates, made once per test run with the `openssl` command into a temporary

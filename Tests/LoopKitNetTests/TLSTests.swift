@@ -1,6 +1,7 @@
 import Foundation
 import LoopKit
 import LoopKitNet
+import LoopKitTLS
 import Testing
 
 #if canImport(Glibc)

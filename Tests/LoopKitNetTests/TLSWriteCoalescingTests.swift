@@ -1,5 +1,6 @@
 import LoopKit
 import LoopKitNet
+import LoopKitTLS
 import Testing
 
 /// TLS writes: the buffers of one write batch share records (one `SSL_write` for a head and its body),

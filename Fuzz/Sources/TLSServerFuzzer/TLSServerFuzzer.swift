@@ -4,6 +4,7 @@ import Glibc
 import FuzzSupport
 import LoopKit
 @testable import LoopKitNet
+import LoopKitTLS
 import LoopKitTesting
 
 /// The TLS server fed raw bytes: a server end of an in-memory pair speaks TLS (OpenSSL over LoopKit's
@@ -19,7 +20,7 @@ public func tlsServerFuzzer(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt 
     var outcomes = 0
     let (client, server) = try! Connection.makeInMemoryPair(
         on: driver.loop, options: ConnectionOptions(),
-        tls: InMemoryTLS(server: serverContext, client: nil, serverName: "localhost"),
+        security: InMemorySecurity(server: serverContext, client: nil, serverName: "localhost"),
         handshaken: { _ in outcomes += 1 })
     server.onRead { $0.count }  // a server that takes whatever it decrypts
     client.onRead { $0.count }

@@ -3,3 +3,6 @@
 // `Bytes` (LoopKitNet), the one type of every owned body: a request's, a response's, a collected one.
 @_exported import HTTPTypes
 @_exported import struct LoopKitNet.Bytes
+// HTTPS: `Configuration.tls` takes a `TLSContext` made from a `TLSConfiguration` (LoopKitTLS).
+@_exported import class LoopKitTLS.TLSContext
+@_exported import struct LoopKitTLS.TLSConfiguration

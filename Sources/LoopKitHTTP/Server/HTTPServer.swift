@@ -2,6 +2,7 @@ import HTTPTypes
 import Logging
 import LoopKit
 import LoopKitNet
+import LoopKitTLS
 import ServiceLifecycle
 import Tracing
 

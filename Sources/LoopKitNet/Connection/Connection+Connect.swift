@@ -2,34 +2,35 @@ import Dispatch
 import LoopKit
 
 extension Connection {
-    /// Connects to a numeric address (IPv4, IPv6 or a Unix-domain socket) from a connection on `loop`,
-    /// with TLS when `tls` is given.
+    /// Connects to a numeric address (IPv4, IPv6 or a Unix-domain socket) from a connection on `loop`.
+    /// (`LoopKitTLS` adds the same with `tls:`.)
     ///
     /// - Parameters:
     ///   - address: Where to connect.
     ///   - loop: The loop the connection will live on.
     ///   - options: The connection's settings.
-    ///   - timeout: How long the connect (and the TLS handshake) may take. Default 10 seconds.
-    ///   - tls: A client ``TLSContext``: the connection is returned once the handshake is done and the
-    ///     server's certificate verified. Nil (default): plain TCP.
-    ///   - serverName: The name sent as SNI and that the server's certificate must carry; nil: the
-    ///     address itself (its certificate must then name the IP address).
+    ///   - timeout: How long the connect may take. Default 10 seconds.
     /// - Returns: The open connection.
     /// - Throws: ``NetError/connectionRefused(_:)``, ``NetError/connectTimedOut``,
-    ///   ``NetError/loopShutDown``, ``NetError/tls(_:)`` (a failed handshake, a certificate that does
-    ///   not verify, with OpenSSL's reason), ``NetError/system(_:_:)`` for other socket errors.
+    ///   ``NetError/loopShutDown``, ``NetError/system(_:_:)`` for other socket errors.
     ///
     /// Safe from any thread. The corresponding system call is a non-blocking `connect`.
     public static func connect(
         to address: SocketAddress, on loop: EventLoop, options: ConnectionOptions = .init(),
-        timeout: Duration = .seconds(10), tls: TLSContext? = nil, serverName: String? = nil
+        timeout: Duration = .seconds(10)
+    ) async throws(NetError) -> Connection {
+        try await connect(to: address, on: loop, options: options, timeout: timeout, security: nil, serverName: nil)
+    }
+
+    /// ``connect(to:on:options:timeout:)`` with `security` (a client's TLS) over the socket: the
+    /// connection is returned once its handshake is done. `serverName` nil: the address itself.
+    package static func connect(
+        to address: SocketAddress, on loop: EventLoop, options: ConnectionOptions, timeout: Duration,
+        security: (any TransportSecurity)?, serverName: String?
     ) async throws(NetError) -> Connection {
         let deadline = loop.clockNanoseconds &+ UInt64(max(0, timeout / .nanoseconds(1)))
-        let secure = try tls.map { context throws(NetError) in
-            guard context.role == .client else { throw .tls("connect needs a client TLSContext (this one is a server's)") }
-            return SecureConnect(context: context, serverName: serverName ?? address.host)
-        }
-        return try await connect(toAny: [address], on: loop, options: options, deadline: deadline, tls: secure)
+        let secure = try security.map { layer throws(NetError) in try SecureConnect(layer, serverName: serverName ?? address.host) }
+        return try await connect(toAny: [address], on: loop, options: options, deadline: deadline, security: secure)
     }
 
     /// Resolves `host` (off the loop's thread, with the system resolver: `/etc/hosts`, then DNS), then
@@ -41,17 +42,25 @@ extension Connection {
     ///   - port: The port, 1 to 65535.
     ///   - loop: The loop the connection will live on.
     ///   - options: The connection's settings.
-    ///   - timeout: How long resolution, connect and TLS handshake together may take. Default 10 seconds.
-    ///   - tls: A client ``TLSContext``; `host` is then sent as SNI and must be named by the server's
-    ///     certificate. Nil (default): plain TCP.
+    ///   - timeout: How long resolution and connect together may take. Default 10 seconds.
     /// - Returns: The open connection.
     /// - Throws: ``NetError/nameResolutionFailed(host:reason:)`` besides what
-    ///   ``connect(to:on:options:timeout:tls:serverName:)`` throws; ``NetError/invalidAddress(_:)`` for a bad port.
+    ///   ``connect(to:on:options:timeout:)`` throws; ``NetError/invalidAddress(_:)`` for a bad port.
     ///
-    /// Safe from any thread. The corresponding C call is `getaddrinfo`, on a Dispatch queue.
+    /// Safe from any thread. The corresponding C call is `getaddrinfo`, on a Dispatch queue. (`LoopKitTLS`
+    /// adds the same with `tls:`.)
     public static func connect(
         host: String, port: Int, on loop: EventLoop, options: ConnectionOptions = .init(),
-        timeout: Duration = .seconds(10), tls: TLSContext? = nil
+        timeout: Duration = .seconds(10)
+    ) async throws(NetError) -> Connection {
+        try await connect(host: host, port: port, on: loop, options: options, timeout: timeout, security: nil)
+    }
+
+    /// ``connect(host:port:on:options:timeout:)`` with `security` (a client's TLS) over the socket, naming
+    /// `host` (SNI, and the name the server's certificate must carry).
+    package static func connect(
+        host: String, port: Int, on loop: EventLoop, options: ConnectionOptions, timeout: Duration,
+        security: (any TransportSecurity)?
     ) async throws(NetError) -> Connection {
         guard (1...65_535).contains(port) else { throw .invalidAddress("port \(port) is out of range 1...65535") }
         let numeric: SocketAddress?
@@ -60,7 +69,9 @@ extension Connection {
         } catch {
             numeric = nil  // not a numeric address: a name, resolved below (its failures are thrown there)
         }
-        if let numeric { return try await connect(to: numeric, on: loop, options: options, timeout: timeout, tls: tls, serverName: host) }
+        if let numeric {
+            return try await connect(to: numeric, on: loop, options: options, timeout: timeout, security: security, serverName: host)
+        }
         let deadline = loop.clockNanoseconds &+ UInt64(max(0, timeout / .nanoseconds(1)))
         let resolved = await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<[SocketAddress], NetError>, Never>) in
@@ -69,17 +80,14 @@ extension Connection {
         } onCancel: {}
         let addresses = try resolved.get()
         guard loop.clockNanoseconds < deadline else { throw .connectTimedOut }
-        let secure = try tls.map { context throws(NetError) in
-            guard context.role == .client else { throw .tls("connect needs a client TLSContext (this one is a server's)") }
-            return SecureConnect(context: context, serverName: host)
-        }
-        return try await connect(toAny: addresses, on: loop, options: options, deadline: deadline, tls: secure)
+        let secure = try security.map { layer throws(NetError) in try SecureConnect(layer, serverName: host) }
+        return try await connect(toAny: addresses, on: loop, options: options, deadline: deadline, security: secure)
     }
 
     /// Tries `addresses` in order until one connects; throws the last failure.
     private static func connect(
         toAny addresses: [SocketAddress], on loop: EventLoop, options: ConnectionOptions, deadline: UInt64,
-        tls: SecureConnect?
+        security: SecureConnect?
     ) async throws(NetError) -> Connection {
         var lastError = NetError.connectTimedOut
         for address in addresses {
@@ -87,7 +95,7 @@ extension Connection {
             guard now < deadline else { throw .connectTimedOut }
             let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Connection, NetError>, Never>) in
                 let work: @Sendable () -> Void = {
-                    startConnect(to: address, on: loop, options: options, tls: tls,
+                    startConnect(to: address, on: loop, options: options, security: security,
                                  timeout: .nanoseconds(Int64(deadline - now)), continuation: continuation)
                 }
                 if loop.isCurrent {
@@ -111,7 +119,7 @@ extension Connection {
     /// Opens a socket and starts a non-blocking connect; the connection resumes `continuation` once.
     /// Loop thread only.
     private static func startConnect(
-        to address: SocketAddress, on loop: EventLoop, options: ConnectionOptions, tls: SecureConnect?,
+        to address: SocketAddress, on loop: EventLoop, options: ConnectionOptions, security: SecureConnect?,
         timeout: Duration, continuation: UnsafeContinuation<Result<Connection, NetError>, Never>
     ) {
         guard loop.isAcceptingWork else {
@@ -127,7 +135,7 @@ extension Connection {
         }
         let transport: Transport
         do throws(NetError) {
-            transport = try TLSTransport.wrapping(SocketTransport(fd: fd), in: tls?.context, serverName: tls?.serverName, on: loop)
+            transport = try SocketTransport(fd: fd).secured(by: security?.layer, serverName: security?.serverName, on: loop)
         } catch {
             continuation.resume(returning: .failure(error))  // the socket transport closed the descriptor
             return
@@ -230,8 +238,15 @@ extension Connection {
     }
 }
 
-/// A client TLS handshake to run once the connect is done.
+/// A client's security layer (TLS) to run its handshake once the connect is done, naming `serverName`.
 struct SecureConnect: Sendable {
-    let context: TLSContext
+    let layer: any TransportSecurity
     let serverName: String
+
+    /// - Throws: ``NetError/tls(_:)`` for a server's layer.
+    init(_ layer: any TransportSecurity, serverName: String) throws(NetError) {
+        guard !layer.isServer else { throw .tls("connect needs a client TLSContext (this one is a server's)") }
+        self.layer = layer
+        self.serverName = serverName
+    }
 }

@@ -55,7 +55,7 @@ public final class Connection: @unchecked Sendable {  // loop-confined: each ent
     let watchesDescriptor: Bool
     /// What moves the bytes: the socket, the in-memory partner, or TLS over either. A constant, so the
     /// hot path calls it without retaining it.
-    let transport: Transport
+    package let transport: Transport
     /// The loop's shared read buffer and write batch.
     let shared: LoopIOBuffers
     @exclusivity(unchecked) var machine: ConnectionStateMachine
@@ -85,7 +85,7 @@ public final class Connection: @unchecked Sendable {  // loop-confined: each ent
     /// (what ``SocketTransport`` would do, inlined).
     let isPlainSocket: Bool
     /// The transport's handshake is under way: readiness drives it, not reads and writes.
-    var isHandshaking = false
+    package internal(set) var isHandshaking = false
     /// The registry that keeps the connection (its listener endpoint's, or a server's): kept alive by it,
     /// and told when it ends.
     var registry: ConnectionRegistry?
@@ -162,7 +162,7 @@ public final class Connection: @unchecked Sendable {  // loop-confined: each ent
     }
 
     @inline(__always)
-    func checkThread(_ function: StaticString = #function) {
+    package func checkThread(_ function: StaticString = #function) {
         precondition(loop.isCurrent, "Connection.\(function) called off its loop's thread")
     }
 

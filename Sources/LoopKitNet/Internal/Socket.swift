@@ -17,7 +17,7 @@ private func systemAccept4(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr
                            _ length: UnsafeMutablePointer<socklen_t>?, _ flags: Int32) -> Int32
 
 /// Socket system calls on non-blocking, close-on-exec sockets.
-enum Socket {
+package enum Socket {
     /// Ignores SIGPIPE process-wide, once, before LoopKitNet creates its first socket: a peer that goes
     /// away mid-`writev` (which has no `MSG_NOSIGNAL`) then fails the write with `EPIPE`, ending the
     /// connection with ``CloseReason/brokenPipe``, instead of killing the process.
@@ -140,7 +140,7 @@ enum Socket {
     }
 
     /// What a read or a write did.
-    enum Transfer {
+    package enum Transfer {
         /// This many bytes moved (more than 0).
         case moved(Int)
         /// The socket would block.

@@ -29,14 +29,14 @@ final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on i
     /// keep asking for it while they live).
     private var askedSweepInterval: Duration?
 
-    /// TLS for the accepted connections, if they speak it.
-    let tls: TLSContext?
+    /// The security layer (TLS) over the accepted connections, if they speak it.
+    let security: (any TransportSecurity)?
     /// Where failed handshakes are counted (shared with the listener's other endpoints).
     let failedHandshakes: FailedHandshakes
 
-    init(loop: EventLoop, fd: Int32, options: ConnectionOptions, tls: TLSContext?, acceptor: TCPListener.Acceptor,
+    init(loop: EventLoop, fd: Int32, options: ConnectionOptions, security: (any TransportSecurity)?, acceptor: TCPListener.Acceptor,
          unixPath: String?, failedHandshakes: FailedHandshakes, registry: ConnectionRegistry?) {
-        self.tls = tls
+        self.security = security
         self.failedHandshakes = failedHandshakes
         self.loop = loop
         self.fd = fd
@@ -205,9 +205,9 @@ final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on i
         }
         let transport: Transport
         do throws(NetError) {
-            transport = try TLSTransport.wrapping(SocketTransport(fd: fd), in: tls, serverName: nil, on: loop)
+            transport = try SocketTransport(fd: fd).secured(by: security, serverName: nil, on: loop)
         } catch {
-            failedHandshakes.record(error)  // OpenSSL made no session; the socket transport closed the descriptor
+            failedHandshakes.record(error)  // the layer made no session; the socket transport closed the descriptor
             return
         }
         let connection = Connection(loop: loop, transport: transport, profile: profile, connected: true, observesShutdown: false)
@@ -215,11 +215,11 @@ final class ListenerEndpoint: @unchecked Sendable {  // loop-confined: used on i
         // and a start that fails ends a registered connection, which leaves the registry at once.
         registry.add(connection)
         connection.start()
-        guard tls != nil else {
+        guard security != nil else {
             hand(connection)
             return
         }
-        // A TLS connection reaches the handler once its handshake is done; a failed one never does, and
+        // A secured (TLS) connection reaches the handler once its handshake is done; a failed one never does, and
         // is counted instead. A loop shutting down is not the peer's failure.
         connection.startHandshake { [weak self, unowned connection] error in
             guard let self else { return }

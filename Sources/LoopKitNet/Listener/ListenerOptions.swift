@@ -6,10 +6,10 @@ public struct ListenerOptions: Sendable, Hashable {
     public var backlog: Int32 = 511
     /// The settings each accepted connection gets.
     public var connection = ConnectionOptions()
-    /// TLS for every accepted connection (a server ``TLSContext``); nil (default): plain TCP. A TLS
-    /// connection is handed to the listener's handler once its handshake is done; one whose handshake
-    /// fails (or times out) ends without reaching it.
-    public var tls: TLSContext?
+    /// The security layer over every accepted connection (`LoopKitTLS`'s `tls`, a server `TLSContext`);
+    /// nil (default): plain TCP. A secured connection is handed to the listener's handler once its
+    /// handshake is done; one whose handshake fails (or times out) ends without reaching it.
+    package var security: SecurityLayer?
     /// The kernel hands a TCP connection over only once its first bytes have arrived
     /// (`TCP_DEFER_ACCEPT`), rather than when its handshake completes. Default false.
     ///

@@ -140,7 +140,7 @@ public final class TCPListener: Sendable {
         registries: [ConnectionRegistry] = []
     ) throws(NetError) -> TCPListener {
         let reusePort = loops.count > 1
-        if let tls = options.tls, tls.role != .server {
+        if let security = options.security?.layer, !security.isServer {
             throw .tls("a listener needs a server TLSContext (this one is a client's)")
         }
         if address.family == .unix, loops.count > 1 {
@@ -157,7 +157,7 @@ public final class TCPListener: Sendable {
                 if bound.family != .unix, bound.port == 0, let actual = Socket.localAddress(of: fd) {
                     bound = actual  // the rest of the group binds the port the kernel picked
                 }
-                let endpoint = ListenerEndpoint(loop: loop, fd: fd, options: options.connection, tls: options.tls, acceptor: acceptor,
+                let endpoint = ListenerEndpoint(loop: loop, fd: fd, options: options.connection, security: options.security?.layer, acceptor: acceptor,
                                                 unixPath: address.family == .unix ? address.host : nil,
                                                 failedHandshakes: failedHandshakes,
                                                 registry: registries.first { $0.loop === loop })

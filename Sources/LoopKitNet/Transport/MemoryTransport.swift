@@ -4,7 +4,7 @@ import Glibc
 import Musl
 #endif
 
-/// One end of two transports joined in memory (``Connection/makeInMemoryPair(on:options:tls:handshaken:)``):
+/// One end of two transports joined in memory (``Connection/makeInMemoryPair(on:options:security:handshaken:)``):
 /// what one end writes moves into the other's inbound bytes, up to the room its connection has (its read
 /// high-water mark, less what it holds unread; none while it does not want to read), and the rest waits
 /// in the writer's output. Readiness is announced, not watched: the reader's connection reads in the

@@ -5,9 +5,10 @@ import Musl
 #endif
 
 /// How a connection's bytes move: through a socket (``SocketTransport``), into an in-memory partner
-/// (``MemoryTransport``), or through a TLS session over either (``TLSTransport``). A ``Connection``
-/// owns one transport; everything above it (the read buffer, the write batch, watermarks, the close
-/// state machine, a handshake's steps and deadline) is the same whatever moves the bytes.
+/// (``MemoryTransport``), or through a security layer over either (``TransportSecurity``: TLS, in
+/// `LoopKitTLS`). A ``Connection`` owns one transport; everything above it (the read buffer, the write
+/// batch, watermarks, the close state machine, a handshake's steps and deadline) is the same whatever
+/// moves the bytes.
 ///
 /// The transport says what it needs instead of the connection asking which kind it is:
 /// - how readiness reaches the connection (``readiness``): the loop watches ``descriptor``, or the
@@ -19,7 +20,7 @@ import Musl
 ///   how long it may take (``handshakeTimeout``).
 ///
 /// Loop-confined, like its connection: every call on the loop's thread.
-protocol Transport: AnyObject {
+package protocol Transport: AnyObject {
     /// How the connection learns that it can read or write. A constant.
     var readiness: TransportReadiness { get }
 
@@ -72,7 +73,7 @@ protocol Transport: AnyObject {
 }
 
 /// How a transport's readiness reaches its connection.
-enum TransportReadiness {
+package enum TransportReadiness {
     /// The loop watches the transport's descriptor for readable and writable.
     case watchedDescriptor
     /// The transport tells its connection itself, in the loop's next iteration (in memory).
@@ -80,7 +81,7 @@ enum TransportReadiness {
 }
 
 /// Where a handshake stands after a step.
-enum HandshakeStep {
+package enum HandshakeStep {
     /// Finished: bytes move.
     case done
     /// Waiting for the peer's bytes: readable readiness takes it further.
@@ -92,23 +93,28 @@ enum HandshakeStep {
 }
 
 /// What a failed handshake ends its connection with, and what the handshake's waiter is told.
-struct HandshakeFailure {
+package struct HandshakeFailure {
     /// The error the connect, the listener or a test's pair is told.
-    let error: NetError
+    package let error: NetError
     /// The connection's close reason.
-    let reason: CloseReason
+    package let reason: CloseReason
+
+    package init(error: NetError, reason: CloseReason) {
+        self.error = error
+        self.reason = reason
+    }
 }
 
 extension Transport {
     /// The transports with no read-ahead hold nothing unannounced.
-    var readsAhead: Bool { false }
-    var hasUnannouncedInput: Bool { false }
+    package var readsAhead: Bool { false }
+    package var hasUnannouncedInput: Bool { false }
 
     /// The transports with no handshake are ready at once.
-    var needsHandshake: Bool { false }
-    var handshakeTimeout: Duration { .zero }
-    func handshake() -> HandshakeStep { .done }
-    func handshakeFailure(_ description: String) -> HandshakeFailure {
+    package var needsHandshake: Bool { false }
+    package var handshakeTimeout: Duration { .zero }
+    package func handshake() -> HandshakeStep { .done }
+    package func handshakeFailure(_ description: String) -> HandshakeFailure {
         HandshakeFailure(error: .connectionClosed(.failed(0)), reason: .failed(0))
     }
 }

@@ -1,5 +1,6 @@
 import COpenSSL
 import LoopKit
+import LoopKitNet
 
 #if canImport(Glibc)
 import Glibc
@@ -7,7 +8,7 @@ import Glibc
 import Musl
 #endif
 
-// The one file of LoopKitNet that calls OpenSSL (Debian's libssl-dev, OpenSSL 3). No TLS is written here:
+// The one file of LoopKitTLS that calls OpenSSL (Debian's libssl-dev, OpenSSL 3). No TLS is written here:
 // OpenSSL does the protocol; this file turns its handles into Swift objects, its `-1/0/1` returns and
 // `SSL_get_error` codes into Swift values, and its error queue into messages.
 

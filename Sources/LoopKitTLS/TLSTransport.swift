@@ -5,6 +5,7 @@ import Musl
 #endif
 
 import LoopKit
+import LoopKitNet
 
 /// TLS over another transport: what the connection writes is encrypted into the transport beneath, what
 /// it reads is decrypted from it. Over a socket OpenSSL reads and writes the descriptor itself (its
@@ -28,20 +29,12 @@ final class TLSTransport: Transport {
     init(over inner: Transport, context: SSLContextHandle, serverName: String?, applicationProtocols: ALPNProtocols?,
          scratch: TLSWriteScratch) throws(NetError) {
         self.inner = inner
-        let carrier: TLSSession.Carrier = inner is SocketTransport ? .descriptor(inner.descriptor) : .transport(inner)
+        // A transport the loop watches by descriptor is a socket's (or a pipe's): OpenSSL reads and writes it.
+        let carrier: TLSSession.Carrier = inner.readiness == .watchedDescriptor ? .descriptor(inner.descriptor) : .transport(inner)
         session = try TLSSession(context: context, carrier: carrier, serverName: serverName,
                                  applicationProtocols: applicationProtocols, scratch: scratch)
     }
 
-    /// The transport of a new connection: `inner`, with TLS over it when `context` is given (a client's
-    /// names `serverName`). Loop thread only.
-    /// - Throws: ``NetError/tls(_:)`` when OpenSSL cannot make the session.
-    static func wrapping(_ inner: Transport, in context: TLSContext?, serverName: String?,
-                         on loop: EventLoop) throws(NetError) -> Transport {
-        guard let context else { return inner }
-        return try TLSTransport(over: inner, context: context.handle, serverName: serverName,
-                                applicationProtocols: context.applicationProtocolsOverride, scratch: .of(loop))
-    }
 
     var readiness: TransportReadiness { inner.readiness }
 
@@ -88,5 +81,17 @@ final class TLSTransport: Transport {
     /// ``NetError/tls(_:)``.
     func handshakeFailure(_ description: String) -> HandshakeFailure {
         HandshakeFailure(error: .tls(description), reason: .tls(description))
+    }
+}
+
+extension TLSContext: TransportSecurity {
+    /// A server context secures a listener's connections; a client's, a connect.
+    package var isServer: Bool { role == .server }
+
+    /// `inner` with a TLS session over it, from the context's current configuration. Loop thread only.
+    /// - Throws: ``NetError/tls(_:)`` when OpenSSL cannot make the session.
+    package func secure(_ inner: Transport, serverName: String?, on loop: EventLoop) throws(NetError) -> Transport {
+        try TLSTransport(over: inner, context: handle, serverName: serverName,
+                         applicationProtocols: applicationProtocolsOverride, scratch: .of(loop))
     }
 }

@@ -1,3 +1,6 @@
+import LoopKit
+import LoopKitNet
+
 /// What a TLS server or client presents and accepts: certificates, trust, versions, ciphers, ALPN.
 ///
 /// A plain value; safe from any thread. Turn it into a ``TLSContext`` (which loads and checks it) to use it.

@@ -1,3 +1,5 @@
+import LoopKit
+import LoopKitNet
 import Synchronization
 
 /// A loaded, checked ``TLSConfiguration`` (an OpenSSL `SSL_CTX`): what a listener's TLS connections or a
