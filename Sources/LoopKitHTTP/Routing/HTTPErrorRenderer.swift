@@ -78,14 +78,17 @@ public struct HTTPErrorRenderer: Sendable {
     /// ```
     ///
     /// - Parameter render: Called on the connection's loop thread, once per failure; it must not block.
+    ///
+    /// Safe from any thread.
     public init(_ render: @escaping @Sendable (Failure) -> HTTPServerResponse) {
         self.render = render
     }
 
-    /// `text/plain; charset=utf-8`, the failure's message as the body (the default).
+    /// `text/plain; charset=utf-8`, the failure's message as the body (the default). Safe from any thread.
     public static let plainText = HTTPErrorRenderer { failure in .text(failure.message, status: failure.status) }
 
-    /// `application/json; charset=utf-8`, the failure as `{"error":{"status":404,"message":"Not Found"}}`.
+    /// `application/json; charset=utf-8`, the failure as `{"error":{"status":404,"message":"Not Found"}}`
+    /// (the message escaped as RFC 8259 says). Safe from any thread.
     public static let json = HTTPErrorRenderer { failure in
         var body = #"{"error":{"status":"#
         body += String(failure.status.code)
@@ -95,7 +98,12 @@ public struct HTTPErrorRenderer: Sendable {
         return HTTPServerResponse(status: failure.status, headerFields: JSONCoders.contentTypeFields, body: .bytes(Bytes(body)))
     }
 
-    /// The response for `failure`: the renderer's, with the failure's fields it lacks. Loop thread.
+    /// The response for `failure`: the renderer's, with the failure's fields of names it lacks. Safe from
+    /// any thread (the server calls it on the connection's loop thread); a custom renderer may call another
+    /// (`HTTPErrorRenderer.json.response(for: failure)`) and adjust what it returns.
+    ///
+    /// - Parameter failure: What failed.
+    /// - Returns: The response to send.
     public func response(for failure: Failure) -> HTTPServerResponse {
         var response = render(failure)
         guard !failure.headerFields.isEmpty else { return response }

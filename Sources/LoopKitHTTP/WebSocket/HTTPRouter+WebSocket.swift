@@ -151,7 +151,7 @@ extension HTTPRouter {
     ///     socket.onMessage { message in if case .text(let text) = message { room.send(text) } }
     /// }
     /// ```
-    /// `accepting` refuses as in ``webSocket(_:_:configuration:accepting:_:)-(_,HTTPTaskExecution,_,_,_)``.
+    /// `accepting` refuses as in ``webSocket(_:_:configuration:accepting:_:)``.
     ///
     /// - Parameters:
     ///   - path: The path pattern.

@@ -15,7 +15,7 @@ public struct WebSocketRoute: Sendable {
 
     let configuration: WebSocketConfiguration
     let shouldUpgrade: (@Sendable (HTTPServerRequest) async throws -> WebSocketUpgradeDecision)?
-    /// The check of a route whose handler takes a value (`router.webSocket(_:_:accepting:_:)`): it looks
+    /// The check of a route whose handler takes a value (`router.webSocket(_:_:configuration:accepting:_:)`): it looks
     /// the value up and returns the handler bound to it, or throws to refuse (an ``HTTPError`` with its
     /// status) before the `101`.
     var accepting: (@Sendable (HTTPServerRequest) async throws -> Handler)?
