@@ -87,6 +87,24 @@ struct ErrorRendererTests {
         #expect(try client.readUntilClosed().isEmpty)
     }
 
+    /// In memory, on virtual time: a head that arrives too slowly is a refusal with no parser error.
+    @Test func jsonRendersASlowHeads408() throws {
+        var configuration = Self.json
+        configuration.headTimeout = .seconds(1)
+        let origin = Lock<HTTPErrorRenderer.Failure.Origin?>(nil)
+        configuration.errorRenderer = HTTPErrorRenderer { failure in
+            origin.withLock { $0 = failure.error == nil ? failure.origin : nil }
+            return HTTPErrorRenderer.json.response(for: failure)
+        }
+        let client = try HTTPTestClient(router: Self.router(), configuration: configuration)
+        try client.send("GET /todos/1 HTTP/1.1\r\nHost: t\r\n")  // never finishes the head
+        try client.advance(by: .seconds(2))
+        let response = try client.nextResponse()
+        #expect(response.status == .requestTimeout)
+        #expect(response.text == #"{"error":{"status":408,"message":"Request Timeout"}}"#)
+        #expect(origin.withLock { $0 } == .refusal)
+    }
+
     @Test func jsonRendersAnErrorThrownBehindAsyncMiddleware() throws {
         var router = Self.router()
         router.use(AccessLogMiddleware())
