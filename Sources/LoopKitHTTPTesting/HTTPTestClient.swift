@@ -39,9 +39,11 @@ import LoopKitTesting
 public final class HTTPTestClient {
     /// How this client reaches the routes.
     public let mode: HTTPTestMode
-    private let transport: any HTTPTestTransport
+    let transport: any HTTPTestTransport
     /// Received and not yet read as a response.
-    private var buffer: [UInt8] = []
+    var buffer: [UInt8] = []
+    /// The event stream ``nextEvent()`` is reading, from its head to its end.
+    var eventStream: EventStreamReader?
 
     /// A client for the routes of `router`, served with `configuration`'s limits and timeouts.
     ///

@@ -1,3 +1,4 @@
+import HTTPTypes
 /// Why an ``HTTPTestClient`` could not give what was asked.
 public enum HTTPTestClientError: Error, Sendable, Hashable, CustomStringConvertible {
     /// In memory: no response is complete and the loop has nothing left to do (no queued work, no due
@@ -14,6 +15,9 @@ public enum HTTPTestClientError: Error, Sendable, Hashable, CustomStringConverti
     /// A client on a test's ``LoopKitTesting/LoopDriver`` was called off the driver's thread; the message
     /// says what to do instead.
     case wrongThread(String)
+    /// ``HTTPTestClient/nextEvent()`` read a response that is not an event stream (not `200`, or not
+    /// `Content-Type: text/event-stream`): here it is, whole.
+    case notAnEventStream(HTTPTestResponse)
 
     public var description: String {
         switch self {
@@ -29,6 +33,8 @@ public enum HTTPTestClientError: Error, Sendable, Hashable, CustomStringConverti
             "cannot start the test server: \(reason)"
         case .wrongThread(let reason):
             reason
+        case .notAnEventStream(let response):
+            "not an event stream: \(response.status.code) \(response.headerFields[.contentType] ?? "with no Content-Type"), body \(String(reflecting: response.text))"
         }
     }
 }

@@ -1,4 +1,5 @@
 import HTTPTypes
+import LoopKitHTTP
 import LoopKitNet
 
 /// A response as an ``HTTPTestClient`` read it off the wire.
@@ -15,15 +16,25 @@ public struct HTTPTestResponse: Sendable, Hashable {
     /// The body as UTF-8 text.
     public var text: String { body.utf8String }
 
-    /// Parses one response from the front of `bytes`.
+    /// The body read as a `text/event-stream`, whole: its events in order, parsed as a browser's
+    /// `EventSource` parses them (comments skipped, `data` lines joined with `\n`, the last event id kept
+    /// from one event to the next, CRLF, LF or CR line ends, a leading byte order mark skipped; a last
+    /// event without its blank line is discarded). For a stream still open, read each event as it arrives
+    /// with ``HTTPTestClient/nextEvent()``.
     ///
-    /// - Parameters:
-    ///   - bytes: What the client has received and not yet read.
-    ///   - isHeadRequest: The request was `HEAD`: the fields describe a body that is not sent.
-    ///   - atEndOfStream: The server has closed: a body without length ends here.
-    /// - Returns: The response and the number of bytes it took, or nil when it is not complete yet.
+    /// ```swift
+    /// let events = try client.execute(.get, "/build/7/log").serverSentEvents
+    /// #expect(events.map(\.data) == ["compiling", "linking", "done"])
+    /// ```
+    public var serverSentEvents: [ServerSentEvent] { ServerSentEventParser.events(in: body) }
+
+    /// Parses a response's head from the front of `bytes`.
+    ///
+    /// - Parameter bytes: What the client has received and not yet read.
+    /// - Returns: The response with an empty body and where its body starts, or nil when the head is not
+    ///   complete yet.
     /// - Throws: ``HTTPTestClientError/malformed(_:)``.
-    static func parse(_ bytes: [UInt8], isHeadRequest: Bool, atEndOfStream: Bool) throws(HTTPTestClientError) -> (HTTPTestResponse, Int)? {
+    static func parseHead(_ bytes: [UInt8]) throws(HTTPTestClientError) -> (HTTPTestResponse, Int)? {
         guard let headEnd = find([13, 10, 13, 10], in: bytes, from: 0) else { return nil }
         let lines = String(decoding: bytes[..<headEnd], as: UTF8.self).components(separatedBy: "\r\n")
         let statusParts = lines[0].split(separator: " ", maxSplits: 2)
@@ -37,8 +48,22 @@ public struct HTTPTestResponse: Sendable, Hashable {
             }
             fields.append(HTTPField(name: name, value: line[line.index(after: colon)...].trimmingCharacters(in: " \t")))
         }
-        var response = HTTPTestResponse(status: HTTPResponse.Status(code: code), headerFields: fields, body: [])
-        let bodyStart = headEnd + 4
+        return (HTTPTestResponse(status: HTTPResponse.Status(code: code), headerFields: fields, body: []), headEnd + 4)
+    }
+
+    /// Parses one response from the front of `bytes`.
+    ///
+    /// - Parameters:
+    ///   - bytes: What the client has received and not yet read.
+    ///   - isHeadRequest: The request was `HEAD`: the fields describe a body that is not sent.
+    ///   - atEndOfStream: The server has closed: a body without length ends here.
+    /// - Returns: The response and the number of bytes it took, or nil when it is not complete yet.
+    /// - Throws: ``HTTPTestClientError/malformed(_:)``.
+    static func parse(_ bytes: [UInt8], isHeadRequest: Bool, atEndOfStream: Bool) throws(HTTPTestClientError) -> (HTTPTestResponse, Int)? {
+        guard let (head, bodyStart) = try parseHead(bytes) else { return nil }
+        var response = head
+        let code = response.status.code
+        let fields = response.headerFields
         if isHeadRequest || code < 200 || code == 204 || code == 304 { return (response, bodyStart) }
         if let length = fields[.contentLength] {
             guard let count = Int(length), count >= 0 else { throw .malformed("Content-Length \(length)") }
@@ -77,7 +102,7 @@ public struct HTTPTestResponse: Sendable, Hashable {
         return (response, bytes.count)
     }
 
-    private static func find(_ needle: [UInt8], in bytes: [UInt8], from start: Int) -> Int? {
+    static func find(_ needle: [UInt8], in bytes: [UInt8], from start: Int) -> Int? {
         guard bytes.count >= needle.count, start <= bytes.count - needle.count else { return nil }
         for index in start...(bytes.count - needle.count) where bytes[index] == needle[0] {
             if bytes[index..<(index + needle.count)].elementsEqual(needle) { return index }

@@ -157,12 +157,20 @@ actor JobTable {
 var jobs: JobTable { given() }
 var todos: [Substring: String] { given() }
 
-/// The router the testing examples test: `/hello` and `/ws/echo`, as the articles define them.
+/// The router the testing examples test: `/hello` and `/ws/echo`, as the articles define them, and a job's
+/// event stream at `/jobs/:id/events` (two `progress` events, then `finished`).
 var router: HTTPRouter {
     var router = HTTPRouter()
     router.get("/hello") { _ in .text("Hello, World!") }
     router.webSocket("/ws/echo", .inTask) { request, socket in
         for try await message in socket.messages { try await socket.send(message) }
+    }
+    router.get("/jobs/:id/events") { _ in
+        .events(keepAlive: nil) { events in
+            for (id, kind) in ["progress", "progress", "finished"].enumerated() {
+                try await events.send(ServerSentEvent(event: kind, id: String(id + 1), data: "{}"))
+            }
+        }
     }
     return router
 }

@@ -39,17 +39,18 @@ func example_README_46(router: inout HTTPRouter, configuration: inout HTTPServer
 // README.md:72
 func example_README_72(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let digest = try await loop.offload { sha256(of: upload) }            // a task on the loop resumes in a drain
+    // sha256(of:) is yours: LoopKit has no hash; swift-crypto's SHA256.hash(data:) or OpenSSL's EVP_Digest
     let work = try loop.offload({ try parse(document) }) { result in }  // the callback runs on the loop (R13)
     work.cancel()                                                          // never runs if not started
 }
 
-// README.md:83
-func example_README_83(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:84
+func example_README_84(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     for try await chunk in FileSystem(loop: loop).chunks(of: "/srv/big.iso") { try await connection.write(chunk) }
 }
 
-// README.md:94
-func example_README_94(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:95
+func example_README_95(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let loop = EventLoop.main
     Task { @MainActor in model.refresh() }                         // runs inside loop.run(), on the main thread
     Task(executorPreference: loop) {
@@ -58,8 +59,8 @@ func example_README_94(router: inout HTTPRouter, configuration: inout HTTPServer
     try loop.run()                                                 // where RunLoop.main.run() was
 }
 
-// README.md:117
-func example_README_117(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:118
+func example_README_118(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     actor Renderer {
         let loop: EventLoop
         init(loop: EventLoop) { self.loop = loop }
@@ -70,8 +71,8 @@ func example_README_117(router: inout HTTPRouter, configuration: inout HTTPServe
     Task(executorPreference: loop) { /* async code here stays on the loop's thread */ }
 }
 
-// README.md:138
-func example_README_138(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:139
+func example_README_139(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     // A million items without freezing the loop: a time budget per iteration (default 4 ms).
     let job = try loop.process(rows, each: { render($0) },
                                update: { done, total in bar.show(done, of: total) },
@@ -93,36 +94,50 @@ func example_README_138(router: inout HTTPRouter, configuration: inout HTTPServe
     let stages = SectionedDiff(from: oldSections, to: newSections).stages()
 }
 
-// README.md:162
-func example_README_162(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:163
+func example_README_163(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let group = try LoopGroup(threads: 2)
     let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group) { connection in  // SO_REUSEPORT
         for try await chunk in connection.inbound { try await connection.send(chunk) }          // echo
     }
 }
 
-// README.md:180
-func example_README_180(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:181
+func example_README_181(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let socket = try UDPSocket.bind(host: "::1", port: 0, on: loop)             // on the loop's thread
     socket.onDatagrams { batch in                                              // one recvmmsg, lent, no copy
         for datagram in batch { try? socket.write(copying: datagram.payload, toSenderOf: datagram) }
     }                                                                          // one sendmmsg on return
 }
 
-// README.md:192
-func example_README_192(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:193
+func example_README_193(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let result = try await ChildProcess.run("/bin/sh", arguments: ["-c", "make -s"], outputLimit: 1 << 20,
                                             timeout: .seconds(60), on: loop)      // .exited(0), stdout, stderr
 }
 
-// README.md:204
-func example_README_204(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:205
+func example_README_205(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let watcher = try PathWatcher(watching: "/srv/site", recursive: true, on: loop)   // on the loop's thread
     watcher.onEvents { events in for event in events { cache.invalidate(event.path) } }  // one batch per iteration
 }
 
-// README.md:217
-func example_README_217(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:220
+func example_README_220(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    let group = try LoopGroup(threads: 1)                                       // loops on threads of their own
+    let loop = group.next()
+    let watcher = try await loop.perform {                                      // runs on the loop's thread
+        let watcher = try PathWatcher(watching: "/srv/site", recursive: true, on: loop)
+        watcher.onEvents { events in for event in events { cache.invalidate(event.path) } }
+        return watcher
+    }
+    let socket = try await loop.perform { try UDPSocket.bind(host: "127.0.0.1", port: 0, on: loop) }
+    print("status port", socket.localAddress.port)                              // safe from any thread
+    try await loop.perform { watcher.close(); socket.close() }                  // closed on the loop too
+}
+
+// README.md:235
+func example_README_235(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
 
     var router = HTTPRouter()
     router.get("/hello") { _ in .text("Hello, World!") }                        // inline: on the loop thread
@@ -138,8 +153,8 @@ func example_README_217(router: inout HTTPRouter, configuration: inout HTTPServe
     try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm], logger: logger).run()
 }
 
-// README.md:254
-func example_README_254(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:272
+func example_README_272(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.webSocket("/ws/echo", .inTask) { request, socket in
         for try await message in socket.messages { try await socket.send(message) }
     }
@@ -154,8 +169,8 @@ func example_README_254(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:279
-@Suite("README.md:279") struct Example_README_279 {
+// README.md:297
+@Suite("README.md:297") struct Example_README_297 {
     @Test func timerFiresAfterQueuedWork() throws {
         let driver = try LoopDriver()                 // a loop on a VirtualClock
         let trace = OrderTrace(driver.loop)
@@ -172,8 +187,8 @@ func example_README_254(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:302
-func example_README_302(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:320
+func example_README_320(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try LoopMetrics.record(loop, name: "main")                 // iteration duration, poll wait, queue depth, …
     router.use(HTTPServerMetrics.middleware())                 // http.server.request.duration, …
     HTTPServerMetrics.record(into: &configuration)             // http.server.open_connections
@@ -491,6 +506,18 @@ func example_ServingHTTP_278(router: inout HTTPRouter, configuration: inout HTTP
     }
 }
 
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:334
+func example_ServingHTTP_334(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    configuration.errorRenderer = .json   // {"error":{"status":404,"message":"no todo 7"}}, application/json
+}
+
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:341
+func example_ServingHTTP_341(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    configuration.errorRenderer = HTTPErrorRenderer { failure in
+        (try? .json(["code": failure.status.code], status: failure.status)) ?? .text(failure.message, status: failure.status)
+    }
+}
+
 // Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:19
 @Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:19") struct Example_TestingHTTPHandlers_19 {
 
@@ -528,7 +555,25 @@ func example_TestingHTTPHandlers_73(router: inout HTTPRouter, configuration: ino
 }
 
 // Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:88
-@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:88") struct Example_TestingHTTPHandlers_88 {
+func example_TestingHTTPHandlers_88(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    let events = try await client.execute(.get, "/build/7/log").serverSentEvents
+    #expect(events.map(\.data) == ["compiling", "linking", "done"])
+}
+
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:97
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:97") struct Example_TestingHTTPHandlers_97 {
+    @Test(arguments: HTTPTestMode.allCases)
+    func theJobStreamsItsProgressToTheEnd(mode: HTTPTestMode) async throws {
+        let client = try HTTPTestClient(router: router, mode: mode)
+        try await client.send(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/jobs/7/events"))
+        var kinds: [String?] = []
+        while let event = try await client.nextEvent() { kinds.append(event.event) }
+        #expect(kinds.last == "finished")
+    }
+}
+
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:117
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:117") struct Example_TestingHTTPHandlers_117 {
     @Test(arguments: HTTPTestMode.allCases)
     func slowHeadIsAnswered408(mode: HTTPTestMode) throws {
         var configuration = HTTPServer.Configuration()
@@ -540,8 +585,8 @@ func example_TestingHTTPHandlers_73(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:118
-@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:118") struct Example_TestingHTTPHandlers_118 {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:147
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:147") struct Example_TestingHTTPHandlers_147 {
     @Test(arguments: HTTPTestMode.allCases)
     func echoAnswers(mode: HTTPTestMode) throws {
         let socket = try HTTPTestClient(router: router, mode: mode).webSocket("/ws/echo")
@@ -551,8 +596,8 @@ func example_TestingHTTPHandlers_73(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:138
-func example_TestingHTTPHandlers_138(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:167
+func example_TestingHTTPHandlers_167(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     var configuration = HTTPServer.Configuration()
     configuration.tls = try TLSContext(.server(certificateChain: .file(chain), privateKey: .file(key)))
     let client = try HTTPTestClient(router: router, configuration: configuration,
@@ -560,8 +605,8 @@ func example_TestingHTTPHandlers_138(router: inout HTTPRouter, configuration: in
     #expect(try await client.execute(.get, "/hello").status == .ok)
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:161
-@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:161") struct Example_TestingHTTPHandlers_161 {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:190
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:190") struct Example_TestingHTTPHandlers_190 {
     @Test(arguments: HTTPTestMode.allCases)
     func aTodoAddedOnOneLoopIsReadOnTheOther(mode: HTTPTestMode) throws {
         let group = try LoopGroup(threads: 2)
@@ -603,42 +648,36 @@ func example_WebSocketsAndEvents_50(router: inout HTTPRouter, configuration: ino
     }) { request, socket in }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:66
-func example_WebSocketsAndEvents_66(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
-
-    final class ChatRoom: Sendable {
-        private let members = Mutex<[Int: AsyncStream<String>.Continuation]>([:])
-        private let lastID = Atomic<Int>(0)
-
-        /// A new member's id and the messages for it.
-        func join() -> (id: Int, outbox: AsyncStream<String>) {
-            let (outbox, member) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1_000))
-            let id = lastID.add(1, ordering: .relaxed).newValue
-            members.withLock { $0[id] = member }
-            return (id, outbox)
-        }
-        func leave(_ id: Int) { members.withLock { $0.removeValue(forKey: id) }?.finish() }
-        func broadcast(_ text: String) { members.withLock { for member in $0.values { member.yield(text) } } }
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:65
+func example_WebSocketsAndEvents_65(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    let rooms = ["lobby": Broadcast<String>(replay: 20)]
+    router.webSocket("/rooms/:name", .inTask, accepting: { request in
+        guard let room = rooms[try request.parameters.require("name")] else { throw HTTPError(.notFound, "no such room") }
+        return room                                                    // looked up once
+    }) { request, socket, room in
+        for await line in room.subscribe() { try await socket.send(.text(line)) }
     }
+}
 
-    let room = ChatRoom()
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:85
+func example_WebSocketsAndEvents_85(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    let room = Broadcast<String>(replay: 20, bufferLimit: 1_000)   // a late joiner sees the last 20 lines
     router.webSocket("/chat", .inTask) { request, socket in
         let name = try request.require(query: "name")
-        let (id, outbox) = room.join()
-        defer { room.leave(id); room.broadcast("\(name) left") }
+        let messages = room.subscribe()
         let sender = Task(executorPreference: socket.loop) {           // to this client, on its own loop
-            for await text in outbox { try await socket.send(.text(text)) }
+            for await text in messages { try await socket.send(.text(text)) }
         }
-        defer { sender.cancel() }
-        room.broadcast("\(name) joined")
+        defer { sender.cancel(); room.send("\(name) left") }
+        room.send("\(name) joined")
         for try await case .text(let text) in socket.messages {       // from this client, to every loop
-            room.broadcast("\(name): \(text)")
+            room.send("\(name): \(text)")
         }
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:143
-func example_WebSocketsAndEvents_143(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:145
+func example_WebSocketsAndEvents_145(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.get("/clock") { _ in
         .events { events in
             while true {
@@ -649,8 +688,8 @@ func example_WebSocketsAndEvents_143(router: inout HTTPRouter, configuration: in
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:163
-func example_WebSocketsAndEvents_163(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:165
+func example_WebSocketsAndEvents_165(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     actor Jobs {                                  // every loop's handlers reach it with `await`
         var running: [Int: TaskProgress] = [:]
         func progress(of id: Int) -> TaskProgress? { running[id] }
@@ -668,8 +707,8 @@ func example_WebSocketsAndEvents_163(router: inout HTTPRouter, configuration: in
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:195
-func example_WebSocketsAndEvents_195(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:197
+func example_WebSocketsAndEvents_197(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.get("/reports/:id/events") { request in
         let job = try request.loop.process(rows, each: { render($0) }, completion: { _ in })
         return .progressEvents(job.progress, cancelsWhenAbandoned: true)

@@ -86,12 +86,21 @@ struct RefusalTests {
         #expect(records.all.contains { $0.level == .debug && $0.message == "refused request" })
     }
 
-    @Test(arguments: HTTPTestMode.allCases)
-    func theRefusalResponseIsConfigurableAndKeepsItsStatus(mode: HTTPTestMode) throws {
-        var configuration = Self.smallBodies
+    /// The deprecated hook, kept working (it wins over `errorRenderer` for refusals when set).
+    @available(*, deprecated, message: "tests the deprecated refusalResponse")
+    static func withRefusalResponse(_ configuration: HTTPServer.Configuration) -> HTTPServer.Configuration {
+        var configuration = configuration
+        configuration.errorRenderer = .plainText
         configuration.refusalResponse = { status, error in
             (try? .json(["error": error.map { "\($0)" } ?? "timeout"], status: .ok)) ?? .text("?")
         }
+        return configuration
+    }
+
+    @available(*, deprecated, message: "tests the deprecated refusalResponse")
+    @Test(arguments: HTTPTestMode.allCases)
+    func theDeprecatedRefusalResponseStillAnswersAndKeepsItsStatus(mode: HTTPTestMode) throws {
+        let configuration = Self.withRefusalResponse(Self.smallBodies)
         let client = try HTTPTestClient(router: Self.router(), configuration: configuration, mode: mode)
         try client.send(Self.tooLarge)
         let response = try client.nextResponse()

@@ -28,6 +28,7 @@ struct RouteExecutionTests {
             switch route.handler {
             case .callback: "webSocket inline"
             case .async: "webSocket task"
+            case .accepted: "webSocket accepted"
             }
         case .found: "other"
         default: "none"

@@ -13,20 +13,21 @@ extension HTTPDispatcher {
         do {
             response = try middleware.runInline(request, trail: &trail, terminal: terminal)
         } catch {
-            response = .answering(error, path: trail.map { $0.request.path } ?? "?", logger: stream.context.logger)
+            response = answering(error, path: trail.map { $0.request.path } ?? "?", logger: stream.context.logger,
+                                 renderer: stream.context.configuration.errorRenderer)
         }
         if let trail, stream.exchange != nil { stream.exchange!.makeExtras(reusing: &stream.spareExtras).middlewareTrail = trail }
         send(response, on: stream)
     }
 
-    /// Runs the chain and turns what escapes it into the answer (``answer(_:path:logger:)``).
+    /// Runs the chain and turns what escapes it into the answer (``answer(_:path:logger:renderer:)``).
     static func respond(to request: HTTPServerRequest, through middleware: HTTPMiddlewareChain,
-                        trail: HTTPMiddlewareChain.Trail, logger: Logger,
+                        trail: HTTPMiddlewareChain.Trail, logger: Logger, renderer: HTTPErrorRenderer,
                         terminal: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse) async -> HTTPServerResponse? {
         do {
             return try await middleware.run(request, from: 0, trail: trail, terminal: terminal)
         } catch {
-            return answer(error, path: request.path, logger: logger)
+            return answer(error, path: request.path, logger: logger, renderer: renderer)
         }
     }
 }

@@ -5,7 +5,7 @@ import LoopKit
 // Every task a request starts, side by side. Each starts through ``HTTPLoopContext/startTask(_:)`` (on the
 // stream's loop, with the server's graceful shutdown bound as its task-local), each comes back to the
 // loop through ``HTTPStream/onLoop(_:)`` before it touches the stream, and each turns what escapes
-// the handler into a response in the same way (``answer(_:path:logger:)``, `HTTPDispatcher+Errors.swift`).
+// the handler into a response in the same way (``answer(_:path:logger:renderer:)``, `HTTPDispatcher+Errors.swift`).
 // The tasks a protocol upgraded to starts (a WebSocket route's handler) are its own: `WebSocketUpgrader`.
 
 extension HTTPDispatcher {
@@ -14,13 +14,14 @@ extension HTTPDispatcher {
     static func runAsyncHandler(_ run: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse,
                                 _ request: HTTPServerRequest, on stream: some HTTPStream) {
         let logger = stream.context.logger
+        let renderer = stream.context.configuration.errorRenderer
         stream.context.handlerTasksInFlight += 1
         stream.context.startTask {
             let response: HTTPServerResponse
             do {
                 response = try await run(request)
             } catch {
-                response = .answering(error, path: request.path, logger: logger)
+                response = answering(error, path: request.path, logger: logger, renderer: renderer)
             }
             stream.onLoop { stream in
                 stream.context.handlerTasksInFlight -= 1
@@ -33,12 +34,13 @@ extension HTTPDispatcher {
     static func runStreamingHandler(_ run: @escaping @Sendable (HTTPServerRequest, HTTPRequestBody) async throws -> HTTPServerResponse,
                                     _ request: HTTPServerRequest, body: HTTPRequestBody, on stream: some HTTPStream) {
         let logger = stream.context.logger
+        let renderer = stream.context.configuration.errorRenderer
         stream.context.startTask {
             let response: HTTPServerResponse?
             do {
                 response = try await run(request, body)
             } catch {
-                response = answer(error, path: request.path, logger: logger)
+                response = answer(error, path: request.path, logger: logger, renderer: renderer)
             }
             if let response { stream.onLoop { send(response, on: $0) } }
         }
@@ -54,9 +56,10 @@ extension HTTPDispatcher {
         let trail = HTTPMiddlewareChain.Trail(chain: middleware)
         stream.exchange!.makeExtras(reusing: &stream.spareExtras).asyncTrail = trail
         let logger = stream.context.logger
+        let renderer = stream.context.configuration.errorRenderer
         if bodyCollected { stream.context.handlerTasksInFlight += 1 }
         stream.context.startTask {
-            let response = await respond(to: request, through: middleware, trail: trail, logger: logger, terminal: terminal)
+            let response = await respond(to: request, through: middleware, trail: trail, logger: logger, renderer: renderer, terminal: terminal)
             if bodyCollected {
                 stream.onLoop { stream in
                     stream.context.handlerTasksInFlight -= 1
@@ -73,12 +76,13 @@ extension HTTPDispatcher {
     static func askRoute<Upgrader: HTTPUpgrader>(_ request: HTTPServerRequest, upgrader: Upgrader,
                                                  acceptance: Upgrader.Acceptance, on stream: some HTTPStream) {
         let logger = stream.context.logger
+        let renderer = stream.context.configuration.errorRenderer
         stream.context.startTask {
             let decision: HTTPUpgradeDecision
             do {
                 decision = try await upgrader.shouldUpgrade(request)
             } catch {
-                decision = .refuse(.answering(error, path: request.path, logger: logger))
+                decision = .refuse(answering(error, path: request.path, logger: logger, renderer: renderer))
             }
             switch decision {
             case .refuse(let response):
@@ -108,8 +112,9 @@ extension HTTPDispatcher {
         let trail = HTTPMiddlewareChain.Trail(chain: middleware)
         stream.exchange!.makeExtras(reusing: &stream.spareExtras).asyncTrail = trail
         let logger = stream.context.logger
+        let renderer = stream.context.configuration.errorRenderer
         stream.context.startTask {
-            let response = await respond(to: request, through: middleware, trail: trail, logger: logger) { request in
+            let response = await respond(to: request, through: middleware, trail: trail, logger: logger, renderer: renderer) { request in
                 if let refusal { return refusal }
                 let decision = upgrader.asksRoute ? try await upgrader.shouldUpgrade(request) : .accept([:])
                 switch decision {
@@ -123,7 +128,7 @@ extension HTTPDispatcher {
                 return
             }
             guard let acceptance else {  // a middleware answered 101 to a request that is no upgrade
-                stream.onLoop { send(.text("Internal Server Error", status: .internalServerError), on: $0) }
+                stream.onLoop { send(renderer.response(for: .init(status: .internalServerError)), on: $0) }
                 return
             }
             let upgradedRequest = trail.state.withLock { $0.request } ?? request

@@ -78,7 +78,7 @@ enum HTTPDispatcher {
             ? context.router.middleware(for: stream.exchange!.head.request.method, path: stream.exchange!.head.request.path ?? "/")
             : context.router.middleware
         guard let route = stream.exchange!.route.take() else {
-            let answer = response(for: stream.exchange!.unrouted)
+            let answer = response(for: stream.exchange!.unrouted, renderer: context.configuration.errorRenderer)
             guard !middleware.isEmpty else {
                 send(answer, on: stream)
                 return
@@ -120,7 +120,8 @@ enum HTTPDispatcher {
                 do {
                     response = try run(request)
                 } catch {
-                    response = .answering(error, path: request.path, logger: stream.context.logger)
+                    response = answering(error, path: request.path, logger: stream.context.logger,
+                                         renderer: stream.context.configuration.errorRenderer)
                 }
                 send(response, on: stream)
             } else if middleware.isInline {

@@ -40,12 +40,12 @@ extension HTTPConnection {
     }
 
     /// Answers a request the server refuses itself (a parser error, a body over the limit, a slow head or
-    /// body) and closes: as any response, with a body (``HTTPServer/Configuration/refusalResponse``, the
+    /// body) and closes: as any response, with a body (``HTTPServer/Configuration/errorRenderer``'s, the
     /// reason phrase by default), the request id and an access line, and through the middleware's
     /// `responseEnded` when the head had arrived.
     func writeRefusal(_ status: HTTPResponse.Status, error: HTTPRequestError? = nil) {
         context.dateCache.refresh()
-        var response = context.configuration.refusalResponse?(status, error) ?? .text(status.reasonPhrase, status: status)
+        var response = HTTPDispatcher.refusal(status, error: error, configuration: context.configuration)
         response.head.status = status
         let body: Bytes
         if case .bytes(let bytes) = response.body.storage { body = bytes } else { body = Bytes() }

@@ -1,5 +1,4 @@
 import HTTPTypes
-import Logging
 
 /// An error a handler throws to answer with a status other than 500.
 ///
@@ -13,6 +12,7 @@ import Logging
 /// The server answers with its status, its message as a `text/plain` body (the status's reason phrase when
 /// it has none) and its fields, logged at `debug`: a client's mistake, not the server's. Any other error a
 /// handler throws is answered 500 and logged at `error`. Middleware sees the answer as any other response.
+/// ``HTTPServer/Configuration/errorRenderer`` renders both another way (`.json`, or your own).
 ///
 /// A value type: safe from any thread.
 public struct HTTPError: Error, Sendable, CustomStringConvertible {
@@ -43,17 +43,4 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(status.code) \(message ?? status.reasonPhrase)" }
-}
-
-extension HTTPServerResponse {
-    /// What the server answers when a handler (or middleware) throws `error` for the request to `path`: an
-    /// ``HTTPError``'s own response, logged at `debug`; for any other error 500, logged at `error`.
-    static func answering(_ error: any Error, path: some StringProtocol, logger: Logger) -> HTTPServerResponse {
-        if let error = error as? HTTPError {
-            logger.debug("handler answered with an error", metadata: ["path": "\(path)", "status": "\(error.status.code)"])
-            return error.response
-        }
-        logger.error("handler failed", metadata: ["path": "\(path)", "error": "\(error)"])
-        return .text("Internal Server Error", status: .internalServerError)
-    }
 }

@@ -55,12 +55,25 @@ public final class HTTPServer: Service, Sendable {
         /// Called on a connection's loop thread when ``writeTimeout`` or ``closeTimeout`` cuts a connection:
         /// the hook for a counter (the cut is also logged at `debug`). nil (the default) costs nothing.
         public var connectionCut: (@Sendable (_ deadline: Deadline) -> Void)?
+        /// How every failure is answered (default ``HTTPErrorRenderer/plainText``): what a handler, a
+        /// middleware or an upgrade check throws (an ``HTTPError`` with its status, anything else 500), a
+        /// request no route takes (404, 405, 501) and a request the server refuses itself (the parser's 400,
+        /// 413, 431, 417, 501 and 505; 408 for a head or body that arrives too slowly). `.json` answers
+        /// `{"error":{"status":404,"message":"Not Found"}}`. Synchronous, called on the connection's loop
+        /// thread: an inline route that throws is still answered inline, with no task.
+        public var errorRenderer: HTTPErrorRenderer = .plainText
         /// The response to a request the server refuses itself, before or without its handler: the parser's
         /// 400, 413, 431, 417, 501 and 505 (`error` says why) and 408 for a head or body that arrives too
-        /// slowly (`error` nil). nil (the default): `text/plain`, the status's reason phrase. Whatever the
-        /// closure returns goes out with the refusal's status, `Content-Length` (a streamed body is not
-        /// sent), the request id and `Connection: close`. Called on the connection's loop thread.
-        public var refusalResponse: (@Sendable (_ status: HTTPResponse.Status, _ error: HTTPRequestError?) -> HTTPServerResponse)?
+        /// slowly (`error` nil). nil (the default): ``errorRenderer``'s. Whatever the closure returns goes
+        /// out with the refusal's status, `Content-Length` (a streamed body is not sent), the request id and
+        /// `Connection: close`. Called on the connection's loop thread.
+        @available(*, deprecated, message: "set errorRenderer, which renders the server's refusals and thrown errors alike (a refusal's HTTPErrorRenderer.Failure has origin .refusal and the parser's HTTPRequestError as its error)")
+        public var refusalResponse: (@Sendable (_ status: HTTPResponse.Status, _ error: HTTPRequestError?) -> HTTPServerResponse)? {
+            get { legacyRefusalResponse }
+            set { legacyRefusalResponse = newValue }
+        }
+        /// The deprecated ``refusalResponse``, which wins over ``errorRenderer`` for refusals when set.
+        var legacyRefusalResponse: (@Sendable (_ status: HTTPResponse.Status, _ error: HTTPRequestError?) -> HTTPServerResponse)?
         /// How long graceful shutdown waits for in-flight requests (default 10 s); then it closes them.
         public var shutdownDeadline: Duration = .seconds(10)
         /// Unsent output above which a streamed body's writer suspends (default 64 KiB).

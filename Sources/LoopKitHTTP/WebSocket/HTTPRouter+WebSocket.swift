@@ -99,4 +99,78 @@ extension HTTPRouter {
     ) {
         webSocket(path, configuration: configuration, shouldUpgrade: shouldUpgrade, handler)
     }
+
+    /// Adds a `GET` route that upgrades to a WebSocket once `accepting` has looked up what the socket is
+    /// for, and runs `handler` with that value as a task on the connection's loop; when the handler
+    /// returns, the socket closes with 1000 (1011 when it throws).
+    ///
+    /// ```swift
+    /// router.webSocket("/rooms/:name", .inTask, accepting: { request in
+    ///     guard let room = rooms[try request.parameters.require("name")] else { throw HTTPError(.notFound) }
+    ///     return room                                         // looked up once, handed to the handler
+    /// }) { request, socket, room in
+    ///     for await line in room.subscribe() { try await socket.send(.text(line)) }
+    /// }
+    /// ```
+    /// `accepting` runs in a task on the connection's loop after the handshake is checked, behind the
+    /// route's middleware when it has any; what it throws refuses the upgrade before the `101`, the
+    /// connection staying HTTP: an ``HTTPError`` with its status (a 404 for a room that does not exist),
+    /// anything else 500, rendered by ``HTTPServer/Configuration/errorRenderer``. A request that is not a
+    /// valid upgrade gets 400, or 426, without asking it.
+    ///
+    /// - Parameters:
+    ///   - path: The path pattern.
+    ///   - execution: ``HTTPTaskExecution/inTask``.
+    ///   - configuration: Limits, timeouts and compression.
+    ///   - accepting: Looks up the socket's value from the request, or throws to refuse.
+    ///   - handler: Runs with the request, the socket and the value, once the `101` is written.
+    ///
+    /// Build the router on any thread.
+    public mutating func webSocket<Value: Sendable>(
+        _ path: String, _ execution: HTTPTaskExecution, configuration: WebSocketConfiguration = WebSocketConfiguration(),
+        accepting: @escaping @Sendable (HTTPServerRequest) async throws -> Value,
+        _ handler: @escaping @Sendable (HTTPServerRequest, WebSocket, Value) async throws -> Void
+    ) {
+        var route = WebSocketRoute(configuration: configuration, shouldUpgrade: nil, handler: .accepted)
+        route.accepting = { request in
+            let value = try await accepting(request)
+            return .async { request, socket in try await handler(request, socket, value) }
+        }
+        add(.get, path, .webSocket(route))
+    }
+
+    /// Adds a `GET` route that upgrades to a WebSocket once `accepting` has looked up what the socket is
+    /// for, and hands the socket and that value to `handler` inline, on the connection's loop thread, to
+    /// set callbacks: the socket lives on after the handler returns, until either side closes it.
+    ///
+    /// ```swift
+    /// router.webSocket("/rooms/:name", accepting: { request in
+    ///     guard let room = rooms[try request.parameters.require("name")] else { throw HTTPError(.notFound) }
+    ///     return room
+    /// }) { request, socket, room in
+    ///     socket.onMessage { message in if case .text(let text) = message { room.send(text) } }
+    /// }
+    /// ```
+    /// `accepting` refuses as in ``webSocket(_:_:configuration:accepting:_:)``.
+    ///
+    /// - Parameters:
+    ///   - path: The path pattern.
+    ///   - configuration: Limits, timeouts and compression.
+    ///   - accepting: Looks up the socket's value from the request, or throws to refuse.
+    ///   - handler: Runs on the loop's thread with the request, the socket and the value, once the `101`
+    ///     is written.
+    ///
+    /// Build the router on any thread.
+    public mutating func webSocket<Value: Sendable>(
+        _ path: String, configuration: WebSocketConfiguration = WebSocketConfiguration(),
+        accepting: @escaping @Sendable (HTTPServerRequest) async throws -> Value,
+        _ handler: @escaping @Sendable (HTTPServerRequest, WebSocket, Value) -> Void
+    ) {
+        var route = WebSocketRoute(configuration: configuration, shouldUpgrade: nil, handler: .accepted)
+        route.accepting = { request in
+            let value = try await accepting(request)
+            return .callback { request, socket in handler(request, socket, value) }
+        }
+        add(.get, path, .webSocket(route))
+    }
 }

@@ -18,6 +18,13 @@ struct WebSocketUpgrader: HTTPUpgrader {
     }
 
     let route: WebSocketRoute
+    /// The handler the route's `accepting` check returns, bound to its value (routes with one only).
+    let accepted: AcceptedHandler?
+
+    init(route: WebSocketRoute) {
+        self.route = route
+        accepted = route.accepting == nil ? nil : AcceptedHandler()
+    }
 
     func check(_ head: HTTPRequestHead) -> HTTPUpgradeCheck<Acceptance> {
         switch WebSocketHandshake.validate(head.request, version: head.version, framing: head.framing) {
@@ -29,11 +36,15 @@ struct WebSocketUpgrader: HTTPUpgrader {
         }
     }
 
-    var asksRoute: Bool { route.shouldUpgrade != nil }
+    var asksRoute: Bool { route.shouldUpgrade != nil || route.accepting != nil }
 
     var shortestDeadline: Duration? { route.configuration.shortestDeadline }
 
     func shouldUpgrade(_ request: HTTPServerRequest) async throws -> HTTPUpgradeDecision {
+        if let accepting = route.accepting, let accepted {  // looked up once: the handler is bound to it
+            accepted.store(try await accepting(request))
+            return .accept([:])
+        }
         guard let shouldUpgrade = route.shouldUpgrade else { return .accept([:]) }
         return try await shouldUpgrade(request).kind
     }
@@ -58,11 +69,18 @@ struct WebSocketUpgrader: HTTPUpgrader {
     func start(_ core: WebSocketCore, request: HTTPServerRequest, context: HTTPLoopContext) {
         guard let socket = core.served?.handle else { return }  // ended already
         core.startKeepAlivePings()
-        switch route.handler {
+        var handler = route.handler
+        if case .accepted = handler {
+            guard let bound = accepted?.take() else { return socket.close(code: .internalServerError) }  // never: asked first
+            handler = bound
+        }
+        switch handler {
         case .callback(let run):
             run(request, socket)
         case .async(let run):
             Self.runHandler(run, request: request, socket: socket, loop: context.loop, logger: context.logger)
+        case .accepted:
+            socket.close(code: .internalServerError)  // never: a check returns an .async or a .callback handler
         }
     }
 

@@ -8,7 +8,7 @@ import TodoServiceApp
 // `curl -d '{"title":"milk"}' localhost:8080/todos`.
 let logger = Logger(label: "todo-service")
 let group = try LoopGroup(threads: 2)
-let router = makeRouter(store: TodoStore(), room: ChatRoom(), jobs: Jobs())
-let server = HTTPServer(group: group, configuration: .init(port: 8080), router: router, logger: logger)
+let router = makeRouter(store: TodoStore(), room: Broadcast(bufferLimit: 1_000), jobs: Jobs())
+let server = HTTPServer(group: group, configuration: makeConfiguration(port: 8080), router: router, logger: logger)
 try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger).run()
 group.shutdown()

@@ -39,22 +39,6 @@ public actor TodoStore {
     func remove(_ id: Int) -> Todo? { todos.removeValue(forKey: id) }
 }
 
-/// A chat room whose members are on any loop: each has an outbox any thread may yield to.
-public final class ChatRoom: Sendable {
-    private let members = Mutex<[Int: AsyncStream<String>.Continuation]>([:])
-    private let lastID = Atomic<Int>(0)
-    public init() {}
-
-    func join() -> (id: Int, outbox: AsyncStream<String>) {
-        let (outbox, member) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1_000))
-        let id = lastID.add(1, ordering: .relaxed).newValue
-        members.withLock { $0[id] = member }
-        return (id, outbox)
-    }
-    func leave(_ id: Int) { members.withLock { $0.removeValue(forKey: id) }?.finish() }
-    func broadcast(_ text: String) { members.withLock { for member in $0.values { member.yield(text) } } }
-}
-
 /// Running jobs by id.
 public final class Jobs: Sendable {
     private let jobs = Mutex<[Int: ProcessingJob]>([:])
@@ -69,8 +53,15 @@ public final class Jobs: Sendable {
     subscript(id: Int) -> ProcessingJob? { jobs.withLock { $0[id] } }
 }
 
-/// The service's routes. `work` is what a job does per item (a test gives it a virtual cost).
-public func makeRouter(store: TodoStore, room: ChatRoom, jobs: Jobs,
+/// The service's configuration on `port`: errors (thrown, unrouted, refused) answer as JSON.
+public func makeConfiguration(port: Int = 0) -> HTTPServer.Configuration {
+    var configuration = HTTPServer.Configuration(port: port)
+    configuration.errorRenderer = .json
+    return configuration
+}
+
+/// The service's routes: a chat `room` on every loop. `work` is what a job does per item (a test gives it a virtual cost).
+public func makeRouter(store: TodoStore, room: Broadcast<String>, jobs: Jobs,
                        work: @escaping @Sendable (Int) -> Void = { _ in }) -> HTTPRouter {
     var router = HTTPRouter()
     router.get("/todos", .inTask) { _ in try .json(await store.all()) }
@@ -97,14 +88,13 @@ public func makeRouter(store: TodoStore, room: ChatRoom, jobs: Jobs,
 
     router.webSocket("/chat", .inTask) { request, socket in
         let name = try request.require(query: "name")
-        let (id, outbox) = room.join()
-        defer { room.leave(id); room.broadcast("\(name) left") }
+        let messages = room.subscribe()
         let sender = Task(executorPreference: socket.loop) {           // to this client, on its own loop
-            for await text in outbox { try await socket.send(.text(text)) }
+            for await text in messages { try await socket.send(.text(text)) }
         }
-        defer { sender.cancel() }
-        room.broadcast("\(name) joined")
-        for try await case .text(let text) in socket.messages { room.broadcast("\(name): \(text)") }
+        defer { sender.cancel(); room.send("\(name) left") }
+        room.send("\(name) joined")
+        for try await case .text(let text) in socket.messages { room.send("\(name): \(text)") }
     }
 
     router.post("/jobs") { request in
@@ -115,7 +105,7 @@ public func makeRouter(store: TodoStore, room: ChatRoom, jobs: Jobs,
     router.get("/jobs/:id/events") { request in
         let id = try request.parameters.require("id", as: Int.self)
         guard let job = jobs[id] else { throw HTTPError(.notFound, "no job \(id)") }
-        return .progressEvents(job.progress)
+        return .progressEvents(job.progress, cancelsWhenAbandoned: true)  // a job nobody watches stops
     }
     return router
 }

@@ -9,11 +9,13 @@ import TodoServiceApp
 @Suite("Todo service")
 final class TodoServiceTests {
     let group = try! LoopGroup(threads: 2)
-    let router = makeRouter(store: TodoStore(), room: ChatRoom(), jobs: Jobs())
+    let router = makeRouter(store: TodoStore(), room: Broadcast(), jobs: Jobs())
     deinit { group.shutdown() }
 
     func clients(_ mode: HTTPTestMode) throws -> (HTTPTestClient, HTTPTestClient) {
-        (try HTTPTestClient(router: router, mode: mode, group: group), try HTTPTestClient(router: router, mode: mode, group: group))
+        let configuration = makeConfiguration()
+        return (try HTTPTestClient(router: router, configuration: configuration, mode: mode, group: group),
+                try HTTPTestClient(router: router, configuration: configuration, mode: mode, group: group))
     }
 
     @Test(arguments: HTTPTestMode.allCases)
@@ -27,10 +29,11 @@ final class TodoServiceTests {
     }
 
     @Test(arguments: HTTPTestMode.allCases)
-    func badInputIs400WithAMessage(mode: HTTPTestMode) throws {
+    func errorsAreJSON(mode: HTTPTestMode) throws {
         let (a, _) = try clients(mode)
-        #expect(try a.execute(.get, "/todos/x").text == "parameter id: expected an integer")
-        #expect(try a.execute(.post, "/todos", body: Bytes("{}")).text == "invalid JSON body: missing field title")
+        #expect(try a.execute(.get, "/todos/x").text == #"{"error":{"status":400,"message":"parameter id: expected an integer"}}"#)
+        #expect(try a.execute(.post, "/todos", body: Bytes("{}")).text.contains(#""message":"invalid JSON body: missing field title""#))
+        #expect(try a.execute(.get, "/todos/9").text == #"{"error":{"status":404,"message":"no todo 9"}}"#)
     }
 
     @Test(arguments: HTTPTestMode.allCases)
@@ -48,11 +51,24 @@ final class TodoServiceTests {
     @Test func aJobStreamsItsProgressOnVirtualTime() throws {
         let driver = try LoopDriver()
         let clock = driver.clock
-        let router = makeRouter(store: TodoStore(), room: ChatRoom(), jobs: Jobs(), work: { _ in clock.advance(by: .microseconds(100)) })
+        let router = makeRouter(store: TodoStore(), room: Broadcast(), jobs: Jobs(), work: { _ in clock.advance(by: .microseconds(100)) })
         let client = try HTTPTestClient(router: router, driver: driver)
         #expect(try client.execute(.post, "/jobs?items=2000").text == #"{"id":1}"#)
-        let events = try client.execute(.get, "/jobs/1/events").text
-        #expect(events.components(separatedBy: "event: progress").count > 10)
-        #expect(events.contains("event: finished"))
+        let events = try client.execute(.get, "/jobs/1/events").serverSentEvents
+        #expect(events.filter { $0.event == "progress" }.count > 10)
+        #expect(events.last?.event == "finished")
+    }
+
+    @Test func aJobWhoseOnlyViewerLeavesIsCancelled() throws {
+        let driver = try LoopDriver()
+        let clock = driver.clock
+        let router = makeRouter(store: TodoStore(), room: Broadcast(), jobs: Jobs(), work: { _ in clock.advance(by: .microseconds(100)) })
+        let viewer = try HTTPTestClient(router: router, driver: driver)
+        _ = try viewer.execute(.post, "/jobs?items=2000")
+        try viewer.send(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/jobs/1/events"))
+        #expect(try viewer.nextEvent()?.event == "progress")
+        try viewer.close()
+        let later = try HTTPTestClient(router: router, driver: driver)
+        #expect(try later.execute(.get, "/jobs/1/events").serverSentEvents.last?.event == "cancelled")
     }
 }
