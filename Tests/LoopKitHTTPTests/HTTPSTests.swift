@@ -18,7 +18,8 @@ struct HTTPSTests {
     let certificates = HTTPSCertificates.shared
 
     /// Runs `body` with a one-loop HTTPS server on the test routes plus a streamed `/count`.
-    func withHTTPSServer(gate: Gate = Gate(), shutdownDeadline: Duration = .seconds(10), _ body: (HTTPServer, Int) async throws -> Void) async throws {
+    func withHTTPSServer(gate: Gate = Gate(), shutdownDeadline: Duration = .seconds(10), http2: HTTP2Settings? = HTTP2Settings(),
+                         _ body: (HTTPServer, Int) async throws -> Void) async throws {
         var router = testRouter(gate: gate)
         router.on(.post, "/count", bodyLimit: nil) { _, body in
             var count = 0
@@ -27,7 +28,7 @@ struct HTTPSTests {
         }
         addStreamedChunksRoute(to: &router)
         let tls = try TLSContext(.server(certificateChain: .file(certificates.serverPEM), privateKey: .file(certificates.serverKey)))
-        try await withServer(router: router, configure: { $0.tls = tls; $0.shutdownDeadline = shutdownDeadline }, body)
+        try await withServer(router: router, configure: { $0.tls = tls; $0.shutdownDeadline = shutdownDeadline; $0.http2 = http2 }, body)
     }
 
     @Test func curlVerifiesTheServerAndKeepsTheConnectionAlive() async throws {
@@ -41,8 +42,8 @@ struct HTTPSTests {
         }
     }
 
-    @Test func curlAndOpenSSLAreAnsweredWithHTTP11ByALPN() async throws {
-        try await withHTTPSServer { _, port in
+    @Test func curlAndOpenSSLAreAnsweredWithHTTP11ByALPNWhenHTTP2IsOff() async throws {
+        try await withHTTPSServer(http2: nil) { _, port in
             let curl = try await run("/bin/sh", ["-c", "/usr/bin/curl -sS -v -o /dev/null --cacert \"$0\" --resolve localhost:$1:127.0.0.1 "
                                                  + "https://localhost:$1/hello 2>&1", certificates.caPEM, "\(port)"])
             #expect(curl.status == 0)
@@ -56,8 +57,8 @@ struct HTTPSTests {
         }
     }
 
-    @Test func aLoopKitClientOfferingH2AndHTTP11GetsHTTP11AndItsResponse() async throws {
-        try await withHTTPSServer { _, port in
+    @Test func aLoopKitClientOfferingH2AndHTTP11GetsHTTP11AndItsResponseWhenHTTP2IsOff() async throws {
+        try await withHTTPSServer(http2: nil) { _, port in
             let group = try LoopGroup(threads: 1)
             defer { group.shutdown() }
             let loop = group.loops[0]

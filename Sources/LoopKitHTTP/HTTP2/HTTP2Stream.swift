@@ -195,7 +195,9 @@ final class HTTP2Stream: HTTPStream, HTTPRequestBodySource, @unchecked Sendable 
             connection?.reset(id, code: NGHTTP2Session.cancel)
             return
         }
-        HTTPDispatcher.send(.text(status.reasonPhrase, status: status), on: self)
+        var response = HTTPDispatcher.refusal(status, error: .bodyTooLarge, configuration: context.configuration)
+        response.head.status = status
+        HTTPDispatcher.send(response, on: self)
     }
 
     // MARK: The stream's end
