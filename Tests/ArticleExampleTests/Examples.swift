@@ -153,8 +153,8 @@ func example_README_235(router: inout HTTPRouter, configuration: inout HTTPServe
     try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm], logger: logger).run()
 }
 
-// README.md:272
-func example_README_272(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:284
+func example_README_284(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.webSocket("/ws/echo", .inTask) { request, socket in
         for try await message in socket.messages { try await socket.send(message) }
     }
@@ -169,8 +169,8 @@ func example_README_272(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:297
-@Suite("README.md:297") struct Example_README_297 {
+// README.md:309
+@Suite("README.md:309") struct Example_README_309 {
     @Test func timerFiresAfterQueuedWork() throws {
         let driver = try LoopDriver()                 // a loop on a VirtualClock
         let trace = OrderTrace(driver.loop)
@@ -187,8 +187,8 @@ func example_README_272(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:320
-func example_README_320(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:332
+func example_README_332(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try LoopMetrics.record(loop, name: "main")                 // iteration duration, poll wait, queue depth, …
     router.use(HTTPServerMetrics.middleware())                 // http.server.request.duration, …
     HTTPServerMetrics.record(into: &configuration)             // http.server.open_connections
@@ -362,6 +362,21 @@ func example_ValuesBoundToALoop_11(router: inout HTTPRouter, configuration: inou
     try table.enqueue { $0.insertRows(at: paths) }          // the next drain, from any thread
     let count = try table.invokeAndWait { $0.rows.count }   // inline on the loop thread, else queuedAndWaitUntilDone:YES
     let rows = try await table.perform { $0.rows }          // from a task, without blocking a thread
+}
+
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingFiles.md:9
+func example_ServingFiles_9(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    var router = HTTPRouter()
+    router.files("/static", root: "/srv/www")                   // GET /static/css/site.css -> /srv/www/css/site.css
+    router.files("/assets", root: "/srv/assets",
+                 options: HTTPFileOptions(cacheControl: "public, max-age=31536000, immutable", indexFile: nil))
+}
+
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingFiles.md:57
+func example_ServingFiles_57(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    var types = HTTPContentTypes.standard
+    types["glb"] = "model/gltf-binary"
+    router.files("/models", root: "/srv/models", options: HTTPFileOptions(contentTypes: types))
 }
 
 // Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:15

@@ -17,6 +17,15 @@ struct RoutingTests {
         #expect(parameters["id"] == "42")
     }
 
+    @Test func aRemainderSegmentBindsTheRestOfThePath() throws {
+        var router = HTTPRouter()
+        router.get("/files/*rest") { _ in .text("") }
+        #expect(found(router, .get, path: "/files/a/b/c.txt")?.1["rest"] == "a/b/c.txt")
+        #expect(found(router, .get, path: "/files/docs/")?.1["rest"] == "docs/")
+        #expect(found(router, .get, path: "/files")?.1["rest"] == "")
+        #expect(found(router, .get, path: "/filesx/a") == nil)
+    }
+
     @Test func segmentCountMustMatch() {
         #expect(found(router, .get, path: "/users") == nil)
         #expect(found(router, .get, path: "/users/1/more") == nil)

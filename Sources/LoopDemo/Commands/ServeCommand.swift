@@ -45,6 +45,9 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("tls-key"), help: "The PEM private key of --tls-cert.")
     var tlsKey: String?
 
+    @Option(help: "Serve this directory's files under /files/ (ranges, ETags, precompressed .br/.zst/.gz variants).")
+    var root: String?
+
     @Option(name: .customLong("metrics"), help: "Serve the loops' metrics in Prometheus text format at GET /metrics on this port (0 picks a free one).")
     var metricsPort: Int?
 
@@ -77,7 +80,8 @@ struct ServeCommand: ParsableCommand {
             webSocket.maxMessageSize = webSocketMaxMessage
             webSocket.maxFrameSize = max(webSocket.maxFrameSize, webSocketMaxMessage)
         }
-        var router = DemoRoutes.router(work: .calibrated(nanosecondsPerItem: 1_000), maxBodySize: maxBody, webSocket: webSocket)
+        var router = DemoRoutes.router(work: .calibrated(nanosecondsPerItem: 1_000), maxBodySize: maxBody, webSocket: webSocket,
+                                       filesRoot: root)
         let registry = metricsPort.map { _ in Self.bootstrapMetrics() }
         if registry != nil {
             // Every loop's iterations, every request (the middleware first: it sees every answer), the connections.

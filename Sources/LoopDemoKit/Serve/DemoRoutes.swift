@@ -4,8 +4,12 @@ import LoopKitHTTP
 
 /// The routes of `LoopDemo serve`: `GET /` (the live page, and `GET /favicon.ico`, 204), `GET /hello`,
 /// `POST /echo`, `POST /upload`, `GET /stream`, `GET /work`, the jobs (`POST /jobs`, `GET /jobs/ID/events`,
-/// `GET /ws/jobs/ID`, `POST /jobs/ID/cancel`) and `GET /ws/echo` (a WebSocket); anything else is 404.
+/// `GET /ws/jobs/ID`, `POST /jobs/ID/cancel`), `GET /ws/echo` (a WebSocket) and, with `serve --root DIR`, the
+/// directory's files under `/files/`; anything else is 404.
 public enum DemoRoutes {
+    /// Where `serve --root DIR` serves the directory.
+    public static let filesPrefix = "/files"
+
     /// The router.
     ///
     /// - Parameters:
@@ -14,10 +18,12 @@ public enum DemoRoutes {
     ///   - maxBodySize: The largest body `/echo` and `/upload` read (413, and the connection closed, past
     ///     it); nil, the default, for no limit. `serve --max-body` sets it, and with it the server's
     ///     `HTTPServer.Configuration.maxBodySize`, which limits the routes whose body is collected.
-    /// - Returns: A router with exactly the demo's routes.
     ///   - webSocket: The `/ws/echo` route's limits (its largest message: `serve --ws-max-message`).
+    ///   - filesRoot: A directory served under `/files/` (`serve --root`): validators, ranges and
+    ///     precompressed variants, `Cache-Control: no-cache` (revalidated at each use); nil for none.
+    /// - Returns: A router with exactly the demo's routes.
     public static func router(work: SyntheticWork, jobs: DemoJobs = DemoJobs(), maxBodySize: Int? = nil,
-                              webSocket: WebSocketConfiguration = WebSocketConfiguration()) -> HTTPRouter {
+                              webSocket: WebSocketConfiguration = WebSocketConfiguration(), filesRoot: String? = nil) -> HTTPRouter {
         var router = HTTPRouter()
         // `?items=N` sets the page's "Items per job" field, which the jobs it starts (`?start=`) run.
         router.get("/") { request in
@@ -126,6 +132,7 @@ public enum DemoRoutes {
         router.webSocket("/ws/echo", .inTask, configuration: webSocket) { _, socket in
             for try await message in socket.messages { try await socket.send(message) }
         }
+        if let filesRoot { router.files(filesPrefix, root: filesRoot, options: HTTPFileOptions(cacheControl: "no-cache")) }
         return router
     }
 

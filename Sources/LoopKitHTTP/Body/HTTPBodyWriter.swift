@@ -21,12 +21,18 @@ public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: ever
         return false
     }
 
-    init(connection: HTTPConnection, chunked: Bool) {
+    /// The length the response's `Content-Length` declared (HTTP/1: the body is framed by it); nil when
+    /// the body is chunked or ends with the connection.
+    let declaredLength: Int?
+
+    init(connection: HTTPConnection, chunked: Bool, declaredLength: Int? = nil) {
         target = .http1(connection, chunked: chunked)
+        self.declaredLength = declaredLength
     }
 
     init(stream: HTTP2Stream) {
         target = .http2(stream)
+        declaredLength = nil
     }
 
     /// The loop the connection lives on, where the writing task runs.
@@ -117,13 +123,26 @@ public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: ever
         }
         guard !connection.isClosed else { throw HTTPServerError.connectionClosed }
         let chunked = chunked
+        var overrun = false
         lend { raw in
+            if let declaredLength, connection.responseBodyBytes + raw.count > declaredLength {
+                overrun = true
+                return
+            }
             guard !raw.isEmpty else { return }
             connection.writeEncoded(estimate: chunked ? HTTPResponseEncoder.chunkCapacity(for: raw.count) : raw.count) { encoder in
                 if chunked { encoder.appendChunk(raw) } else { encoder.appendBody(raw) }
             }
             connection.responseBodyBytes += raw.count
         }
+        if overrun { throw overrunning(connection) }
+    }
+
+    /// More bytes than the declared `Content-Length`: the connection is closed (they would be read as the
+    /// next response) and the writer told.
+    private func overrunning(_ connection: HTTPConnection) -> HTTPServerError {
+        connection.abort()
+        return HTTPServerError.connectionClosed
     }
 
     /// Sends `bytes` as one chunk (or raw, for HTTP/1.0) from their own storage: the size line is serialised
@@ -135,6 +154,7 @@ public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: ever
             return
         }
         guard !connection.isClosed else { throw HTTPServerError.connectionClosed }
+        if let declaredLength, connection.responseBodyBytes + bytes.count > declaredLength { throw overrunning(connection) }
         if chunked {
             connection.writeEncoded(estimate: HTTPResponseEncoder.chunkSizeLineCapacity, followedBy: bytes,
                                     then: Self.chunkEnd) { $0.appendChunkSizeLine(bytes.count) }

@@ -61,36 +61,48 @@ extension HTTPConnection {
         let allowsBody = code >= 200 && code != 204 && code != 304
         context.dateCache.refresh()
         let date = context.dateCache.fieldLine
+        // A length the handler declares (a file's) frames the body by length rather than chunked; the
+        // writer must write exactly that much, or the connection is closed at the end (see
+        // ``finishStreamedBody(_:)``).
+        let declaredLength = allowsBody ? head.headerFields[.contentLength].flatMap { Int($0) }.flatMap { $0 >= 0 ? $0 : nil } : nil
         guard allowsBody && !isHead else {
+            let framing: HTTPResponseEncoder.BodyFraming = allowsBody ? declaredLength.map { .length($0) } ?? .chunked : .none
             writeEncoded(estimate: Self.headEstimate) { encoder in
-                encoder.appendHead(head, status: status, framing: allowsBody ? .chunked : .none, keepAlive: keepAlive,
+                encoder.appendHead(head, status: status, framing: framing, keepAlive: keepAlive,
                                    http10: false, date: date, extraField: echoedID)
             }
             finishResponse()
             return nil
         }
-        // HTTP/1.0 has no chunked coding: stream raw and close at the end.
-        let chunked = version.minor >= 1
-        if !chunked { machine.closeAfterThisResponse() }
+        // HTTP/1.0 has no chunked coding: stream raw and close at the end (unless the length is declared).
+        let chunked = version.minor >= 1 && declaredLength == nil
+        if version.minor == 0 && declaredLength == nil { machine.closeAfterThisResponse() }
         // The stream may read the body it runs beside: a client waiting for `100 Continue` gets it
         // now, before this final head (RFC 9110 §10.1.1), unless the handler has asked for it already.
         let sendsContinue = machine.bodyWanted() == .sendContinue
         let http10 = version.minor == 0
         writeEncoded(estimate: Self.headEstimate) { encoder in
             if sendsContinue { encoder.appendContinue() }
-            encoder.appendHead(head, status: status, framing: chunked ? .chunked : .none,
-                               keepAlive: keepAlive && chunked, http10: http10, date: date, extraField: echoedID)
+            encoder.appendHead(head, status: status, framing: declaredLength.map { .length($0) } ?? (chunked ? .chunked : .none),
+                               keepAlive: keepAlive && (chunked || declaredLength != nil), http10: http10, date: date,
+                               extraField: echoedID)
         }
         // Reading pauses while the body streams (pipelined requests wait), unless a streamed request body
         // must go on or the stream watches for its client leaving (bytes then wait in the input buffer,
         // bounded by its high-water mark, and the client's end of file closes the connection).
         if !machine.isStreamingBody && !watchesClient { tcp.pauseReading() }
-        return HTTPBodyWriter(connection: self, chunked: chunked)
+        return HTTPBodyWriter(connection: self, chunked: chunked, declaredLength: declaredLength)
     }
 
     /// The streamed body's writer returned: the last chunk, and the response ends. Loop thread.
     func finishStreamedBody(_ writer: HTTPBodyWriter) {
         guard !isClosed else { return }
+        if let declared = writer.declaredLength, responseBodyBytes != declared {
+            // The body is not the length its head declared: the client can tell only by the close.
+            context.logger.error("streamed body of the wrong length", metadata: ["declared": "\(declared)", "written": "\(responseBodyBytes)"])
+            abort()
+            return
+        }
         if writer.chunked { writeEncoded(estimate: 5) { $0.appendLastChunk() } }
         finishResponse()
     }

@@ -27,6 +27,8 @@ public struct HTTPRouter: Sendable {
         enum Segment: Sendable, Equatable {
             case literal(String)
             case parameter(String)
+            /// `*name`, last: the rest of the path (any number of segments, possibly none), as written.
+            case remainder(String)
         }
         var method: HTTPRequest.Method
         var segments: [Segment]
@@ -62,7 +64,9 @@ public struct HTTPRouter: Sendable {
     ///
     /// - Parameters:
     ///   - method: The method it answers.
-    ///   - path: `/`-separated segments; a segment `:name` matches any one segment and binds it to `name`.
+    ///   - path: `/`-separated segments; a segment `:name` matches any one segment and binds it to `name`;
+    ///     a last segment `*name` matches the rest of the path (none or more segments, as written, with a
+    ///     trailing slash kept) and binds it to `name`.
     ///   - handler: What runs.
     public mutating func add(_ method: HTTPRequest.Method, _ path: String, _ handler: HTTPHandler) {
         add(method, path, handler, groupMiddleware: HTTPMiddlewareChain())
@@ -71,12 +75,17 @@ public struct HTTPRouter: Sendable {
     private mutating func add(_ method: HTTPRequest.Method, _ path: String, _ handler: HTTPHandler,
                               groupMiddleware: HTTPMiddlewareChain) {
         let segments = path.split(separator: "/", omittingEmptySubsequences: true).map { segment -> Route.Segment in
-            segment.first == ":" ? .parameter(String(segment.dropFirst())) : .literal(String(segment))
+            switch segment.first {
+            case ":": .parameter(String(segment.dropFirst()))
+            case "*": .remainder(String(segment.dropFirst()))
+            default: .literal(String(segment))
+            }
         }
         let pattern = "/" + segments.map { segment in
             switch segment {
             case .literal(let literal): literal
             case .parameter(let name): ":" + name
+            case .remainder(let name): "*" + name
             }
         }.joined(separator: "/")
         let isLiteral = segments.allSatisfy { if case .literal = $0 { true } else { false } }
@@ -226,6 +235,10 @@ public struct HTTPRouter: Sendable {
         var rest = path.utf8[...]
         for segment in route.segments {
             while rest.first == UInt8(ascii: "/") { rest = rest.dropFirst() }
+            if case .remainder(let name) = segment {
+                parameters.pairs.append((name, Substring(rest)))
+                return parameters
+            }
             guard !rest.isEmpty else { return nil }
             let end = rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex
             let part = Substring(rest[rest.startIndex..<end])
@@ -235,6 +248,8 @@ public struct HTTPRouter: Sendable {
                 guard part.utf8.elementsEqual(literal.utf8) else { return nil }
             case .parameter(let name):
                 parameters.pairs.append((name, part))
+            case .remainder:
+                return nil  // handled before the segment is cut
             }
             rest = rest[end...]
         }

@@ -92,7 +92,9 @@ public struct HTTPResponseBody: Sendable {
     /// - Parameter text: The body.
     public static func string(_ text: String) -> HTTPResponseBody { HTTPResponseBody(storage: .bytes(Bytes(text))) }
 
-    /// A body written by `write`, sent chunked; `write` runs as a task on the connection's loop and each
+    /// A body written by `write`, sent chunked (or, when the head has a `Content-Length`, framed by it:
+    /// `write` must then write exactly that many bytes, or the connection is closed at the end; a file's
+    /// body is sent so); `write` runs as a task on the connection's loop and each
     /// ``HTTPBodyWriter/write(_:)-(Bytes)`` suspends while the connection's pending output is above its high-water mark.
     /// The task is cancelled when the connection closes.
     ///

@@ -1,0 +1,246 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import HTTPTypes
+import LoopKit
+import LoopKitNet
+
+/// Answers `GET` and `HEAD` for the files under a root: what ``HTTPRouter/files(_:root:options:)`` routes to.
+///
+/// Every file-system call runs on the work pool through LoopKitNet's ``FileSystem`` (never on the loop
+/// thread), and the body streams from the open file with the connection's backpressure, framed by its
+/// `Content-Length`: the same over HTTP/1.1 and HTTP/2. A file that shrinks while it is sent ends the
+/// connection (the client sees a body shorter than its length); one that grows is sent as it was.
+///
+/// A plain value; safe from any thread.
+struct HTTPFileServer: Sendable {
+    /// The directory served, without a trailing slash.
+    let root: String
+    let options: HTTPFileOptions
+
+    init(root: String, options: HTTPFileOptions) {
+        var root = root
+        while root.count > 1, root.hasSuffix("/") { root.removeLast() }
+        self.root = root
+        self.options = options
+    }
+
+    /// A file that changed size while it was being sent.
+    struct FileChanged: Error, CustomStringConvertible {
+        let path: String
+        var description: String { "\(path) shrank while it was being sent" }
+    }
+
+    /// The file found for a request: its path, its name (for the type), and its variants' paths.
+    private struct Target {
+        var path: String
+        var name: Substring
+    }
+
+    /// Answers a request routed to the files; the remainder of its path is the `path` parameter.
+    func respond(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
+        let files = FileSystem(loop: request.loop)
+        let relative: String
+        do {
+            relative = try HTTPFilePath.relativePath(request.parameters["path"] ?? "", servesHiddenFiles: options.servesHiddenFiles)
+        } catch .malformed {
+            return .text("bad path\n", status: .badRequest)
+        } catch {
+            return Self.notFound
+        }
+        var path = relative.isEmpty ? root : root + "/" + relative
+        guard var info = try await Self.info(at: path, files) else { return Self.notFound }
+        if info.kind == .directory {
+            guard request.path.hasSuffix("/") else { return redirectToDirectory(request) }
+            guard let indexFile = options.indexFile else { return Self.notFound }
+            path += "/" + indexFile
+            guard let index = try await Self.info(at: path, files) else { return Self.notFound }
+            info = index
+        }
+        guard info.kind == .regularFile else { return Self.notFound }
+        let name = path[(path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex)...]
+
+        // The variants there are (regular files beside the file), then the coding the client prefers.
+        var variants: [HTTPContentCoding] = []
+        let accept = HTTPAcceptEncoding(request.head.headerFields[.acceptEncoding])
+        for coding in options.precompressed where accept.quality(of: coding.token) > 0 {
+            if let variant = try await Self.info(at: path + "." + coding.fileExtension, files), variant.kind == .regularFile {
+                variants.append(coding)
+            }
+        }
+        let coding: HTTPContentCoding?
+        switch accept.preferred(among: variants) {
+        case .coding(let chosen): coding = chosen
+        case .identity: coding = nil
+        case .notAcceptable: return .text("no acceptable content coding\n", status: .notAcceptable)
+        }
+        let servedPath = coding.map { path + "." + $0.fileExtension } ?? path
+
+        // Links must not lead out of the root (checked on the pool: realpath walks the file system).
+        if !options.followsSymbolicLinksOutOfRoot {
+            let root = root
+            let inside = try await request.loop.offload(to: files.pool) {
+                guard let canonicalRoot = HTTPFilePath.canonical(root) else { return false }
+                return HTTPFilePath.isInside(servedPath, canonicalRoot: canonicalRoot)
+            }
+            guard inside else { return Self.notFound }
+        }
+
+        let file: OpenFile
+        do {
+            file = try await files.open(servedPath)
+        } catch let error as FileError {
+            return try Self.refusal(for: error)
+        }
+        let opened = try await file.info()  // the file as opened: its validators describe the bytes sent
+        guard opened.kind == .regularFile else {
+            try? await file.close()
+            return Self.notFound
+        }
+        let response = self.response(to: request, file: file, info: opened, name: name, coding: coding)
+        if request.head.method == .head || response.body.isBytes { try? await file.close() }  // no stream will read it
+        return response
+    }
+
+    /// The response for an open file: `304`, `412`, `416`, `206` or `200`, with its validators.
+    private func response(to request: HTTPServerRequest, file: OpenFile, info: FileInfo, name: Substring,
+                          coding: HTTPContentCoding?) -> HTTPServerResponse {
+        let tag = HTTPEntityTag(inode: info.inode, size: info.size, modificationTime: info.modificationTime)
+        let modified = Int(info.modificationTime.components.seconds)
+        var fields = HTTPFields()
+        fields[.eTag] = tag.description
+        fields[.lastModified] = HTTPDateFormat.string(forSeconds: modified)
+        if let cacheControl = options.cacheControl { fields[.cacheControl] = cacheControl }
+        if !options.precompressed.isEmpty { fields[.vary] = "Accept-Encoding" }
+
+        let rangeApplies: Bool
+        switch HTTPPreconditions.evaluate(request.head.headerFields, tag: tag, modified: modified) {
+        case .notModified: return HTTPServerResponse(status: .notModified, headerFields: fields)
+        case .failed: return HTTPServerResponse(status: .preconditionFailed, headerFields: fields)
+        case .proceed(let applies): rangeApplies = applies
+        }
+        let contentType = options.contentTypes.type(forFileNamed: name)
+        fields[.acceptRanges] = "bytes"
+        if let coding { fields[.contentEncoding] = coding.token }
+        let size = info.size
+        var ranges = [0..<size]
+        var status = HTTPResponse.Status.ok
+        var parts: (heads: [Bytes], end: Bytes)?
+        if rangeApplies, let range = request.head.headerFields[.range] {
+            switch HTTPByteRanges.resolve(range, length: size, limit: options.maxRanges) {
+            case .ignored:
+                break
+            case .unsatisfiable:
+                fields[.contentRange] = "bytes */\(size)"
+                return HTTPServerResponse(status: .rangeNotSatisfiable, headerFields: fields)
+            case .satisfiable(let satisfiable):
+                status = .partialContent
+                ranges = satisfiable
+                if satisfiable.count == 1 {
+                    fields[.contentRange] = "bytes \(satisfiable[0].lowerBound)-\(satisfiable[0].upperBound - 1)/\(size)"
+                } else {
+                    let boundary = Self.boundary()
+                    parts = (satisfiable.map { range in
+                        Bytes("\r\n--\(boundary)\r\nContent-Type: \(contentType)\r\nContent-Range: bytes \(range.lowerBound)-\(range.upperBound - 1)/\(size)\r\n\r\n")
+                    }, Bytes("\r\n--\(boundary)--\r\n"))
+                    fields[.contentType] = "multipart/byteranges; boundary=\(boundary)"
+                }
+            }
+        }
+        if parts == nil { fields[.contentType] = contentType }
+        let length = ranges.reduce(Int64(0)) { $0 + Int64($1.count) }
+            + Int64(parts.map { $0.heads.reduce(0) { $0 + $1.count } + $0.end.count } ?? 0)
+        fields[.contentLength] = String(length)
+        if request.head.method == .head || length == 0 {
+            return HTTPServerResponse(status: status, headerFields: fields, body: .bytes(Bytes()))
+                .withDeclaredLength(length)
+        }
+        let chunkSize = options.chunkSize
+        let sentRanges = ranges, sentParts = parts
+        return HTTPServerResponse(status: status, headerFields: fields, body: .stream { writer in
+            do {
+                for (index, range) in sentRanges.enumerated() {
+                    if let sentParts { try await writer.write(sentParts.heads[index]) }
+                    try await Self.send(range, of: file, chunkSize: chunkSize, to: writer)
+                }
+                if let sentParts { try await writer.write(sentParts.end) }
+            } catch {
+                try? await file.close()
+                throw error
+            }
+            try? await file.close()
+        })
+    }
+
+    /// Sends `range` of `file`, read ahead through ``OpenFile/chunks(chunkSize:readAhead:from:)``.
+    private static func send(_ range: Range<Int64>, of file: OpenFile, chunkSize: Int, to writer: HTTPBodyWriter) async throws {
+        var remaining = range.count
+        guard remaining > 0 else { return }
+        let size = min(chunkSize, remaining)
+        let readAhead = min(FileChunks.defaultReadAhead, (remaining + size - 1) / size)
+        for try await chunk in file.chunks(chunkSize: size, readAhead: max(1, readAhead), from: range.lowerBound) {
+            let take = min(chunk.count, remaining)
+            try await writer.write(take == chunk.count ? chunk : chunk[chunk.startIndex..<(chunk.startIndex + take)])
+            remaining -= take
+            if remaining == 0 { return }
+        }
+        throw FileChanged(path: file.path)
+    }
+
+    /// `stat` of `path`, or nil when there is nothing to serve there (no such file, a file where a
+    /// directory was expected, no permission).
+    private static func info(at path: String, _ files: FileSystem) async throws -> FileInfo? {
+        do {
+            return try await files.info(at: path)
+        } catch let error as FileError where [ENOENT, ENOTDIR, EACCES, ENAMETOOLONG, ELOOP].contains(error.code) {
+            return nil
+        }
+    }
+
+    private static func refusal(for error: FileError) throws -> HTTPServerResponse {
+        switch error.code {
+        case EACCES: return .text("forbidden\n", status: .forbidden)
+        case ENOENT, ENOTDIR, ENAMETOOLONG, ELOOP, EISDIR: return notFound
+        default: throw error
+        }
+    }
+
+    private static var notFound: HTTPServerResponse { .text("not found\n", status: .notFound) }
+
+    /// `301` to the directory's path with its slash (the query kept), so that its page's relative links work.
+    private func redirectToDirectory(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        let target = request.head.path ?? "/"
+        let query = target.firstIndex(of: "?").map { String(target[$0...]) } ?? ""
+        return HTTPServerResponse(status: .movedPermanently, headerFields: [.location: String(request.path) + "/" + query])
+    }
+
+    /// A multipart boundary: 24 random hexadecimal digits, which no file part is expected to hold.
+    private static func boundary() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<3).map { _ in
+            let word = String(generator.next() as UInt32, radix: 16)
+            return String(repeating: "0", count: 8 - word.count) + word
+        }.joined()
+    }
+}
+
+extension HTTPResponseBody {
+    /// Whether the body is bytes known up front (not a stream).
+    var isBytes: Bool {
+        if case .bytes = storage { return true }
+        return false
+    }
+}
+
+extension HTTPServerResponse {
+    /// A bodiless answer (`HEAD`, an empty file) that keeps the `Content-Length` of the body it describes:
+    /// sent as a stream that writes nothing, which the codecs frame by the declared length.
+    fileprivate func withDeclaredLength(_ length: Int64) -> HTTPServerResponse {
+        guard length > 0 else { return self }
+        var response = self
+        response.body = .stream { _ in }
+        return response
+    }
+}
