@@ -43,6 +43,7 @@ final class HTTP2Connection: ConnectionHandler, @unchecked Sendable {  // loop-c
     /// Becomes the connection's handler (taking over from the HTTP/1 codec that saw the preface, with the
     /// bytes it has read), and sends the server's SETTINGS.
     func start(replacing: Bool) {
+        if context.logger.logLevel <= .debug { context.logProtocol(replacing ? "h2c" : "h2", of: tcp) }
         if replacing { tcp.replaceHandler(self) } else { tcp.setHandler(self) }
         flush()
     }
