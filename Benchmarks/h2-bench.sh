@@ -23,14 +23,14 @@ h2load_rps() {
 }
 
 echo "h2c, h2load -n $REQUESTS -c 64 -m 100 GET /hello; server on core $SERVER_CORE, h2load on core $CLIENT_CORE; $ROUNDS rounds"
-mine=(); theirs=(); mine_cpu=(); theirs_cpu=()
+lk=(); ng=(); lk_cpu=(); ng_cpu=()
 for round in $(seq 1 "$ROUNDS"); do
     start $((PORT_BASE + 1)) "$LOOPDEMO" serve --log-level warning
-    read -r rps cpu < <(h2load_rps $((PORT_BASE + 1))); mine+=("$rps"); mine_cpu+=("$cpu"); cleanup
+    read -r rps cpu < <(h2load_rps $((PORT_BASE + 1))); lk+=("$rps"); lk_cpu+=("$cpu"); cleanup
     start $((PORT_BASE + 2)) sh Benchmarks/nginx-h2-peer.sh
-    read -r rps cpu < <(h2load_rps $((PORT_BASE + 2))); theirs+=("$rps"); theirs_cpu+=("$cpu"); cleanup
-    echo "  round $round: LoopKitHTTP ${mine[-1]} req/s (h2load ${mine_cpu[-1]} %), nginx ${theirs[-1]} req/s (h2load ${theirs_cpu[-1]} %)"
+    read -r rps cpu < <(h2load_rps $((PORT_BASE + 2))); ng+=("$rps"); ng_cpu+=("$cpu"); cleanup
+    echo "  round $round: LoopKitHTTP ${lk[-1]} req/s (h2load ${lk_cpu[-1]} %), nginx ${ng[-1]} req/s (h2load ${ng_cpu[-1]} %)"
 done
-printf '  %-28s %10.0f req/s median\n' "LoopKitHTTP (h2c)" "$(printf '%s\n' "${mine[@]}" | median)"
-printf '  %-28s %10.0f req/s median\n' "nginx 1.22 (h2c)" "$(printf '%s\n' "${theirs[@]}" | median)"
-echo "  LoopKitHTTP / nginx: $(ratio_summary mine theirs)"
+printf '  %-28s %10.0f req/s median\n' "LoopKitHTTP (h2c)" "$(printf '%s\n' "${lk[@]}" | median)"
+printf '  %-28s %10.0f req/s median\n' "nginx 1.22 (h2c)" "$(printf '%s\n' "${ng[@]}" | median)"
+echo "  LoopKitHTTP / nginx: $(ratio_summary lk ng)"
