@@ -18,21 +18,22 @@ import LoopKitNet
 final class HTTP2Connection: ConnectionHandler, @unchecked Sendable {  // loop-confined: its tasks run on its loop
     let context: HTTPLoopContext
     let tcp: Connection
+    // Loop-confined state: `@exclusivity(unchecked)` spares each access a runtime exclusivity check.
     /// The nghttp2 session; made in `init`, after which it calls back into this connection.
-    private var session: NGHTTP2Session!
+    @exclusivity(unchecked) private var session: NGHTTP2Session!
     /// The streams open now, by id.
-    private var streams: [Int32: HTTP2Stream] = [:]
+    @exclusivity(unchecked) private var streams: [Int32: HTTP2Stream] = [:]
     /// Streams whose response went out whole during the last send: their exchanges end after it.
-    private var finished: [HTTP2Stream] = []
-    private(set) var isClosed = false
+    @exclusivity(unchecked) private var finished: [HTTP2Stream] = []
+    @exclusivity(unchecked) private(set) var isClosed = false
     /// Inside `receive`: what the callbacks submit is sent once, as it returns.
-    private var isReceiving = false
+    @exclusivity(unchecked) private var isReceiving = false
     /// A send is under way (a stream's write from a response task reached `flush` from inside it).
-    private var isSending = false
+    @exclusivity(unchecked) private var isSending = false
     /// Reading stopped because the output is above its high-water mark (the peer does not read).
-    private var readingPaused = false
+    @exclusivity(unchecked) private var readingPaused = false
     /// Graceful shutdown sent its GOAWAY: the connection closes once the streams in flight are done.
-    private var isDraining = false
+    @exclusivity(unchecked) private var isDraining = false
 
     init(context: HTTPLoopContext, tcp: Connection) {
         self.context = context
