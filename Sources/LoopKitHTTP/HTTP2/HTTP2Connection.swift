@@ -34,11 +34,15 @@ final class HTTP2Connection: ConnectionHandler, @unchecked Sendable {  // loop-c
     @exclusivity(unchecked) private var readingPaused = false
     /// Graceful shutdown sent its GOAWAY: the connection closes once the streams in flight are done.
     @exclusivity(unchecked) private var isDraining = false
+    /// When the connection last had no open stream begin, or last read bytes, on the loop's clock: what
+    /// its idle deadline counts from.
+    @exclusivity(unchecked) private var lastActivity: UInt64 = 0
 
     init(context: HTTPLoopContext, tcp: Connection) {
         self.context = context
         self.tcp = tcp
         session = NGHTTP2Session(connection: self, settings: context.configuration.http2 ?? HTTP2Settings())
+        lastActivity = context.now
     }
 
     /// Becomes the connection's handler (taking over from the HTTP/1 codec that saw the preface, with the
@@ -53,6 +57,7 @@ final class HTTP2Connection: ConnectionHandler, @unchecked Sendable {  // loop-c
 
     func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) -> Int {
         guard !isClosed else { return bytes.count }
+        lastActivity = context.now
         isReceiving = true
         let failure = session.receive(bytes)
         isReceiving = false
@@ -94,6 +99,23 @@ final class HTTP2Connection: ConnectionHandler, @unchecked Sendable {  // loop-c
         for stream in streams.values { HTTPDispatcher.shutdownRequested(on: stream) }
         flush()
         if streams.isEmpty { tcp.close() }
+    }
+
+    // MARK: Deadlines
+
+    /// The loop's sweep (``HTTPLoopContext``): a connection whose client stopped taking its output, or
+    /// whose close cannot drain, is cut (``OutputDeadlines``, as on HTTP/1); one with no stream open for the
+    /// server's ``HTTPServer/Configuration/idleTimeout`` (and no byte read meanwhile) is sent GOAWAY and
+    /// closed. A stream whose handler is slow is the handler's business, as on HTTP/1.
+    func checkDeadlines(_ connection: Connection, now: EventLoopClock.Instant) {
+        guard !isClosed else { return }
+        let now = now.nanoseconds
+        if OutputDeadlines.cutIfStuck(tcp, now: now, context: context) { return }
+        guard streams.isEmpty, now >= lastActivity.addingSaturated(context.idleTimeout) else { return }
+        session.goAway()
+        isDraining = true
+        flush()
+        tcp.close()
     }
 
     // MARK: Output
@@ -201,6 +223,7 @@ final class HTTP2Connection: ConnectionHandler, @unchecked Sendable {  // loop-c
 
     func streamClosed(_ id: Int32, errorCode: UInt32) {
         guard let stream = streams.removeValue(forKey: id) else { return }
+        if streams.isEmpty { lastActivity = context.now }
         stream.closed()
     }
 
