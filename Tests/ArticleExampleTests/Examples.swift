@@ -153,8 +153,8 @@ func example_README_235(router: inout HTTPRouter, configuration: inout HTTPServe
     try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm], logger: logger).run()
 }
 
-// README.md:284
-func example_README_284(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:286
+func example_README_286(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.webSocket("/ws/echo", .inTask) { request, socket in
         for try await message in socket.messages { try await socket.send(message) }
     }
@@ -169,8 +169,8 @@ func example_README_284(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:309
-@Suite("README.md:309") struct Example_README_309 {
+// README.md:311
+@Suite("README.md:311") struct Example_README_311 {
     @Test func timerFiresAfterQueuedWork() throws {
         let driver = try LoopDriver()                 // a loop on a VirtualClock
         let trace = OrderTrace(driver.loop)
@@ -187,8 +187,8 @@ func example_README_284(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:332
-func example_README_332(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:334
+func example_README_334(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try LoopMetrics.record(loop, name: "main")                 // iteration duration, poll wait, queue depth, …
     router.use(HTTPServerMetrics.middleware())                 // http.server.request.duration, …
     HTTPServerMetrics.record(into: &configuration)             // http.server.open_connections
