@@ -4,8 +4,8 @@
 # and a libuv 1.44 host. ROUNDS rounds (default 5), the commands' order rotated each round,
 # RUNS runs each (default 300, after 30 warm-up runs); the figure is the median of the rounds' medians,
 # the ratios per round give the spread. A fourth host, openssl-load, is an empty main that NEEDs only libssl
-# and libcrypto: what libloopkit pays at start-up for the TLS transport LoopKitNet still carries (issue 44
-# moves it out), and a fifth, empty, the same main needing nothing: the process itself. Then CPU time and
+# and libcrypto: what a library carrying TLS would pay at start-up (libloopkit paid it until TLS left LoopKitNet
+# for LoopKitTLS), and a fifth, empty, the same main needing nothing: the process itself. Then CPU time and
 # page faults (perf stat, where perf runs: on this VM the faults, not the instructions, are most of a small
 # process's start-up), instructions per whole process (callgrind, ld.so included: repeatable on a loaded
 # machine), the C ABI's hot paths on both builds (lk_hotpath.c: 1M enqueues, 100k zero-delay timers; 5 runs
@@ -55,11 +55,6 @@ for name in ["loopkit-static", "loopkit-dynamic", "libuv", "openssl-load", "empt
           f"  x libuv {statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})")
 static = statistics.median([a / b for a, b in zip(medians["loopkit-static"], uv)])
 print(f"  goal: static <= 2x libuv: {'met' if static <= 2 else 'MISSED'} ({static:.2f}x)")
-# What libloopkit would take without OpenSSL's load, per round: static - (openssl-load - empty).
-without = [s - (o - e) for s, o, e in zip(medians["loopkit-static"], medians["openssl-load"], medians["empty"])]
-ratios = [w / u for w, u in zip(without, uv)]
-print(f"  loopkit-static less OpenSSL's load (static - (openssl-load - empty)), an estimate for after TLS leaves:"
-      f" {statistics.median(without):.0f} us, x libuv {statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})")
 PY
 
 if perf stat -e task-clock true > /dev/null 2>&1; then

@@ -153,8 +153,8 @@ func example_README_235(router: inout HTTPRouter, configuration: inout HTTPServe
     try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm], logger: logger).run()
 }
 
-// README.md:284
-func example_README_284(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:298
+func example_README_298(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.webSocket("/ws/echo", .inTask) { request, socket in
         for try await message in socket.messages { try await socket.send(message) }
     }
@@ -169,8 +169,8 @@ func example_README_284(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:309
-@Suite("README.md:309") struct Example_README_309 {
+// README.md:323
+@Suite("README.md:323") struct Example_README_323 {
     @Test func timerFiresAfterQueuedWork() throws {
         let driver = try LoopDriver()                 // a loop on a VirtualClock
         let trace = OrderTrace(driver.loop)
@@ -187,8 +187,8 @@ func example_README_284(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:332
-func example_README_332(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:346
+func example_README_346(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try LoopMetrics.record(loop, name: "main")                 // iteration duration, poll wait, queue depth, …
     router.use(HTTPServerMetrics.middleware())                 // http.server.request.duration, …
     HTTPServerMetrics.record(into: &configuration)             // http.server.open_connections
@@ -362,6 +362,14 @@ func example_ValuesBoundToALoop_11(router: inout HTTPRouter, configuration: inou
     try table.enqueue { $0.insertRows(at: paths) }          // the next drain, from any thread
     let count = try table.invokeAndWait { $0.rows.count }   // inline on the loop thread, else queuedAndWaitUntilDone:YES
     let rows = try await table.perform { $0.rows }          // from a task, without blocking a thread
+}
+
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/HTTP2.md:21
+func example_HTTP2_21(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    var configuration = HTTPServer.Configuration(host: "0.0.0.0", port: 8080)
+    configuration.http2?.maxConcurrentStreams = 256   // SETTINGS_MAX_CONCURRENT_STREAMS
+    configuration.http2?.initialWindowSize = 1 << 20  // a stream's body buffer, what a client may send unread
+    // configuration.http2 = nil                      // HTTP/1.1 only (ALPN then offers http/1.1 alone)
 }
 
 // Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingFiles.md:9

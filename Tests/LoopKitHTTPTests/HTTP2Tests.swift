@@ -334,6 +334,23 @@ struct HTTP2Tests {
         }
     }
 
+    // MARK: Deadlines
+
+    @Test("An HTTP/2 connection with no stream open past the idle timeout is sent GOAWAY and closed")
+    func anIdleConnectionIsClosed() async throws {
+        try await withServer(router: router(), configure: { $0.idleTimeout = .milliseconds(300) }) { server, port in
+            let result = try await python("""
+            conn.send_headers(1, [(":method", "GET"), (":scheme", "http"), (":authority", "x"), (":path", "/hello")], end_stream=True)
+            sock.sendall(conn.data_to_send())
+            events = pump(lambda seen: "closed" in seen, limit=30)
+            print(names(events))
+            """, port: port)
+            #expect(result.output.contains("StreamEnded"), "\(result.output)")
+            #expect(result.output.contains("'ConnectionTerminated', 'closed'"), "\(result.output)")
+            #expect(try await eventually { try await server.openConnectionCount() == 0 })
+        }
+    }
+
     // MARK: Shutdown
 
     @Test("Graceful shutdown sends GOAWAY; a stream in flight finishes, then the connection closes")

@@ -18,31 +18,37 @@ import LoopKitNet
 final class HTTP2Connection: ConnectionHandler, @unchecked Sendable {  // loop-confined: its tasks run on its loop
     let context: HTTPLoopContext
     let tcp: Connection
+    // Loop-confined state: `@exclusivity(unchecked)` spares each access a runtime exclusivity check.
     /// The nghttp2 session; made in `init`, after which it calls back into this connection.
-    private var session: NGHTTP2Session!
+    @exclusivity(unchecked) private var session: NGHTTP2Session!
     /// The streams open now, by id.
-    private var streams: [Int32: HTTP2Stream] = [:]
+    @exclusivity(unchecked) private var streams: [Int32: HTTP2Stream] = [:]
     /// Streams whose response went out whole during the last send: their exchanges end after it.
-    private var finished: [HTTP2Stream] = []
-    private(set) var isClosed = false
+    @exclusivity(unchecked) private var finished: [HTTP2Stream] = []
+    @exclusivity(unchecked) private(set) var isClosed = false
     /// Inside `receive`: what the callbacks submit is sent once, as it returns.
-    private var isReceiving = false
+    @exclusivity(unchecked) private var isReceiving = false
     /// A send is under way (a stream's write from a response task reached `flush` from inside it).
-    private var isSending = false
+    @exclusivity(unchecked) private var isSending = false
     /// Reading stopped because the output is above its high-water mark (the peer does not read).
-    private var readingPaused = false
+    @exclusivity(unchecked) private var readingPaused = false
     /// Graceful shutdown sent its GOAWAY: the connection closes once the streams in flight are done.
-    private var isDraining = false
+    @exclusivity(unchecked) private var isDraining = false
+    /// When the connection last had no open stream begin, or last read bytes, on the loop's clock: what
+    /// its idle deadline counts from.
+    @exclusivity(unchecked) private var lastActivity: UInt64 = 0
 
     init(context: HTTPLoopContext, tcp: Connection) {
         self.context = context
         self.tcp = tcp
         session = NGHTTP2Session(connection: self, settings: context.configuration.http2 ?? HTTP2Settings())
+        lastActivity = context.now
     }
 
     /// Becomes the connection's handler (taking over from the HTTP/1 codec that saw the preface, with the
     /// bytes it has read), and sends the server's SETTINGS.
     func start(replacing: Bool) {
+        if context.logger.logLevel <= .debug { context.logProtocol(replacing ? "h2c" : "h2", of: tcp) }
         if replacing { tcp.replaceHandler(self) } else { tcp.setHandler(self) }
         flush()
     }
@@ -51,6 +57,7 @@ final class HTTP2Connection: ConnectionHandler, @unchecked Sendable {  // loop-c
 
     func connection(_ connection: Connection, received bytes: UnsafeRawBufferPointer) -> Int {
         guard !isClosed else { return bytes.count }
+        lastActivity = context.now
         isReceiving = true
         let failure = session.receive(bytes)
         isReceiving = false
@@ -92,6 +99,23 @@ final class HTTP2Connection: ConnectionHandler, @unchecked Sendable {  // loop-c
         for stream in streams.values { HTTPDispatcher.shutdownRequested(on: stream) }
         flush()
         if streams.isEmpty { tcp.close() }
+    }
+
+    // MARK: Deadlines
+
+    /// The loop's sweep (``HTTPLoopContext``): a connection whose client stopped taking its output, or
+    /// whose close cannot drain, is cut (``OutputDeadlines``, as on HTTP/1); one with no stream open for the
+    /// server's ``HTTPServer/Configuration/idleTimeout`` (and no byte read meanwhile) is sent GOAWAY and
+    /// closed. A stream whose handler is slow is the handler's business, as on HTTP/1.
+    func checkDeadlines(_ connection: Connection, now: EventLoopClock.Instant) {
+        guard !isClosed else { return }
+        let now = now.nanoseconds
+        if OutputDeadlines.cutIfStuck(tcp, now: now, context: context) { return }
+        guard streams.isEmpty, now >= lastActivity.addingSaturated(context.idleTimeout) else { return }
+        session.goAway()
+        isDraining = true
+        flush()
+        tcp.close()
     }
 
     // MARK: Output
@@ -199,6 +223,7 @@ final class HTTP2Connection: ConnectionHandler, @unchecked Sendable {  // loop-c
 
     func streamClosed(_ id: Int32, errorCode: UInt32) {
         guard let stream = streams.removeValue(forKey: id) else { return }
+        if streams.isEmpty { lastActivity = context.now }
         stream.closed()
     }
 

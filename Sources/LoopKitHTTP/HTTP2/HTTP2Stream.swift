@@ -15,43 +15,45 @@ final class HTTP2Stream: HTTPStream, HTTPRequestBodySource, @unchecked Sendable 
     /// The connection, while it lives (a task may outlive it).
     private weak var connection: HTTP2Connection?
     let context: HTTPLoopContext
-    var exchange: HTTPExchange?
-    var spareExtras: HTTPExchange.Extras?
-    var responseBodyBytes = 0
-    private(set) var isClosed = false
+    // Loop-confined state, like the HTTP/1 connection's: `@exclusivity(unchecked)` spares each access a
+    // runtime exclusivity check.
+    @exclusivity(unchecked) var exchange: HTTPExchange?
+    @exclusivity(unchecked) var spareExtras: HTTPExchange.Extras?
+    @exclusivity(unchecked) var responseBodyBytes = 0
+    @exclusivity(unchecked) private(set) var isClosed = false
 
     // The request, as it arrives.
-    private var method: String?
-    private var scheme: String?
-    private var authority: String?
-    private var path: String?
-    private var fields = HTTPFields()
-    private var trailers: HTTPFields?
-    private var headEnded = false
+    @exclusivity(unchecked) private var method: String?
+    @exclusivity(unchecked) private var scheme: String?
+    @exclusivity(unchecked) private var authority: String?
+    @exclusivity(unchecked) private var path: String?
+    @exclusivity(unchecked) private var fields = HTTPFields()
+    @exclusivity(unchecked) private var trailers: HTTPFields?
+    @exclusivity(unchecked) private var headEnded = false
     /// The most body bytes the route takes (nil: no limit), from the dispatcher's plan.
-    private var bodyLimit: Int?
-    private var bodyParts: [Bytes] = []
-    private var bodyCount = 0
+    @exclusivity(unchecked) private var bodyLimit: Int?
+    @exclusivity(unchecked) private var bodyParts: [Bytes] = []
+    @exclusivity(unchecked) private var bodyCount = 0
     /// The body of a streaming route's request, while it arrives.
-    private var streamedBody: HTTPRequestBody?
+    @exclusivity(unchecked) private var streamedBody: HTTPRequestBody?
     /// Body bytes buffered in ``streamedBody`` and not yet handed back to the peer's window.
-    private var unconsumed = 0
+    @exclusivity(unchecked) private var unconsumed = 0
     /// The request was refused (413): what it still sends is dropped.
-    private var refused = false
+    @exclusivity(unchecked) private var refused = false
 
     // The response body, as nghttp2 takes it.
-    private var outbound: [Bytes] = []
-    private var outboundHead = 0
-    private var outboundOffset = 0
-    private var outboundCount = 0
+    @exclusivity(unchecked) private var outbound: [Bytes] = []
+    @exclusivity(unchecked) private var outboundHead = 0
+    @exclusivity(unchecked) private var outboundOffset = 0
+    @exclusivity(unchecked) private var outboundCount = 0
     /// Every byte of the body has been handed over: nghttp2 sends END_STREAM with the last.
-    private var outboundEnded = false
+    @exclusivity(unchecked) private var outboundEnded = false
     /// nghttp2 found nothing to send and waits for ``resumeBody`` (the body streams slower than the peer reads).
-    private var isDeferred = false
+    @exclusivity(unchecked) private var isDeferred = false
     /// The last DATA went to nghttp2: the exchange ends once it is sent.
-    private var responseComplete = false
+    @exclusivity(unchecked) private var responseComplete = false
     /// A streamed body's writer waiting for room.
-    private var roomWaiters: [UnsafeContinuation<Void, any Error>] = []
+    @exclusivity(unchecked) private var roomWaiters: [UnsafeContinuation<Void, any Error>] = []
 
     init(id: Int32, connection: HTTP2Connection) {
         self.id = id

@@ -116,8 +116,14 @@ public final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one
         if configuration.http2 != nil, configuration.tls != nil, tcp.applicationProtocol == "h2" {
             HTTP2Connection(context: self, tcp: tcp).start(replacing: false)
         } else {
+            if logger.logLevel <= .debug { logProtocol(configuration.tls == nil ? "http/1.1" : "http/1.1 over TLS", of: tcp) }
             HTTPConnection(context: self, tcp: tcp).start()
         }
+    }
+
+    /// The protocol a new connection speaks, at debug (`LoopDemo serve --log-level debug` shows it).
+    func logProtocol(_ name: String, of tcp: Connection) {
+        logger.debug("connection", metadata: ["protocol": "\(name)", "peer": "\(tcp.remoteAddress.map { "\($0)" } ?? "-")"])
     }
 
     /// Graceful shutdown: the registry's drain (idle connections close, the others finish their current
