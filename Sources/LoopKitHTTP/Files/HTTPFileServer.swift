@@ -4,6 +4,7 @@ import Glibc
 import Musl
 #endif
 import HTTPTypes
+import Logging
 import LoopKit
 import LoopKitNet
 
@@ -96,11 +97,11 @@ struct HTTPFileServer: Sendable {
         }
         let opened = try await file.info()  // the file as opened: its validators describe the bytes sent
         guard opened.kind == .regularFile else {
-            try? await file.close()
+            await Self.close(file, logger: request.logger)
             return Self.notFound
         }
         let response = self.response(to: request, file: file, info: opened, name: name, coding: coding)
-        if request.head.method == .head || response.body.isBytes { try? await file.close() }  // no stream will read it
+        if request.head.method == .head || response.body.isBytes { await Self.close(file, logger: request.logger) }  // no stream reads it
         return response
     }
 
@@ -158,7 +159,7 @@ struct HTTPFileServer: Sendable {
                 .withDeclaredLength(length)
         }
         let chunkSize = options.chunkSize
-        let sentRanges = ranges, sentParts = parts
+        let sentRanges = ranges, sentParts = parts, logger = request.logger
         return HTTPServerResponse(status: status, headerFields: fields, body: .stream { writer in
             do {
                 for (index, range) in sentRanges.enumerated() {
@@ -167,10 +168,10 @@ struct HTTPFileServer: Sendable {
                 }
                 if let sentParts { try await writer.write(sentParts.end) }
             } catch {
-                try? await file.close()
+                await Self.close(file, logger: logger)
                 throw error
             }
-            try? await file.close()
+            await Self.close(file, logger: logger)
         })
     }
 
@@ -187,6 +188,15 @@ struct HTTPFileServer: Sendable {
             if remaining == 0 { return }
         }
         throw FileChanged(path: file.path)
+    }
+
+    /// Closes a served file; a failure of `close(2)` (the descriptor is released all the same) is logged.
+    private static func close(_ file: OpenFile, logger: Logger) async {
+        do {
+            try await file.close()
+        } catch {
+            logger.warning("closing a served file failed", metadata: ["path": "\(file.path)", "error": "\(error)"])
+        }
     }
 
     /// `stat` of `path`, or nil when there is nothing to serve there (no such file, a file where a
