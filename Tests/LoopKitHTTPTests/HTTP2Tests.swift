@@ -165,6 +165,26 @@ struct HTTP2Tests {
         }
     }
 
+    @Test("Expect: 100-continue gets a 100 before the body, for a collected route and for a streaming route once it reads")
+    func expectContinueIsAnswered() async throws {
+        try await withServer(router: router()) { _, port in
+            let result = try await python("""
+            for stream, path in ((1, "/echo"), (3, "/count")):
+                conn.send_headers(stream, [(":method", "POST"), (":scheme", "http"), (":authority", "x"), (":path", path),
+                                           ("expect", "100-continue")])
+                sock.sendall(conn.data_to_send())
+                events = pump(lambda seen: any(isinstance(e, h2.events.InformationalResponseReceived) for e in seen), limit=10)
+                print(stream, [dict(e.headers)[b":status"].decode() for e in events
+                               if isinstance(e, h2.events.InformationalResponseReceived)])
+                conn.send_data(stream, b"ping", end_stream=True)
+                sock.sendall(conn.data_to_send())
+                events = pump(lambda seen: any(isinstance(e, h2.events.StreamEnded) for e in seen), limit=10)
+                print(stream, b"".join(e.data for e in events if isinstance(e, h2.events.DataReceived)).decode())
+            """, port: port)
+            #expect(result.output == "1 ['100']\n1 ping\n3 ['100']\n3 counted 4\n", "\(result.output)")
+        }
+    }
+
     // MARK: Flow control
 
     @Test("Flow control is backpressure: a handler that does not read keeps its stream's window shut; reading opens it")

@@ -103,6 +103,7 @@ final class HTTPConnection: ConnectionHandler, HTTPStream, HTTPRequestBodySource
                 return 0
             case .absent:
                 mayBeHTTP2Preface = false
+                if context.logger.logLevel <= .debug { context.logProtocol("http/1.1", of: tcp) }
             }
         }
         isReceiving = true

@@ -163,10 +163,15 @@ final class HTTP2Connection: ConnectionHandler, @unchecked Sendable {  // loop-c
         session.consume(stream, bytes: bytes)
     }
 
+    /// Submits a response head with a `date` (the loop's cached one) and, when given, a `content-length`.
     func submitResponse(_ stream: Int32, status: Int, fields: HTTPFields, extra: (name: HTTPField.Name, value: String)?,
-                        hasBody: Bool) -> Bool {
+                        contentLength: Int?, hasBody: Bool) -> Bool {
         guard !isClosed else { return false }
-        return session.submitResponse(stream, status: status, fields: fields, extra: extra, hasBody: hasBody)
+        context.dateCache.refresh()
+        let line = context.dateCache.fieldLine  // "Date: …\r\n"
+        let date = line.count > 8 ? line[6..<(line.count - 2)] : nil
+        return session.submitResponse(stream, status: status, fields: fields, extra: extra, contentLength: contentLength,
+                                      date: date, hasBody: hasBody)
     }
 
     func submitContinue(_ stream: Int32) {

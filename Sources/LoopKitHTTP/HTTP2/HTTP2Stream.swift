@@ -235,9 +235,6 @@ final class HTTP2Stream: HTTPStream, HTTPRequestBodySource, @unchecked Sendable 
                        version: HTTPVersion, echoedID: (name: HTTPField.Name, value: String)?) {
         let code = status.code
         let allowsBody = code >= 200 && code != 204 && code != 304
-        var fields = head.headerFields
-        if allowsBody, fields[.contentLength] == nil { fields[.contentLength] = String(body.count) }
-        addDate(to: &fields)
         let sendsBody = allowsBody && !isHead && !body.isEmpty
         if sendsBody {
             outbound = [body]
@@ -245,7 +242,8 @@ final class HTTP2Stream: HTTPStream, HTTPRequestBodySource, @unchecked Sendable 
             outboundEnded = true
             responseBodyBytes = body.count
         }
-        guard connection?.submitResponse(id, status: code, fields: fields, extra: echoedID, hasBody: sendsBody) == true else { return }
+        guard connection?.submitResponse(id, status: code, fields: head.headerFields, extra: echoedID,
+                                         contentLength: allowsBody ? body.count : nil, hasBody: sendsBody) == true else { return }
         if !sendsBody { responseComplete = true }
         connection?.streamWrote()
         if !sendsBody { responseWentOut() }
@@ -255,10 +253,9 @@ final class HTTP2Stream: HTTPStream, HTTPRequestBodySource, @unchecked Sendable 
                                    echoedID: (name: HTTPField.Name, value: String)?, watchesClient: Bool) -> HTTPBodyWriter? {
         let code = status.code
         let allowsBody = code >= 200 && code != 204 && code != 304
-        var fields = head.headerFields
-        addDate(to: &fields)
         let sendsBody = allowsBody && !isHead
-        guard connection?.submitResponse(id, status: code, fields: fields, extra: echoedID, hasBody: sendsBody) == true else { return nil }
+        guard connection?.submitResponse(id, status: code, fields: head.headerFields, extra: echoedID, contentLength: nil,
+                                         hasBody: sendsBody) == true else { return nil }
         guard sendsBody else {
             responseComplete = true
             connection?.streamWrote()
@@ -348,14 +345,6 @@ final class HTTP2Stream: HTTPStream, HTTPRequestBodySource, @unchecked Sendable 
         }
         roomMayHaveOpened()
         return copied
-    }
-
-    private func addDate(to fields: inout HTTPFields) {
-        guard fields[.date] == nil else { return }
-        context.dateCache.refresh()
-        let line = context.dateCache.fieldLine  // "Date: …\r\n"
-        guard line.count > 8 else { return }
-        fields[.date] = String(decoding: line[6..<(line.count - 2)], as: UTF8.self)
     }
 
     // MARK: For the dispatcher

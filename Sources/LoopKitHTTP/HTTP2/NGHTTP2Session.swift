@@ -134,8 +134,8 @@ final class NGHTTP2Session {
     /// ``HTTP2Connection/readBody(stream:into:endOfBody:)`` as the peer's window allows. Returns false when
     /// the stream is gone. The corresponding nghttp2 call is `nghttp2_submit_response`.
     func submitResponse(_ stream: Int32, status: Int, fields: HTTPFields, extra: (name: HTTPField.Name, value: String)?,
-                        hasBody: Bool) -> Bool {
-        withHeaderBlock(status: status, fields: fields, extra: extra) { block, count in
+                        contentLength: Int?, date: ArraySlice<UInt8>?, hasBody: Bool) -> Bool {
+        withHeaderBlock(status: status, fields: fields, extra: extra, contentLength: contentLength, date: date) { block, count in
             guard hasBody else { return nghttp2_submit_response(raw, stream, block, count, nil) == 0 }
             var provider = nghttp2_data_provider()
             provider.read_callback = { _, stream, buffer, length, flags, _, user in
@@ -154,7 +154,7 @@ final class NGHTTP2Session {
     /// Submits an informational head (`100 Continue`) on `stream`. The corresponding nghttp2 call is
     /// `nghttp2_submit_headers`.
     func submitInformational(_ stream: Int32, status: Int) {
-        _ = withHeaderBlock(status: status, fields: [:], extra: nil) { block, count in
+        _ = withHeaderBlock(status: status, fields: [:], extra: nil, contentLength: nil, date: nil) { block, count in
             nghttp2_submit_headers(raw, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, nil, block, count, nil) >= 0
         }
     }
@@ -194,12 +194,23 @@ final class NGHTTP2Session {
     /// What a callback returns to end the whole session.
     static let endSession = NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
 
-    /// Lays `:status`, the fields and `extra` out as one block of `nghttp2_nv` (names lower-case, as
-    /// swift-http-types keeps them canonically) for the duration of `body`; nghttp2 copies them.
+    /// Lays `:status`, the fields, `extra`, `content-length` and `date` (the bytes of its value, when the
+    /// fields have none) out as one block of `nghttp2_nv` (names lower-case, as swift-http-types keeps them
+    /// canonically) for the duration of `body`; nghttp2 copies them.
     private func withHeaderBlock(status: Int, fields: HTTPFields, extra: (name: HTTPField.Name, value: String)?,
+                                 contentLength: Int?, date: ArraySlice<UInt8>?,
                                  _ body: (UnsafePointer<nghttp2_nv>, Int) -> Bool) -> Bool {
         var storage: [UInt8] = []
+        storage.reserveCapacity(256)
         var spans: [(name: Range<Int>, value: Range<Int>)] = []
+        spans.reserveCapacity(fields.count + 4)
+        func add(_ name: StaticString, _ value: some Collection<UInt8>) {
+            let nameStart = storage.count
+            storage.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+            let valueStart = storage.count
+            storage.append(contentsOf: value)
+            spans.append((nameStart..<valueStart, valueStart..<storage.count))
+        }
         func add(_ name: String, _ value: String) {
             let nameStart = storage.count
             storage.append(contentsOf: name.utf8)
@@ -207,11 +218,15 @@ final class NGHTTP2Session {
             storage.append(contentsOf: value.utf8)
             spans.append((nameStart..<valueStart, valueStart..<storage.count))
         }
-        add(":status", String(status))
+        add(":status", String(status).utf8)
+        var hasLength = false, hasDate = false
         for field in fields where !Self.isConnectionSpecific(field.name) {
+            if field.name == .contentLength { hasLength = true } else if field.name == .date { hasDate = true }
             add(field.name.canonicalName, field.value)
         }
         if let extra { add(extra.name.canonicalName, extra.value) }
+        if let contentLength, !hasLength { add("content-length", String(contentLength).utf8) }
+        if let date, !hasDate { add("date", date) }
         return storage.withUnsafeMutableBufferPointer { bytes in
             let base = bytes.baseAddress!
             let block = spans.map { span in

@@ -116,7 +116,10 @@ public final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one
         if configuration.http2 != nil, configuration.tls != nil, tcp.applicationProtocol == "h2" {
             HTTP2Connection(context: self, tcp: tcp).start(replacing: false)
         } else {
-            if logger.logLevel <= .debug { logProtocol(configuration.tls == nil ? "http/1.1" : "http/1.1 over TLS", of: tcp) }
+            // A plain connection of a server that speaks h2c is told once its first bytes say which.
+            if logger.logLevel <= .debug, configuration.tls != nil || configuration.http2 == nil {
+                logProtocol(configuration.tls == nil ? "http/1.1" : "http/1.1 over TLS", of: tcp)
+            }
             HTTPConnection(context: self, tcp: tcp).start()
         }
     }
