@@ -54,8 +54,11 @@ final class CChild {
         releaseIfFreed()
     }
 
+    /// Standard input drained below its low-water mark: the host may write again — unless it closed
+    /// standard input meanwhile (a drain that a close started tells nothing: there is nothing to write).
     func tellStdinWritable() {
         guard !freed, let onStdinWritable else { return }
+        guard let input = process.standardInput, !input.isClosed, !input.isClosing else { return }
         depth += 1
         onStdinWritable(context.pointer, handle)
         depth -= 1

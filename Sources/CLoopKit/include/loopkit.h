@@ -701,7 +701,8 @@ LK_EXTERN int lk_child_write(lk_child *child, const void *data, size_t length);
 
 /* Told on the loop's thread when input for the child's standard input pipe, after it went above 64 KiB (an
  * lk_child_write returned LK_EAGAIN), has drained to 16 KiB: the time to write more (uv_write's callback plays
- * that part in libuv). ctx is lk_child_spawn's. */
+ * that part in libuv). Not told once standard input is closed (lk_child_close_stdin, lk_child_free), even while
+ * the close still drains what was written. ctx is lk_child_spawn's. */
 typedef void (*lk_child_writable_fn)(void *ctx, lk_child *child);
 
 /* Sets the callback told when the child's standard input can take more after LK_EAGAIN; NULL clears it.
