@@ -63,15 +63,21 @@ profile() {
     stop_server
     local instructions
     instructions=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$out/log" | tail -1)
-    # Calls into each function, summed over every caller (callgrind's compressed names: "cfn=(id) name" the
-    # first time, "cfn=(id)" after).
+    # Calls into each function, summed over every caller (callgrind's compressed names: "fn=(id) name" or
+    # "cfn=(id) name" the first time, "(id)" alone after).
     awk -v ins="$instructions" '
-        /^cfn=/ { s = $0; sub(/^cfn=/, "", s); id = s; sub(/ .*/, "", id); name = s; sub(/^\([0-9]+\) ?/, "", name)
-                  if (name != "") names[id] = name; current = names[id]; next }
+        /^c?fn=/ { s = $0; iscall = (substr(s, 1, 1) == "c"); sub(/^c?fn=/, "", s); id = s; sub(/ .*/, "", id)
+                  name = s; sub(/^\([0-9]+\) ?/, "", name)
+                  if (name != "") names[id] = name; if (iscall) current = names[id]; next }
         /^calls=/ { n = $0; sub(/^calls=/, "", n); sub(/ .*/, "", n); calls[current] += n; next }
         END {
-            a = calls["malloc"] + calls["calloc"] + calls["realloc"] + calls["posix_memalign"] + calls["aligned_alloc"]
-            printf "%s %d %d %d\n", ins, a, calls["swift_retain"], calls["swift_release"]
+            for (f in calls) {
+                base = f; sub(/[\047][0-9]+$/, "", base)  # a recursion level of the same function (name, a quote, 2)
+                if (base ~ /^(malloc|calloc|realloc|posix_memalign|aligned_alloc)$/) a += calls[f]
+                else if (base == "swift_retain") r += calls[f]
+                else if (base == "swift_release") l += calls[f]
+            }
+            printf "%s %d %d %d\n", ins, a, r, l
         }' "$file"
 }
 

@@ -34,8 +34,7 @@ enum HTTPDispatcher {
         let context = stream.context
         let request = head.request
         let target = request.path ?? "/"
-        // The query starts at the first "?": found on the UTF-8 bytes, not by comparing Characters.
-        let path = target[..<(target.utf8.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex)]
+        let path = HTTPServerRequest.withoutQuery(target)
         let (resolution, pattern) = context.router.lookup(request.method, path: request.method == .options && target == "*" ? "*" : path)
         var route: HTTPExchange.RouteMatch?
         var unrouted = HTTPRouter.Resolution.notFound
@@ -48,7 +47,7 @@ enum HTTPDispatcher {
         if let routeLimit = route?.handler.bodyLimit { limit = routeLimit } else { limit = context.configuration.maxBodySize }
         let plan = BodyPlan(limit: limit, streams: route?.handler.streamsBody ?? false)
         var span: (any Span)?
-        let requestContext = makeRequestContext(request, path: path, route: pattern, span: &span, context: context)
+        let requestContext = makeRequestContext(head, path: path, route: pattern, span: &span, context: context)
         stream.exchange = HTTPExchange(head: head, route: route, unrouted: unrouted, context: requestContext)
         if let span { stream.exchange!.makeExtras(reusing: &stream.spareExtras).span = span }
         return plan

@@ -10,10 +10,12 @@ import Tracing
 extension HTTPDispatcher {
     /// The context of a request whose head has arrived: its id (the client's when valid), its start, its
     /// trace context and, when tracing starts spans, its span (returned in `span`).
-    static func makeRequestContext(_ request: HTTPRequest, path: Substring, route: String?, span: inout (any Span)?,
+    static func makeRequestContext(_ head: HTTPRequestHead, path: Substring, route: String?, span: inout (any Span)?,
                                    context: HTTPLoopContext) -> HTTPRequestContext {
+        let request = head.request
         let id: String
-        if let field = context.configuration.requestIDField, let given = request.headerFields[field],
+        if head.mayCarryRequestID || !context.requestIDFieldIsFlagged,
+           let field = context.configuration.requestIDField, let given = request.headerFields[field],
            HTTPRequestIDGenerator.isValid(given) {
             id = given
         } else {
@@ -36,7 +38,7 @@ extension HTTPDispatcher {
     /// server echoes none).
     static func echoedRequestID(_ fields: HTTPFields, on stream: some HTTPStream) -> (name: HTTPField.Name, value: String)? {
         guard let field = stream.context.configuration.requestIDField, stream.exchange != nil,
-              fields[field] == nil else { return nil }
+              fields.isEmpty || fields[field] == nil else { return nil }
         return (field, stream.exchange!.context.id)
     }
 
@@ -51,7 +53,7 @@ extension HTTPDispatcher {
     /// The exchange's head is read in place, once the line is known to be wanted.
     static func logAccess(status: Int, on stream: some HTTPStream) {
         let context = stream.context
-        guard context.logger.logLevel <= .info, context.configuration.logsAccess, stream.exchange != nil else { return }
+        guard context.logsAccessLines, stream.exchange != nil else { return }
         var line = stream.exchange!.head.request.method.rawValue
         line += " "
         line += stream.exchange!.head.request.path ?? ""
@@ -67,7 +69,7 @@ extension HTTPDispatcher {
     static func refused(_ status: HTTPResponse.Status, bodyBytes: Int, on stream: some HTTPStream) {
         let context = stream.context
         guard stream.exchange != nil else {
-            if context.logger.logLevel <= .info, context.configuration.logsAccess {
+            if context.logsAccessLines {
                 context.logger.log(level: .info, Logger.Message(stringLiteral: "- - " + String(status.code)), source: "LoopKitHTTP")
             }
             return

@@ -225,7 +225,8 @@ public struct HTTPRequestParser: Sendable {
         var request = HTTPRequest(method: method, scheme: scheme, authority: authority, path: path)
         request.headerFields = fields
         return HTTPRequestHead(request: request, version: version, keepAlive: keepAlive,
-                               expectsContinue: isHTTP11 && framing.expectsContinue, framing: bodyFraming)
+                               expectsContinue: isHTTP11 && framing.expectsContinue, framing: bodyFraming,
+                               mayCarryRequestID: framing.carriesRequestID)
     }
 
     private func parseRequestLine(_ line: UnsafeRawBufferPointer) throws(HTTPRequestError) -> (HTTPRequest.Method, String, HTTPVersion) {
@@ -282,6 +283,8 @@ public struct HTTPRequestParser: Sendable {
         var connectionKeepAlive = false
         var expectsContinue = false
         var unsupportedExpectation = false
+        /// An `X-Request-ID` field was among them.
+        var carriesRequestID = false
     }
 
     private func parseFieldLine(_ line: UnsafeRawBufferPointer, into fields: inout HTTPFields,
@@ -299,7 +302,13 @@ public struct HTTPRequestParser: Sendable {
         while valueStart < valueEnd && (line[valueStart] == ASCII.space || line[valueStart] == ASCII.tab) { valueStart += 1 }
         while valueEnd > valueStart && (line[valueEnd - 1] == ASCII.space || line[valueEnd - 1] == ASCII.tab) { valueEnd -= 1 }
         let value = UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd])
-        for byte in value where byte < 0x20 && byte != ASCII.tab || byte == 0x7F { throw .invalidFieldValue }
+        // One pass: control characters refused, and whether every byte is ASCII (the value's `String` is
+        // then made without a UTF-8 validation, which costs a generic call a field).
+        var highBits: UInt8 = 0
+        for byte in value {
+            if byte < 0x20 && byte != ASCII.tab || byte == 0x7F { throw .invalidFieldValue }
+            highBits |= byte
+        }
 
         let nameBytes = UnsafeRawBufferPointer(rebasing: line[0..<colon])
         let known = KnownField.match(nameBytes)
@@ -318,6 +327,8 @@ public struct HTTPRequestParser: Sendable {
             Self.scanConnectionOptions(value, into: &framing)
         case .expect:
             Self.scanExpectations(value, into: &framing)
+        case .requestID:
+            framing.carriesRequestID = true
         case .other, .common:
             break
         }
@@ -328,7 +339,12 @@ public struct HTTPRequestParser: Sendable {
             guard let parsed = HTTPField.Name(String(decoding: nameBytes, as: UTF8.self)) else { throw .invalidFieldName }
             name = parsed
         }
-        fields.append(HTTPField(name: name, lenientValue: value))
+        if highBits < 0x80 {
+            // ASCII without control characters: already what `lenientValue:` would store, as a string.
+            fields.append(HTTPField(name: name, value: String(decoding: value, as: UTF8.self)))
+        } else {
+            fields.append(HTTPField(name: name, lenientValue: value))
+        }
     }
 
     static func contentLength(_ value: UnsafeRawBufferPointer) throws(HTTPRequestError) -> Int {

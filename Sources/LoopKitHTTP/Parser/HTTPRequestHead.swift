@@ -43,4 +43,20 @@ public struct HTTPRequestHead: Sendable, Hashable {
     public var expectsContinue: Bool
     /// How the body is delimited.
     public var framing: HTTPBodyFraming
+    /// Whether the fields may hold `X-Request-ID` (false: the parser saw none, so the request id needs
+    /// no lookup). Not part of the head's value: equal heads may differ in it.
+    var mayCarryRequestID = true
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.request == rhs.request && lhs.version == rhs.version && lhs.keepAlive == rhs.keepAlive
+            && lhs.expectsContinue == rhs.expectsContinue && lhs.framing == rhs.framing
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(request)
+        hasher.combine(version)
+        hasher.combine(keepAlive)
+        hasher.combine(expectsContinue)
+        hasher.combine(framing)
+    }
 }

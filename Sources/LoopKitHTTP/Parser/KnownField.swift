@@ -4,6 +4,9 @@ import HTTPTypes
 /// ones nearly every client sends (their `HTTPField.Name` is a static, so no allocation).
 enum KnownField {
     case host, contentLength, transferEncoding, connection, expect
+    /// `X-Request-ID`, the default ``HTTPServer/Configuration/requestIDField``: flagged so that a request
+    /// without it needs no field lookup for its id.
+    case requestID
     case common(HTTPField.Name)
     case other
 
@@ -15,6 +18,7 @@ enum KnownField {
         case .transferEncoding: .transferEncoding
         case .connection: .connection
         case .expect: .expect
+        case .requestID: HTTPFieldName.requestID
         case .common(let name): name
         case .other: nil
         }
@@ -35,6 +39,7 @@ enum KnownField {
             if ASCII.equalsIgnoringCase(name, "connection") { return .connection }
         case 12:
             if ASCII.equalsIgnoringCase(name, "content-type") { return .common(.contentType) }
+            if ASCII.equalsIgnoringCase(name, "x-request-id") { return .requestID }
         case 13:
             if ASCII.equalsIgnoringCase(name, "authorization") { return .common(.authorization) }
             if ASCII.equalsIgnoringCase(name, "cache-control") { return .common(.cacheControl) }
@@ -50,4 +55,10 @@ enum KnownField {
         }
         return .other
     }
+}
+
+/// Field names the server refers to that swift-http-types has no static for.
+enum HTTPFieldName {
+    /// `X-Request-ID`.
+    static let requestID = HTTPField.Name("X-Request-ID")!
 }

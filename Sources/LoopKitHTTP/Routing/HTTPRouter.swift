@@ -46,12 +46,7 @@ public struct HTTPRouter: Sendable {
     /// and pattern (`GET /hello`): such a route is found with one hash lookup when the
     /// request's path is written as its pattern is (no doubled or trailing slash), rather than by trying
     /// every route in turn. The first route added wins, as in the scan.
-    var literalRoutes: [LiteralKey: Int] = [:]
-
-    struct LiteralKey: Hashable, Sendable {
-        var method: String
-        var path: Substring
-    }
+    var literalRoutes = HTTPLiteralRoutes()
     /// The middleware every request runs through (`use(_:)`).
     var middleware = HTTPMiddlewareChain()
     /// Some route has middleware of its group's (``withGroupChains()`` made its chain).
@@ -91,8 +86,7 @@ public struct HTTPRouter: Sendable {
         let isLiteral = segments.allSatisfy { if case .literal = $0 { true } else { false } }
         // An earlier route of the method that matches this path would win the scan: then no shortcut.
         let shadowed = routes.contains { $0.method == method && bind($0, pattern[...]) != nil }
-        let key = LiteralKey(method: method.rawValue, path: pattern[...])
-        if isLiteral, !shadowed, literalRoutes[key] == nil { literalRoutes[key] = routes.count }
+        if isLiteral, !shadowed { literalRoutes.add(method, path: pattern, route: routes.count) }
         routes.append(Route(method: method, segments: segments, handler: handler, pattern: pattern, groupMiddleware: groupMiddleware))
     }
 
@@ -220,7 +214,7 @@ public struct HTTPRouter: Sendable {
     }
 
     private func match(exactly method: HTTPRequest.Method, path: Substring) -> Found? {
-        if let index = literalRoutes[LiteralKey(method: method.rawValue, path: path)] {
+        if let index = literalRoutes.route(method, path: path) {
             return Found(index: index, parameters: HTTPPathParameters())
         }
         for (index, route) in routes.enumerated() where route.method == method {

@@ -30,6 +30,12 @@ public final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one
     let scheme: String
     /// Makes the ids of this loop's requests.
     var requestIDs = HTTPRequestIDGenerator()
+    /// The request id field is `X-Request-ID`, which the HTTP/1 parser flags when a request carries it
+    /// (``HTTPRequestHead/mayCarryRequestID``): a request without it needs no lookup.
+    let requestIDFieldIsFlagged: Bool
+    /// The access log is on and the logger logs at `info`: decided once, as the logger's level is read
+    /// through its handler's existential (a few hundred instructions a request).
+    let logsAccessLines: Bool
     var dateCache = HTTPDateCache()
     /// The loop's served connections and their drain; the HTTP connection (or, after an upgrade, the
     /// WebSocket) is each one's handler.
@@ -62,6 +68,8 @@ public final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one
         self.router = router.withGroupChains()
         self.logger = logger
         self.tracing = tracing
+        requestIDFieldIsFlagged = configuration.requestIDField == HTTPFieldName.requestID
+        logsAccessLines = configuration.logsAccess && logger.logLevel <= .info
         registry = ConnectionRegistry(loop: loop)
         registry.countChanged = configuration.connectionCountChanged
         scheme = configuration.tls == nil ? "http" : "https"
