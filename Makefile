@@ -44,7 +44,7 @@ DEB_DIR        := .build/deb
 DEB_ARCH       := $(shell dpkg --print-architecture 2>/dev/null)
 DEB_MULTIARCH  := $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 
-.PHONY: all deps demo test test-swift article-examples test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build soak bench bench-core bench-callgrind bench-http bench-h2 bench-https bench-ws bench-main bench-pool bench-udp bench-spawn bench-startup wrk docs install install-dynamic lib header-check abi-check abi-update deb clean
+.PHONY: all deps demo test test-swift article-examples test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build soak bench bench-core bench-callgrind bench-callgrind-http bench-http bench-h2 bench-https bench-ws bench-main bench-pool bench-udp bench-spawn bench-startup wrk docs install install-dynamic lib header-check abi-check abi-update deb clean
 
 all: test
 
@@ -212,6 +212,14 @@ bench-callgrind: deps
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq valgrind; }
 	cd Benchmarks && $(SWIFT) build -c release --product LoopKitBenchmarks
 	flock /tmp/loopkit-bench.lock Benchmarks/callgrind.sh | tee Benchmarks/RESULTS-callgrind.txt
+
+## bench-callgrind-http: instructions, allocations and retains per keep-alive GET /hello, LoopDemo serve against
+## nginx (one process), each run under callgrind for N and 2N requests from h2load (Benchmarks/server-callgrind.sh)
+bench-callgrind-http: deps
+	@command -v valgrind >/dev/null 2>&1 && command -v nginx >/dev/null 2>&1 && command -v h2load >/dev/null 2>&1 || { \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq valgrind nginx nghttp2-client; }
+	$(SWIFT) build -c release --product LoopDemo
+	flock /tmp/loopkit-bench.lock Benchmarks/server-callgrind.sh | tee Benchmarks/RESULTS-callgrind-http.txt
 
 ## wrk: install wrk (Debian's package) when it is missing
 wrk:

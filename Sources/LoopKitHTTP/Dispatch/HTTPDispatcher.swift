@@ -32,10 +32,10 @@ enum HTTPDispatcher {
     /// A request head arrived: route it and begin its exchange. Loop thread.
     static func headArrived(_ head: HTTPRequestHead, on stream: some HTTPStream) -> BodyPlan {
         let context = stream.context
-        let request = head.request
-        let target = request.path ?? "/"
+        let method = head.method
+        let target = head.target
         let path = HTTPServerRequest.withoutQuery(target)
-        let (resolution, pattern) = context.router.lookup(request.method, path: request.method == .options && target == "*" ? "*" : path)
+        let (resolution, pattern) = context.router.lookup(method, path: method == .options && target == "*" ? "*" : path)
         var route: HTTPExchange.RouteMatch?
         var unrouted = HTTPRouter.Resolution.notFound
         if case .found(let handler, let parameters) = resolution {
@@ -58,9 +58,8 @@ enum HTTPDispatcher {
     static func bodyStreaming(_ body: HTTPRequestBody, on stream: some HTTPStream) {
         guard let route = stream.exchange?.route else { return }
         let context = stream.context
-        let request = stream.exchange!.head.request
         let middleware = context.router.hasGroupChains
-            ? context.router.middleware(for: request.method, path: HTTPServerRequest.path(of: request)) : context.router.middleware
+            ? context.router.middleware(for: stream.exchange!.head.method, path: stream.exchange!.head.target) : context.router.middleware
         run(route.handler, makeRequest(body: [], parameters: route.parameters, on: stream), streamedBody: body,
             middleware: middleware, on: stream)
     }
@@ -74,7 +73,7 @@ enum HTTPDispatcher {
         guard stream.exchange != nil else { return }
         let context = stream.context
         let middleware = context.router.hasGroupChains && stream.exchange!.route != nil
-            ? context.router.middleware(for: stream.exchange!.head.request.method, path: stream.exchange!.head.request.path ?? "/")
+            ? context.router.middleware(for: stream.exchange!.head.method, path: stream.exchange!.head.target)
             : context.router.middleware
         guard let route = stream.exchange!.route.take() else {
             let answer = response(for: stream.exchange!.unrouted, renderer: context.configuration.errorRenderer)
@@ -98,7 +97,7 @@ enum HTTPDispatcher {
     /// The request of the exchange, as a handler gets it.
     @inline(__always)
     private static func makeRequest(body: Bytes, parameters: HTTPPathParameters, on stream: some HTTPStream) -> HTTPServerRequest {
-        HTTPServerRequest(head: stream.exchange!.head.request, version: stream.exchange!.head.version, body: body,
+        HTTPServerRequest(head: stream.exchange!.head.storage, version: stream.exchange!.head.version, body: body,
                           parameters: parameters, loop: stream.context.loop, context: stream.exchange!.context,
                           server: stream.context)
     }
@@ -170,7 +169,7 @@ enum HTTPDispatcher {
         logAccess(status: sentStatus.code, on: stream)
         stream.exchange!.responseStatus = sentStatus
         let echoedID = echoedRequestID(response.head.headerFields, on: stream)
-        let isHead = stream.exchange!.head.request.method == .head
+        let isHead = stream.exchange!.head.method == .head
         let version = stream.exchange!.head.version
         switch response.body.storage {
         case .bytes(let bytes):

@@ -12,10 +12,9 @@ extension HTTPDispatcher {
     /// trace context and, when tracing starts spans, its span (returned in `span`).
     static func makeRequestContext(_ head: HTTPRequestHead, path: Substring, route: String?, span: inout (any Span)?,
                                    context: HTTPLoopContext) -> HTTPRequestContext {
-        let request = head.request
         let id: String
         if head.mayCarryRequestID || !context.requestIDFieldIsFlagged,
-           let field = context.configuration.requestIDField, let given = request.headerFields[field],
+           let field = context.configuration.requestIDField, let given = head.request.headerFields[field],
            HTTPRequestIDGenerator.isValid(given) {
             id = given
         } else {
@@ -23,9 +22,9 @@ extension HTTPDispatcher {
         }
         var serviceContext: ServiceContext?
         if let tracing = context.tracing {
-            serviceContext = tracing.extract(from: request.headerFields)
+            serviceContext = tracing.extract(from: head.request.headerFields)
             if tracing.startsSpans {
-                let started = tracing.startSpan(method: request.method, path: path, route: route, scheme: context.scheme,
+                let started = tracing.startSpan(method: head.method, path: path, route: route, scheme: context.scheme,
                                                 context: serviceContext ?? .topLevel)
                 span = started
                 serviceContext = started.context
@@ -54,9 +53,9 @@ extension HTTPDispatcher {
     static func logAccess(status: Int, on stream: some HTTPStream) {
         let context = stream.context
         guard context.logsAccessLines, stream.exchange != nil else { return }
-        var line = stream.exchange!.head.request.method.rawValue
+        var line = stream.exchange!.head.method.rawValue
         line += " "
-        line += stream.exchange!.head.request.path ?? ""
+        line += stream.exchange!.head.target
         line += " "
         line += String(status)
         context.logger.log(level: .info, Logger.Message(stringLiteral: line), source: "LoopKitHTTP")
@@ -81,7 +80,7 @@ extension HTTPDispatcher {
         if !stream.exchange!.hasMiddlewareTrail {
             // Refused before the chain ran: its `responseEnded` hooks (an access log, metrics) see it.
             let exchange = stream.exchange!
-            let request = HTTPServerRequest(head: exchange.head.request, version: exchange.head.version, body: [],
+            let request = HTTPServerRequest(head: exchange.head.storage, version: exchange.head.version, body: [],
                                             parameters: exchange.route?.parameters ?? HTTPPathParameters(), loop: context.loop,
                                             context: exchange.context, server: context)
             let summary = HTTPResponseSummary(status: status, bodyBytes: bodyBytes, startTime: exchange.context.startTime,

@@ -176,7 +176,8 @@ public struct HTTPRequestParser: Sendable {
         let requestLine = UnsafeRawBufferPointer(rebasing: bytes[0..<(lineEnd - 1)])
         let (method, target, version) = try parseRequestLine(requestLine)
 
-        var fields = HTTPFields()
+        // The field lines are checked here, all of them; their `HTTPFields` are built only if the request's
+        // head is read (``HTTPParsedHead``).
         var framing = FramingFields()
         var fieldCount = 0
         var position = lineEnd + 1
@@ -186,8 +187,7 @@ public struct HTTPRequestParser: Sendable {
             if end == position + 1 { break }  // the empty line
             fieldCount += 1
             if fieldCount > limits.maxFieldCount { throw .tooManyFields }
-            try parseFieldLine(UnsafeRawBufferPointer(rebasing: bytes[position..<(end - 1)]),
-                               into: &fields, framing: &framing)
+            try scanFieldLine(UnsafeRawBufferPointer(rebasing: bytes[position..<(end - 1)]), framing: &framing)
             position = end + 1
         }
 
@@ -208,23 +208,25 @@ public struct HTTPRequestParser: Sendable {
             bodyFraming = .none
         }
         let keepAlive = isHTTP11 ? !framing.connectionClose : (framing.connectionKeepAlive && !framing.connectionClose)
-        if let host = framing.host, !Self.isValidAuthority(host.utf8) { throw .invalidHost }
+        if framing.hostCount == 1 && !framing.hostIsValid { throw .invalidHost }
         // Absolute form (RFC 9112 §3.2.2): the target's authority replaces Host, its path is routed.
-        var authority = framing.host
+        var targetAuthority: String?
         var path = target
         var scheme: String?
-        if let (targetScheme, targetAuthority, targetPath) = Self.splitAbsoluteForm(target) {
-            guard Self.isValidAuthority(targetAuthority.utf8) else { throw .invalidTarget }
+        if let (targetScheme, authority, targetPath) = Self.splitAbsoluteForm(target) {
+            guard Self.isValidAuthority(authority.utf8) else { throw .invalidTarget }
             scheme = targetScheme
-            authority = targetAuthority
+            targetAuthority = authority
             path = targetPath
         }
         // Checked once the head is known to be well formed (a malformed one gets its 400 first). HTTP/1.0
         // has no expectations: its `Expect` is ignored, as RFC 9110 §10.1.1 says of `100-continue`.
         if isHTTP11 && framing.unsupportedExpectation { throw .unsupportedExpectation }
-        var request = HTTPRequest(method: method, scheme: scheme, authority: authority, path: path)
-        request.headerFields = fields
-        return HTTPRequestHead(request: request, version: version, keepAlive: keepAlive,
+        // The field lines without the empty line that ends the head (its last two bytes).
+        let fieldLines = Array(UnsafeRawBufferPointer(rebasing: bytes[(lineEnd + 1)..<(bytes.count - 2)]))
+        let parsed = HTTPParsedHead(method: method, target: path, scheme: scheme, targetAuthority: targetAuthority,
+                                    fieldLines: fieldLines)
+        return HTTPRequestHead(storage: .parsed(parsed), version: version, keepAlive: keepAlive,
                                expectsContinue: isHTTP11 && framing.expectsContinue, framing: bodyFraming,
                                mayCarryRequestID: framing.carriesRequestID)
     }
@@ -272,7 +274,8 @@ public struct HTTPRequestParser: Sendable {
 
     /// The fields that decide framing and connection handling, gathered while parsing the head.
     struct FramingFields {
-        var host: String?
+        /// The last `Host` is `uri-host [ ":" port ]`.
+        var hostIsValid = false
         var hostCount = 0
         var contentLength: Int?
         var hasTransferEncoding = false
@@ -287,8 +290,9 @@ public struct HTTPRequestParser: Sendable {
         var carriesRequestID = false
     }
 
-    private func parseFieldLine(_ line: UnsafeRawBufferPointer, into fields: inout HTTPFields,
-                                framing: inout FramingFields) throws(HTTPRequestError) {
+    /// Checks one field line (RFC 9112 §5, RFC 9110 §5.5) and notes in `framing` what the fields that
+    /// decide framing and connection handling say. Builds nothing.
+    private func scanFieldLine(_ line: UnsafeRawBufferPointer, framing: inout FramingFields) throws(HTTPRequestError) {
         guard let first = line.first else { throw .invalidLineEnding }
         if first == ASCII.space || first == ASCII.tab { throw .obsoleteLineFolding }
         var colon = 0
@@ -298,25 +302,13 @@ public struct HTTPRequestParser: Sendable {
         }
         guard colon < line.count else { throw .missingColon }
         guard colon > 0 else { throw .invalidFieldName }
-        var valueStart = colon + 1, valueEnd = line.count
-        while valueStart < valueEnd && (line[valueStart] == ASCII.space || line[valueStart] == ASCII.tab) { valueStart += 1 }
-        while valueEnd > valueStart && (line[valueEnd - 1] == ASCII.space || line[valueEnd - 1] == ASCII.tab) { valueEnd -= 1 }
-        let value = UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd])
-        // One pass: control characters refused, and whether every byte is ASCII (the value's `String` is
-        // then made without a UTF-8 validation, which costs a generic call a field).
-        var highBits: UInt8 = 0
-        for byte in value {
-            if byte < 0x20 && byte != ASCII.tab || byte == 0x7F { throw .invalidFieldValue }
-            highBits |= byte
-        }
+        let value = Self.trimmedValue(of: line, colon: colon)
+        for byte in value where byte < 0x20 && byte != ASCII.tab || byte == 0x7F { throw .invalidFieldValue }
 
-        let nameBytes = UnsafeRawBufferPointer(rebasing: line[0..<colon])
-        let known = KnownField.match(nameBytes)
-        switch known {
+        switch KnownField.match(UnsafeRawBufferPointer(rebasing: line[0..<colon])) {
         case .host:
             framing.hostCount += 1
-            framing.host = String(decoding: value, as: UTF8.self)
-            return  // carried as the request's authority
+            framing.hostIsValid = Self.isValidAuthority(bytes: value.assumingMemoryBound(to: UInt8.self))
         case .contentLength:
             if framing.contentLength != nil { throw .multipleContentLengths }
             framing.contentLength = try Self.contentLength(value)
@@ -332,19 +324,45 @@ public struct HTTPRequestParser: Sendable {
         case .other, .common:
             break
         }
-        let name: HTTPField.Name
-        if let knownName = known.name {
-            name = knownName
-        } else {
-            guard let parsed = HTTPField.Name(String(decoding: nameBytes, as: UTF8.self)) else { throw .invalidFieldName }
-            name = parsed
-        }
+    }
+
+    /// Checks one field line (``scanFieldLine(_:framing:)``) and appends its field to `fields`.
+    private func parseFieldLine(_ line: UnsafeRawBufferPointer, into fields: inout HTTPFields,
+                                framing: inout FramingFields) throws(HTTPRequestError) {
+        try scanFieldLine(line, framing: &framing)
+        _ = Self.appendParsedField(line, to: &fields)
+    }
+
+    /// Appends the field of a line that ``scanFieldLine(_:framing:)`` accepted to `fields`; a `Host` line
+    /// is not appended (it is carried as the authority) and its value is returned instead.
+    static func appendParsedField(_ line: UnsafeRawBufferPointer, to fields: inout HTTPFields) -> String? {
+        var colon = 0
+        while line[colon] != ASCII.colon { colon += 1 }
+        let value = trimmedValue(of: line, colon: colon)
+        let nameBytes = UnsafeRawBufferPointer(rebasing: line[0..<colon])
+        let known = KnownField.match(nameBytes)
+        if case .host = known { return String(decoding: value, as: UTF8.self) }
+        // Token characters only (checked when scanned): always a valid name.
+        let name = known.name ?? HTTPField.Name(String(decoding: nameBytes, as: UTF8.self))!
+        // ASCII without control characters (checked when scanned) is what `lenientValue:` would store, as a
+        // string: made without the generic UTF-8 validation, which costs about a thousand instructions.
+        var highBits: UInt8 = 0
+        for byte in value { highBits |= byte }
         if highBits < 0x80 {
-            // ASCII without control characters: already what `lenientValue:` would store, as a string.
             fields.append(HTTPField(name: name, value: String(decoding: value, as: UTF8.self)))
         } else {
             fields.append(HTTPField(name: name, lenientValue: value))
         }
+        return nil
+    }
+
+    /// The value of a field line whose colon is at `colon`, without the spaces and tabs around it.
+    @inline(__always)
+    private static func trimmedValue(of line: UnsafeRawBufferPointer, colon: Int) -> UnsafeRawBufferPointer {
+        var valueStart = colon + 1, valueEnd = line.count
+        while valueStart < valueEnd && (line[valueStart] == ASCII.space || line[valueStart] == ASCII.tab) { valueStart += 1 }
+        while valueEnd > valueStart && (line[valueEnd - 1] == ASCII.space || line[valueEnd - 1] == ASCII.tab) { valueEnd -= 1 }
+        return UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd])
     }
 
     static func contentLength(_ value: UnsafeRawBufferPointer) throws(HTTPRequestError) -> Int {

@@ -15,7 +15,27 @@ import Tracing
 /// A value: safe to pass to any thread; the handler that gets it runs on ``loop``'s thread.
 public struct HTTPServerRequest: Sendable {
     /// The request head: method, path, authority and fields.
-    public var head: HTTPRequest
+    ///
+    /// Over HTTP/1.1 it is built from the parsed bytes on first access (a handler that reads only
+    /// ``path``, ``query(_:)`` or its parameters never builds it); every read gets the same value.
+    public var head: HTTPRequest {
+        get {
+            switch headStorage {
+            case .built(let request): request
+            case .parsed(let parsed): parsed.request
+            }
+        }
+        set { headStorage = .built(newValue) }
+    }
+    /// The head, built or still as parsed.
+    private var headStorage: HTTPRequestHead.Storage
+    /// The request target (`:path`), read without building the head.
+    private var target: String {
+        switch headStorage {
+        case .built(let request): request.path ?? "/"
+        case .parsed(let parsed): parsed.target
+        }
+    }
     /// The version the client spoke.
     public var version: HTTPVersion
     /// The body, collected up to the server's ``HTTPServer/Configuration/maxBodySize``.
@@ -61,7 +81,13 @@ public struct HTTPServerRequest: Sendable {
 
     init(head: HTTPRequest, version: HTTPVersion, body: Bytes, parameters: HTTPPathParameters, loop: EventLoop,
          context: HTTPRequestContext, server: HTTPLoopContext) {
-        self.head = head
+        self.init(head: .built(head), version: version, body: body, parameters: parameters, loop: loop, context: context,
+                  server: server)
+    }
+
+    init(head: HTTPRequestHead.Storage, version: HTTPVersion, body: Bytes, parameters: HTTPPathParameters, loop: EventLoop,
+         context: HTTPRequestContext, server: HTTPLoopContext) {
+        headStorage = head
         self.version = version
         self.body = body
         self.parameters = parameters
@@ -74,12 +100,7 @@ public struct HTTPServerRequest: Sendable {
     }
 
     /// The path without the query: the part of the request target before `?`.
-    public var path: Substring { Self.path(of: head) }
-
-    /// `request`'s path without the query.
-    static func path(of request: HTTPRequest) -> Substring {
-        withoutQuery(request.path ?? "/")
-    }
+    public var path: Substring { Self.withoutQuery(target) }
 
     /// `target` up to its first `?`: searched with `memchr` on the string's UTF-8 bytes (a generic search
     /// over `String.UTF8View` costs a few hundred instructions a request).
@@ -98,7 +119,8 @@ public struct HTTPServerRequest: Sendable {
     /// - Parameter name: The parameter's name.
     /// - Returns: Its value, or nil when the query has no such parameter.
     public func query(_ name: String) -> Substring? {
-        guard let target = head.path, let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
+        let target = target
+        guard let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
         for pair in target[target.index(after: mark)...].split(separator: "&") {
             if let equals = pair.firstIndex(of: "=") {
                 if pair[..<equals] == name { return pair[pair.index(after: equals)...] }

@@ -1,0 +1,58 @@
+import HTTPTypes
+import Synchronization
+
+/// A request head as the HTTP/1 parser left it: its method and target (what routing, logging and the
+/// request id read) and its field lines as bytes, copied out of the connection's buffer. The
+/// `HTTPRequest` is built from them on first access, once, and kept: a route that never reads the head's
+/// fields (`GET /hello`) never pays for `HTTPFields`, the fields' strings or the request's pseudo-header
+/// storage. The bytes were validated when parsed; building checks nothing again.
+///
+/// Immutable but for the built request, kept under a `Mutex`: safe to read from any thread.
+final class HTTPParsedHead: Sendable {
+    let method: HTTPRequest.Method
+    /// The request target as routed: origin form as sent, or the path of an absolute-form target.
+    let target: String
+    /// The absolute-form target's scheme (nil for the origin form).
+    let scheme: String?
+    /// The absolute-form target's authority, which replaces `Host` (nil: `Host` is in the field lines).
+    let targetAuthority: String?
+    /// The field lines, each ending in CRLF, without the request line and the empty line.
+    let fieldLines: [UInt8]
+    private let built = Mutex<HTTPRequest?>(nil)
+
+    init(method: HTTPRequest.Method, target: String, scheme: String?, targetAuthority: String?, fieldLines: [UInt8]) {
+        self.method = method
+        self.target = target
+        self.scheme = scheme
+        self.targetAuthority = targetAuthority
+        self.fieldLines = fieldLines
+    }
+
+    /// The request: built on the first call, the same value after.
+    var request: HTTPRequest {
+        built.withLock { built in
+            if let built { return built }
+            let request = makeRequest()
+            built = request
+            return request
+        }
+    }
+
+    private func makeRequest() -> HTTPRequest {
+        var fields = HTTPFields()
+        var host: String?
+        fieldLines.withUnsafeBytes { bytes in
+            var position = 0
+            while position < bytes.count {
+                var end = position
+                while bytes[end] != ASCII.lf { end += 1 }
+                let line = UnsafeRawBufferPointer(rebasing: bytes[position..<(end - 1)])
+                if let hostValue = HTTPRequestParser.appendParsedField(line, to: &fields) { host = hostValue }
+                position = end + 1
+            }
+        }
+        var request = HTTPRequest(method: method, scheme: scheme, authority: targetAuthority ?? host, path: target)
+        request.headerFields = fields
+        return request
+    }
+}
