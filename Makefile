@@ -44,7 +44,7 @@ DEB_DIR        := .build/deb
 DEB_ARCH       := $(shell dpkg --print-architecture 2>/dev/null)
 DEB_MULTIARCH  := $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 
-.PHONY: all deps demo test test-swift article-examples test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build soak bench bench-core bench-callgrind bench-http bench-h2 bench-https bench-ws bench-main bench-pool bench-udp bench-spawn bench-startup wrk docs install install-dynamic lib header-check abi-check abi-update deb clean
+.PHONY: all deps demo test test-swift article-examples test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build soak bench bench-core bench-callgrind bench-http bench-h2 bench-compression bench-https bench-ws bench-main bench-pool bench-udp bench-spawn bench-startup wrk docs install install-dynamic lib header-check abi-check abi-update deb clean
 
 all: test
 
@@ -229,6 +229,14 @@ bench-http: deps wrk
 	$(SWIFT) build -c release --product LoopDemo
 	cd Benchmarks && $(SWIFT) build -c release --product NIOHTTPPeer && $(SWIFT) build -c release --product HummingbirdPeer
 	flock /tmp/loopkit-bench.lock Benchmarks/http-bench.sh | tee Benchmarks/RESULTS-http.txt
+
+## bench-compression: a 100 KiB JSON file compressed per response (identity, gzip, br, zstd) by LoopDemo serve --root
+## against nginx's gzip at the same level (sendfile on); wrk -t1 -c64, server on core 0, wrk on core 1, alternated rounds
+bench-compression: deps wrk
+	@command -v nginx >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nginx; }
+	$(SWIFT) build -c release --product LoopDemo
+	flock /tmp/loopkit-bench.lock Benchmarks/compression-bench.sh | tee Benchmarks/RESULTS-compression.txt
 
 ## bench-h2: LoopKitHTTP's HTTP/2 (h2c by prior knowledge) vs nginx (one worker, `http2`) with h2load -c 64 -m 100;
 ## server on core 0, h2load on core 1, alternated rounds

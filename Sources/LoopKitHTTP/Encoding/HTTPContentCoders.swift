@@ -53,6 +53,9 @@ public struct HTTPCompressionLevels: Sendable, Hashable {
 }
 
 extension HTTPContentCoding {
+    /// Whether ``makeEncoder(levels:)`` makes a compressor for this coding.
+    var isEncodable: Bool { token == "gzip" || token == "br" || token == "zstd" }
+
     /// A compressor for this coding, nil for a coding LoopKit does not implement.
     func makeEncoder(levels: HTTPCompressionLevels) -> (any HTTPContentEncoder)? {
         switch token {

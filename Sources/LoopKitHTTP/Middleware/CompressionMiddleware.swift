@@ -58,7 +58,7 @@ public struct CompressionMiddleware: HTTPMiddleware {
     public init(codings: [HTTPContentCoding] = [.zstd, .brotli, .gzip], minimumSize: Int = 1024,
                 contentTypes: [String] = CompressionMiddleware.defaultContentTypes,
                 levels: HTTPCompressionLevels = HTTPCompressionLevels()) {
-        self.codings = codings.filter { $0.makeEncoder(levels: levels) != nil }
+        self.codings = codings.filter(\.isEncodable)
         self.minimumSize = minimumSize
         self.contentTypes = contentTypes.map { $0.lowercased() }
         self.levels = levels
@@ -75,7 +75,7 @@ public struct CompressionMiddleware: HTTPMiddleware {
         guard isCompressible(response, for: request) else { return }
         Self.addVary(to: &response.head.headerFields)
         guard case .coding(let coding) = HTTPAcceptEncoding(request.head.headerFields[.acceptEncoding]).preferred(among: codings),
-              let encoder = coding.makeEncoder(levels: levels) else { return }
+              coding.isEncodable else { return }
         let levels = levels
         var fields = response.head.headerFields
         fields[.contentEncoding] = coding.token
@@ -84,13 +84,14 @@ public struct CompressionMiddleware: HTTPMiddleware {
         response.head.headerFields = fields
         switch response.body.storage {
         case .bytes(let bytes):
+            guard let encoder = coding.makeEncoder(levels: levels) else { return }
             var output: [Bytes] = []
             bytes.withUnsafeBytes { encoder.encode($0, flush: false, into: &output) }
             encoder.finish(into: &output)
             response.body = .bytes(Bytes(joining: output))
         case .stream(let write, let watchesClient):
             response.body = HTTPResponseBody(storage: .stream({ writer in
-                // A coder of its own, made in the task: the one above is the loop's, not `Sendable`.
+                // The coder is made in the task that uses it (a coder is not `Sendable`).
                 guard let encoder = coding.makeEncoder(levels: levels) else { return try await write(writer) }
                 let encoding = HTTPBodyWriter(encodingInto: writer, with: encoder)
                 try await write(encoding)
