@@ -364,29 +364,29 @@ func example_ValuesBoundToALoop_11(router: inout HTTPRouter, configuration: inou
     let rows = try await table.perform { $0.rows }          // from a task, without blocking a thread
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/Compression.md:15
-func example_Compression_15(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/CompressingBodies.md:15
+func example_CompressingBodies_15(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     var router = HTTPRouter()
     router.use(CompressionMiddleware())   // zstd, br, gzip; text, JSON, JavaScript, XML, SVG; 1 KiB and up
     router.files("/static", root: "/srv/www")
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/Compression.md:42
-func example_Compression_42(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/CompressingBodies.md:42
+func example_CompressingBodies_42(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.use(CompressionMiddleware(codings: [.brotli, .gzip], minimumSize: 256,
                                      levels: HTTPCompressionLevels(gzip: 4, brotli: 4)))
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/Compression.md:55
-func example_Compression_55(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/CompressingBodies.md:55
+func example_CompressingBodies_55(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.group("/ingest") { ingest in
         ingest.use(DecompressionMiddleware(limits: HTTPDecompressionLimits(maxSize: 32 << 20, maxRatio: 50)))
         ingest.post("/events") { request in .text("\(request.body.count) bytes decoded") }
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/Compression.md:64
-func example_Compression_64(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/CompressingBodies.md:64
+func example_CompressingBodies_64(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.on(.post, "/logs", bodyLimit: 16 << 20) { request, body in
         var lines = 0
         for try await chunk in try body.decompressed(for: request) { lines += chunk.count(where: { $0 == 0x0A }) }
