@@ -5,7 +5,7 @@ SWIFT        ?= swift
 PREFIX       ?= /usr/local
 CONFIG       ?= debug
 SUDO         := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
-APT_PACKAGES := libevent-dev libssl-dev zlib1g-dev libnghttp2-dev nghttp2-client curl openssl pkg-config
+APT_PACKAGES := libevent-dev libssl-dev zlib1g-dev libbrotli-dev libzstd-dev libnghttp2-dev nghttp2-client curl openssl pkg-config
 BUILD_DIR    := .build/debug
 C_TEST       := .build/c-tests/c_api_test
 VALGRIND     := valgrind --quiet --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite --error-exitcode=1
@@ -44,21 +44,23 @@ DEB_DIR        := .build/deb
 DEB_ARCH       := $(shell dpkg --print-architecture 2>/dev/null)
 DEB_MULTIARCH  := $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 
-.PHONY: all deps demo test test-swift article-examples test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build soak bench bench-core bench-callgrind bench-callgrind-http bench-http bench-h2 bench-https bench-ws bench-main bench-pool bench-udp bench-spawn bench-startup wrk docs install install-dynamic lib header-check abi-check abi-update deb clean
+.PHONY: all deps demo test test-swift article-examples test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build soak bench bench-core bench-callgrind bench-callgrind-http bench-http bench-h2 bench-compression bench-https bench-ws bench-main bench-pool bench-udp bench-spawn bench-startup wrk docs install install-dynamic lib header-check abi-check abi-update deb clean
 
 all: test
 
-## deps: install libevent-dev, libssl-dev, zlib1g-dev, libnghttp2-dev, the openssl, nghttp and curl commands (the TLS
-## and HTTP/2 tests' peers) and pkg-config when missing; Python's h2 (the HTTP/2 raw-frame tests) through pip
+## deps: install libevent-dev, libssl-dev, zlib1g-dev, libbrotli-dev, libzstd-dev, libnghttp2-dev, the openssl, nghttp
+## and curl commands (the TLS and HTTP/2 tests' peers) and pkg-config when missing; Python's h2 (the HTTP/2 raw-frame
+## tests), brotli and zstandard (the compression tests' decoders) through pip
 deps:
-	@if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists libevent_pthreads openssl zlib libnghttp2 || ! command -v openssl >/dev/null 2>&1 || ! command -v nghttp >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then \
+	@if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists libevent_pthreads openssl zlib libbrotlienc libbrotlidec libzstd libnghttp2 || ! command -v openssl >/dev/null 2>&1 || ! command -v nghttp >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then \
 		echo "==> a package of $(APT_PACKAGES) not found: installing them"; \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(APT_PACKAGES); \
 	fi
-	@python3 -c 'import h2' 2>/dev/null || pip install -q h2 2>/dev/null || pip install -q --break-system-packages h2 || \
-		{ $(SUDO) apt-get install -y -qq python3-pip && pip install -q --break-system-packages h2; }
-	@pkg-config --exists libevent_pthreads && echo "==> libevent $$(pkg-config --modversion libevent), OpenSSL $$(pkg-config --modversion openssl), zlib $$(pkg-config --modversion zlib), nghttp2 $$(pkg-config --modversion libnghttp2)"
+	@python3 -c 'import h2, brotli, zstandard' 2>/dev/null || pip install -q h2 brotli zstandard 2>/dev/null || \
+		pip install -q --break-system-packages h2 brotli zstandard || \
+		{ $(SUDO) apt-get install -y -qq python3-pip && pip install -q --break-system-packages h2 brotli zstandard; }
+	@pkg-config --exists libevent_pthreads && echo "==> libevent $$(pkg-config --modversion libevent), OpenSSL $$(pkg-config --modversion openssl), zlib $$(pkg-config --modversion zlib), Brotli $$(pkg-config --modversion libbrotlienc), zstd $$(pkg-config --modversion libzstd), nghttp2 $$(pkg-config --modversion libnghttp2)"
 
 ## demo: build LoopDemo in release mode and run the tour
 demo: deps
@@ -235,6 +237,14 @@ bench-http: deps wrk
 	$(SWIFT) build -c release --product LoopDemo
 	cd Benchmarks && $(SWIFT) build -c release --product NIOHTTPPeer && $(SWIFT) build -c release --product HummingbirdPeer
 	flock /tmp/loopkit-bench.lock Benchmarks/http-bench.sh | tee Benchmarks/RESULTS-http.txt
+
+## bench-compression: a 100 KiB JSON file compressed per response (identity, gzip, br, zstd) by LoopDemo serve --root
+## against nginx's gzip at the same level (sendfile on); wrk -t1 -c64, server on core 0, wrk on core 1, alternated rounds
+bench-compression: deps wrk
+	@command -v nginx >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nginx; }
+	$(SWIFT) build -c release --product LoopDemo
+	flock /tmp/loopkit-bench.lock Benchmarks/compression-bench.sh | tee Benchmarks/RESULTS-compression.txt
 
 ## bench-h2: LoopKitHTTP's HTTP/2 (h2c by prior knowledge) vs nginx (one worker, `http2`) with h2load -c 64 -m 100;
 ## server on core 0, h2load on core 1, alternated rounds

@@ -61,6 +61,18 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // Brotli from Debian's libbrotli-dev and Zstandard from libzstd-dev: the `br` and `zstd` content
+        // codings of LoopKitHTTP's response compression and request decompression (gzip is CZlib's).
+        .systemLibrary(
+            name: "CBrotli",
+            pkgConfig: "libbrotlienc",
+            providers: [.apt(["libbrotli-dev"])]
+        ),
+        .systemLibrary(
+            name: "CZstd",
+            pkgConfig: "libzstd",
+            providers: [.apt(["libzstd-dev"])]
+        ),
         // nghttp2 from Debian's libnghttp2-dev: LoopKitHTTP's HTTP/2 codec (framing, HPACK, flow control).
         .systemLibrary(
             name: "CNGHTTP2",
@@ -108,7 +120,9 @@ let package = Package(
                 "LoopKitNet",
                 "LoopKitTLS",  // HTTPS (re-exported: Configuration.tls is a TLSContext)
                 "COpenSSL",  // SHA-1 and base64 for the WebSocket handshake
-                "CZlib",  // permessage-deflate
+                "CZlib",  // permessage-deflate, gzip content coding
+                "CBrotli",  // br content coding
+                "CZstd",  // zstd content coding
                 "CNGHTTP2",  // HTTP/2
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

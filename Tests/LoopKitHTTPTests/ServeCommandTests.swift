@@ -220,6 +220,49 @@ struct ServeCommandTests {
         #expect(answers.prefix(3).map(\.text) == ["0123456789", "789", "<h1>site</h1>"])
     }
 
+    /// `serve --root DIR` compresses the files (and the page) as the client accepts: Python's urllib3
+    /// decodes each coding, a range is sent as it is, and curl gets the same over h2c.
+    @Test func serveRootCompressesForUrllib3AndCurl() async throws {
+        let fixture = try FileFixture()
+        defer { fixture.remove() }
+        let text = (0..<400).map { "line \($0) of a served text file\n" }.joined()
+        try fixture.write("page.txt", text)
+        try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "LoopDemo is not built beside the tests")
+        let root = fixture.root
+        let (python, curl) = try await onOwnThread { () throws -> (String, String) in
+            try Self.serving(["--root", root]) { _, port in
+                let server = try port("listening on ")
+                let script = """
+                import sys, urllib3, zstandard
+                base = f"http://127.0.0.1:{sys.argv[1]}"
+                http = urllib3.PoolManager()
+                for coding in ["gzip", "br", "zstd"]:
+                    # urllib3 decodes gzip and br itself; its zstd needs backports.zstd, so zstandard decodes that.
+                    r = http.request("GET", base + "/files/page.txt", headers={"Accept-Encoding": coding},
+                                     decode_content=coding != "zstd")
+                    data = zstandard.ZstdDecompressor().decompressobj().decompress(r.data) if coding == "zstd" else r.data
+                    print(coding, r.status, r.headers.get("Content-Encoding"), r.headers.get("Vary"), len(data), data == open(sys.argv[2], "rb").read())
+                r = http.request("GET", base + "/files/page.txt", headers={"Accept-Encoding": "br", "Range": "bytes=0-5"})
+                print("range", r.status, r.headers.get("Content-Encoding"), r.data.decode())
+                r = http.request("GET", base + "/", headers={"Accept-Encoding": "gzip"})
+                print("page", r.status, r.headers.get("Content-Encoding"), b"<html" in r.data.lower())
+                """
+                let python = try runBlocking("/usr/bin/env", ["python3", "-c", script, "\(server)", root + "/page.txt"])
+                let curl = try runBlocking("/usr/bin/curl", ["-sS", "--max-time", "30", "--http2-prior-knowledge", "--compressed",
+                                                             "-H", "Accept-Encoding: zstd", "-w", " %{http_version}",
+                                                             "http://127.0.0.1:\(server)/files/page.txt"])
+                return (python.output, curl.output)
+            }
+        }
+        let length = text.utf8.count
+        #expect(python.contains("gzip 200 gzip Accept-Encoding \(length) True"))
+        #expect(python.contains("br 200 br Accept-Encoding \(length) True"))
+        #expect(python.contains("zstd 200 zstd Accept-Encoding \(length) True"))
+        #expect(python.contains("range 206 None line 0"))
+        #expect(python.contains("page 200 gzip True"))
+        #expect(curl == text + " 2")
+    }
+
     /// promtool's rule: every family has a `# HELP` line (with text) before its `# TYPE` line. The requests
     /// (one with a body) make the server's families appear beside the loops'.
     @Test func everyMetricFamilyHasAHelpLine() async throws {

@@ -21,14 +21,31 @@ public enum DemoRoutes {
     ///   - webSocket: The `/ws/echo` route's limits (its largest message: `serve --ws-max-message`).
     ///   - filesRoot: A directory served under `/files/` (`serve --root`): validators, ranges and
     ///     precompressed variants, `Cache-Control: no-cache` (revalidated at each use); nil for none.
+    ///     The files, the page and its job events are compressed (``CompressionMiddleware``).
     /// - Returns: A router with exactly the demo's routes.
     public static func router(work: SyntheticWork, jobs: DemoJobs = DemoJobs(), maxBodySize: Int? = nil,
                               webSocket: WebSocketConfiguration = WebSocketConfiguration(), filesRoot: String? = nil) -> HTTPRouter {
         var router = HTTPRouter()
         // `?items=N` sets the page's "Items per job" field, which the jobs it starts (`?start=`) run.
-        router.get("/") { request in
-            HTTPServerResponse(status: .ok, headerFields: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-cache"],
-                               body: .bytes(LivePage.html(items: LivePage.itemsPerJob(query: request.query("items")))))
+        // The page, its events and the files are compressed (zstd, br or gzip, as the browser accepts); the
+        // benchmark routes (/hello, /echo, /stream) are not, so their figures stay the server's own.
+        router.group("") { compressed in
+            compressed.use(CompressionMiddleware())
+            compressed.get("/") { request in
+                HTTPServerResponse(status: .ok, headerFields: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-cache"],
+                                   body: .bytes(LivePage.html(items: LivePage.itemsPerJob(query: request.query("items")))))
+            }
+            compressed.get("/jobs/:id/events") { request in
+                guard let job = request.parameters["id"].flatMap({ Int($0) }).flatMap(jobs.job) else {
+                    return .text("no such job\n", status: .notFound)
+                }
+                // Ids go on across connections: a reconnect gets only what follows its Last-Event-ID, and 204
+                // once it has seen the final event (which stops an EventSource that does not close itself).
+                return .progressEvents(job.progress, resumingAfter: request.head.headerFields[.lastEventID])
+            }
+            if let filesRoot {
+                compressed.files(filesPrefix, root: filesRoot, options: HTTPFileOptions(cacheControl: "no-cache"))
+            }
         }
         // The page declares an empty icon, so browsers do not ask; one that does gets no icon, not a 404.
         router.get("/favicon.ico") { _ in
@@ -46,14 +63,6 @@ public enum DemoRoutes {
             } catch {
                 return .text("cannot start a job: \(error)\n", status: .serviceUnavailable)
             }
-        }
-        router.get("/jobs/:id/events") { request in
-            guard let job = request.parameters["id"].flatMap({ Int($0) }).flatMap(jobs.job) else {
-                return .text("no such job\n", status: .notFound)
-            }
-            // Ids go on across connections: a reconnect gets only what follows its Last-Event-ID, and 204
-            // once it has seen the final event (which stops an EventSource that does not close itself).
-            return .progressEvents(job.progress, resumingAfter: request.head.headerFields[.lastEventID])
         }
         router.webSocket("/ws/jobs/:id", .inTask, shouldUpgrade: { request in
             request.parameters["id"].flatMap({ Int($0) }).flatMap(jobs.job) == nil ? .refuse(status: .notFound) : .accept
@@ -132,7 +141,6 @@ public enum DemoRoutes {
         router.webSocket("/ws/echo", .inTask, configuration: webSocket) { _, socket in
             for try await message in socket.messages { try await socket.send(message) }
         }
-        if let filesRoot { router.files(filesPrefix, root: filesRoot, options: HTTPFileOptions(cacheControl: "no-cache")) }
         return router
     }
 

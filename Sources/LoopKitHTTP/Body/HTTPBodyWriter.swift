@@ -12,6 +12,9 @@ public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: ever
     private enum Target {
         case http1(HTTPConnection, chunked: Bool)
         case http2(HTTP2Stream)
+        /// A compressed body (``CompressionMiddleware``): each write is encoded, flushed, and goes out
+        /// through the writer of the codec.
+        case encoded(HTTPBodyWriter, any HTTPContentEncoder)
     }
     private let target: Target
 
@@ -35,11 +38,18 @@ public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: ever
         declaredLength = nil
     }
 
+    /// A writer that compresses what is written with `encoder` and writes it to `inner`.
+    init(encodingInto inner: HTTPBodyWriter, with encoder: any HTTPContentEncoder) {
+        target = .encoded(inner, encoder)
+        declaredLength = nil
+    }
+
     /// The loop the connection lives on, where the writing task runs.
     public var loop: EventLoop {
         switch target {
         case .http1(let connection, _): connection.context.loop
         case .http2(let stream): stream.context.loop
+        case .encoded(let inner, _): inner.loop
         }
     }
 
@@ -51,6 +61,8 @@ public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: ever
             !connection.isClosed && connection.tcp.bufferedOutputCount < connection.context.configuration.writeHighWaterMark
         case .http2(let stream):
             stream.hasRoom
+        case .encoded(let inner, _):
+            inner.hasRoom
         }
     }
 
@@ -116,6 +128,12 @@ public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: ever
     /// Writes the bytes `lend` lends as one chunk (or raw, for HTTP/1.0), serialised straight into the
     /// connection's output.
     private func append(_ lend: ((UnsafeRawBufferPointer) -> Void) -> Void) throws {
+        if case .encoded(let inner, let encoder) = target {
+            var output: [Bytes] = []
+            lend { raw in if !raw.isEmpty { encoder.encode(raw, flush: true, into: &output) } }
+            for bytes in output { try inner.appendOutput(bytes) }
+            return
+        }
         guard case .http1(let connection, _) = target else {
             guard case .http2(let stream) = target, !stream.isClosed else { throw HTTPServerError.connectionClosed }
             lend { raw in stream.appendBody(Bytes(copying: raw)) }
@@ -148,6 +166,7 @@ public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: ever
     /// Sends `bytes` as one chunk (or raw, for HTTP/1.0) from their own storage: the size line is serialised
     /// into the connection's output, the data and the chunk's CRLF follow by reference.
     private func appendByReference(_ bytes: Bytes) throws {
+        if case .encoded = target { return try append { bytes.withUnsafeBytes($0) } }
         guard case .http1(let connection, _) = target else {
             guard case .http2(let stream) = target, !stream.isClosed else { throw HTTPServerError.connectionClosed }
             stream.appendBody(bytes)
@@ -167,8 +186,28 @@ public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: ever
     /// The CRLF that ends every chunk sent by reference: one storage for all of them.
     private static let chunkEnd = Bytes("\r\n".utf8)
 
+    /// Writes `bytes` as one chunk, from their own storage when they are large enough to be worth it.
+    private func appendOutput(_ bytes: Bytes) throws {
+        if bytes.count >= HTTPConnection.bodyCopyThreshold {
+            try appendByReference(bytes)
+        } else {
+            try append { bytes.withUnsafeBytes($0) }
+        }
+    }
+
+    /// Ends a compressed body: the rest of the encoder's output and the coding's trailer go out. Does
+    /// nothing for a writer that does not compress. Loop thread.
+    func finishEncoding() async throws {
+        guard case .encoded(let inner, let encoder) = target else { return }
+        var output: [Bytes] = []
+        encoder.finish(into: &output)
+        for bytes in output { try inner.appendOutput(bytes) }
+        try await inner.waitForRoom()
+    }
+
     /// Waits while the output is above the high-water mark.
     private func waitForRoom() async throws {
+        if case .encoded(let inner, _) = target { return try await inner.waitForRoom() }
         guard case .http1(let connection, _) = target else {
             guard case .http2(let stream) = target else { return }
             try await stream.waitForRoom()
