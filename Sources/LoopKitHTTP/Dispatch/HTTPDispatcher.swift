@@ -35,13 +35,14 @@ enum HTTPDispatcher {
         let method = head.method
         let target = head.target
         let path = HTTPServerRequest.withoutQuery(target)
-        let (resolution, pattern) = context.router.lookup(method, path: method == .options && target == "*" ? "*" : path)
+        let found = context.router.lookup(method, path: method == .options && target == "*" ? "*" : path)
+        let pattern = found.pattern
         var route: HTTPExchange.RouteMatch?
         var unrouted = HTTPRouter.Resolution.notFound
-        if case .found(let handler, let parameters) = resolution {
-            route = HTTPExchange.RouteMatch(handler: handler, parameters: parameters)
+        if case .found(let handler, let parameters) = found.resolution {
+            route = HTTPExchange.RouteMatch(handler: handler, parameters: parameters, chain: found.chain)
         } else {
-            unrouted = resolution
+            unrouted = found.resolution
         }
         let limit: Int?
         if let routeLimit = route?.handler.bodyLimit { limit = routeLimit } else { limit = context.configuration.maxBodySize }
@@ -58,8 +59,7 @@ enum HTTPDispatcher {
     static func bodyStreaming(_ body: HTTPRequestBody, on stream: some HTTPStream) {
         guard let route = stream.exchange?.route else { return }
         let context = stream.context
-        let middleware = context.router.hasGroupChains
-            ? context.router.middleware(for: stream.exchange!.head.method, path: stream.exchange!.head.target) : context.router.middleware
+        let middleware = route.chain ?? context.router.middleware
         run(route.handler, makeRequest(body: [], parameters: route.parameters, on: stream), streamedBody: body,
             middleware: middleware, on: stream)
     }
@@ -72,10 +72,11 @@ enum HTTPDispatcher {
     static func bodyCollected(_ body: Bytes, on stream: some HTTPStream) {
         guard stream.exchange != nil else { return }
         let context = stream.context
-        let middleware = context.router.hasGroupChains && stream.exchange!.route != nil
-            ? context.router.middleware(for: stream.exchange!.head.method, path: stream.exchange!.head.target)
-            : context.router.middleware
-        guard let route = stream.exchange!.route.take() else {
+        // Taken through the exchange's modify access: reading `stream.exchange!.route` would copy the whole
+        // exchange out of the stream (a few hundred instructions).
+        let taken = stream.exchange!.route.take()
+        let middleware = taken?.chain ?? context.router.middleware
+        guard let route = taken else {
             let answer = response(for: stream.exchange!.unrouted, renderer: context.configuration.errorRenderer)
             guard !middleware.isEmpty else {
                 send(answer, on: stream)

@@ -14,6 +14,8 @@ struct HTTPExchange {
     struct RouteMatch {
         var handler: HTTPHandler
         var parameters: HTTPPathParameters
+        /// The route's chain when it is in a group with middleware (nil: the router's middleware).
+        var chain: HTTPMiddlewareChain?
     }
 
     /// State that a plain request never needs (tracing, middleware, a callback route's answer awaited by

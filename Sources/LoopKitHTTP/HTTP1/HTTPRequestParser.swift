@@ -226,7 +226,7 @@ public struct HTTPRequestParser: Sendable {
         let fieldLines = Array(UnsafeRawBufferPointer(rebasing: bytes[(lineEnd + 1)..<(bytes.count - 2)]))
         let parsed = HTTPParsedHead(method: method, target: path, scheme: scheme, targetAuthority: targetAuthority,
                                     fieldLines: fieldLines)
-        return HTTPRequestHead(storage: .parsed(parsed), version: version, keepAlive: keepAlive,
+        return HTTPRequestHead(storage: parsed, version: version, keepAlive: keepAlive,
                                expectsContinue: isHTTP11 && framing.expectsContinue, framing: bodyFraming,
                                mayCarryRequestID: framing.carriesRequestID)
     }

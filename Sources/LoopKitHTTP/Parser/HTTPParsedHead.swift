@@ -7,7 +7,8 @@ import Synchronization
 /// fields (`GET /hello`) never pays for `HTTPFields`, the fields' strings or the request's pseudo-header
 /// storage. The bytes were validated when parsed; building checks nothing again.
 ///
-/// Immutable but for the built request, kept under a `Mutex`: safe to read from any thread.
+/// Heads and requests hold it by one reference (a copy of either retains one object). Immutable but for the
+/// built request, kept under a `Mutex`: safe to read from any thread.
 final class HTTPParsedHead: Sendable {
     let method: HTTPRequest.Method
     /// The request target as routed: origin form as sent, or the path of an absolute-form target.
@@ -26,6 +27,16 @@ final class HTTPParsedHead: Sendable {
         self.scheme = scheme
         self.targetAuthority = targetAuthority
         self.fieldLines = fieldLines
+    }
+
+    /// A head whose request is already built (an HTTP/2 stream's, or one a caller set).
+    init(built request: HTTPRequest) {
+        method = request.method
+        target = request.path ?? "/"
+        scheme = request.scheme
+        targetAuthority = request.authority
+        fieldLines = []
+        built.withLock { $0 = request }
     }
 
     /// The request: built on the first call, the same value after.

@@ -30,43 +30,23 @@ public enum HTTPBodyFraming: Sendable, Hashable {
 
 /// A parsed request head: the `HTTPRequest` plus what HTTP/1.1 framing needs.
 public struct HTTPRequestHead: Sendable, Hashable {
-    /// Where the request is: built, or parsed and built on first access (``HTTPParsedHead``).
-    enum Storage: Sendable {
-        case built(HTTPRequest)
-        case parsed(HTTPParsedHead)
-    }
-
-    var storage: Storage
+    /// The request, as parsed (built on first access) or built (``HTTPParsedHead``).
+    var storage: HTTPParsedHead
 
     /// The request: method, path (the request target as sent), authority (the `Host` field) and fields.
     ///
     /// The `Host` field is moved into `authority`, as swift-http-types' HTTP/1 conversions do. The HTTP/1
     /// parser builds it on first access (once: later reads get the same value).
     public var request: HTTPRequest {
-        get {
-            switch storage {
-            case .built(let request): request
-            case .parsed(let parsed): parsed.request
-            }
-        }
-        set { storage = .built(newValue) }
+        get { storage.request }
+        set { storage = HTTPParsedHead(built: newValue) }
     }
 
     /// The method, read without building the request.
-    var method: HTTPRequest.Method {
-        switch storage {
-        case .built(let request): request.method
-        case .parsed(let parsed): parsed.method
-        }
-    }
+    var method: HTTPRequest.Method { storage.method }
 
     /// The request target (`:path`, "/" when it has none), read without building the request.
-    var target: String {
-        switch storage {
-        case .built(let request): request.path ?? "/"
-        case .parsed(let parsed): parsed.target
-        }
-    }
+    var target: String { storage.target }
     /// The version the client spoke.
     public var version: HTTPVersion
     /// Whether the connection stays open after the response (HTTP/1.1 unless `Connection: close`;
@@ -83,11 +63,11 @@ public struct HTTPRequestHead: Sendable, Hashable {
     /// A head holding a built request.
     init(request: HTTPRequest, version: HTTPVersion, keepAlive: Bool, expectsContinue: Bool, framing: HTTPBodyFraming,
          mayCarryRequestID: Bool = true) {
-        self.init(storage: .built(request), version: version, keepAlive: keepAlive, expectsContinue: expectsContinue,
+        self.init(storage: HTTPParsedHead(built: request), version: version, keepAlive: keepAlive, expectsContinue: expectsContinue,
                   framing: framing, mayCarryRequestID: mayCarryRequestID)
     }
 
-    init(storage: Storage, version: HTTPVersion, keepAlive: Bool, expectsContinue: Bool, framing: HTTPBodyFraming,
+    init(storage: HTTPParsedHead, version: HTTPVersion, keepAlive: Bool, expectsContinue: Bool, framing: HTTPBodyFraming,
          mayCarryRequestID: Bool) {
         self.storage = storage
         self.version = version

@@ -153,22 +153,20 @@ public struct HTTPRouter: Sendable {
     }
 
     /// ``resolve(_:path:)``, and the pattern of the route found (nil when none is).
-    func lookup(_ method: HTTPRequest.Method, path: Substring) -> (resolution: Resolution, pattern: String?) {
+    func lookup(_ method: HTTPRequest.Method, path: Substring) -> Lookup {
         if let found = matchRoute(method, path: path) {
-            return (.found(routes[found.index].handler, found.parameters), routes[found.index].pattern)
+            return Lookup(resolution: .found(routes[found.index].handler, found.parameters), pattern: routes[found.index].pattern,
+                          chain: routes[found.index].chain)
         }
-        return (unrouted(method, path: path), nil)
+        return Lookup(resolution: unrouted(method, path: path), pattern: nil, chain: nil)
     }
 
-    /// The middleware a request goes through: its route's groups' inside the router's, or the router's.
-    /// Looked up again when a request is dispatched, and only by a router with groups that have
-    /// middleware (``hasGroupChains``): a router without pays nothing per request.
-    /// - Parameter path: The request's path; a query after `?` is ignored.
-    func middleware(for method: HTTPRequest.Method, path: some StringProtocol) -> HTTPMiddlewareChain {
-        let target = Substring(path)
-        let routePath = target[..<(target.utf8.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex)]
-        guard let found = matchRoute(method, path: routePath) else { return middleware }
-        return routes[found.index].chain ?? middleware
+    /// What ``lookup(_:path:)`` found: the resolution, the route's pattern and, for a route in a group with
+    /// middleware, its chain (so the dispatcher need not look the route up again for it).
+    struct Lookup {
+        var resolution: Resolution
+        var pattern: String?
+        var chain: HTTPMiddlewareChain?
     }
 
     /// A route that matched: its index in ``routes`` and the parameters it bound. A struct, not a tuple,

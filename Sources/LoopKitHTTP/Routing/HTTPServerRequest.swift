@@ -19,23 +19,13 @@ public struct HTTPServerRequest: Sendable {
     /// Over HTTP/1.1 it is built from the parsed bytes on first access (a handler that reads only
     /// ``path``, ``query(_:)`` or its parameters never builds it); every read gets the same value.
     public var head: HTTPRequest {
-        get {
-            switch headStorage {
-            case .built(let request): request
-            case .parsed(let parsed): parsed.request
-            }
-        }
-        set { headStorage = .built(newValue) }
+        get { headStorage.request }
+        set { headStorage = HTTPParsedHead(built: newValue) }
     }
-    /// The head, built or still as parsed.
-    private var headStorage: HTTPRequestHead.Storage
+    /// The head, built or still as parsed: one reference.
+    private var headStorage: HTTPParsedHead
     /// The request target (`:path`), read without building the head.
-    private var target: String {
-        switch headStorage {
-        case .built(let request): request.path ?? "/"
-        case .parsed(let parsed): parsed.target
-        }
-    }
+    private var target: String { headStorage.target }
     /// The version the client spoke.
     public var version: HTTPVersion
     /// The body, collected up to the server's ``HTTPServer/Configuration/maxBodySize``.
@@ -81,11 +71,11 @@ public struct HTTPServerRequest: Sendable {
 
     init(head: HTTPRequest, version: HTTPVersion, body: Bytes, parameters: HTTPPathParameters, loop: EventLoop,
          context: HTTPRequestContext, server: HTTPLoopContext) {
-        self.init(head: .built(head), version: version, body: body, parameters: parameters, loop: loop, context: context,
+        self.init(head: HTTPParsedHead(built: head), version: version, body: body, parameters: parameters, loop: loop, context: context,
                   server: server)
     }
 
-    init(head: HTTPRequestHead.Storage, version: HTTPVersion, body: Bytes, parameters: HTTPPathParameters, loop: EventLoop,
+    init(head: HTTPParsedHead, version: HTTPVersion, body: Bytes, parameters: HTTPPathParameters, loop: EventLoop,
          context: HTTPRequestContext, server: HTTPLoopContext) {
         headStorage = head
         self.version = version
