@@ -23,6 +23,8 @@ let package = Package(
         .library(name: "LoopKitHTTPTesting", targets: ["LoopKitHTTPTesting"]),
         // Loop and HTTP server metrics on swift-metrics, kept out of LoopKit and LoopKitHTTP.
         .library(name: "LoopKitMetrics", targets: ["LoopKitMetrics"]),
+        // An HTTP client on the loop (libcurl's multi-socket engine), kept out of the server's product.
+        .library(name: "LoopKitHTTPClient", targets: ["LoopKitHTTPClient"]),
         .executable(name: "LoopDemo", targets: ["LoopDemo"]),
     ],
     dependencies: [
@@ -66,6 +68,13 @@ let package = Package(
             name: "CNGHTTP2",
             pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]
+        ),
+        // libcurl from Debian's libcurl4-openssl-dev: LoopKitHTTPClient's engine (HTTP/1.1, HTTP/2, TLS on
+        // the same OpenSSL, proxies, decoding), driven by the loop through its multi-socket interface.
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         // The calling thread's identity through a function the optimiser cannot see into (glibc's
         // pthread_self is `const`, which is wrong across an `await`).
@@ -113,6 +122,24 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ]
+        ),
+        .target(
+            name: "LoopKitHTTPClient",
+            dependencies: [
+                "LoopKit", "LoopKitNet", "CCurl",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+            ]
+        ),
+        .testTarget(
+            name: "LoopKitHTTPClientTests",
+            dependencies: [
+                "LoopKitHTTPClient", "LoopKitHTTP", "LoopKit", "LoopKitNet", "TestSupport",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
