@@ -179,7 +179,8 @@ let package = Package(
         .executableTarget(
             name: "LoopDemo",
             dependencies: [
-                "LoopDemoKit", "LoopKitHTTP", "LoopKitNet", "LoopKitMetrics",
+                "LoopDemoKit", "LoopKitHTTP", "LoopKitHTTPClient", "LoopKitNet", "LoopKitMetrics",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -51,4 +51,13 @@ struct HTTPClientDecompressionTests {
         #expect(error?.kind == .decompressionLimitExceeded)
         #expect(error?.message.contains("100 times") == true)
     }
+
+    @Test func aBodySentWithoutEncodingIsNotHeldToTheDecodingLimits() async throws {
+        let peer = try PeerServer("serve")
+        let loop = try ClientLoop()
+        var configuration = HTTPClient.Configuration()
+        configuration.decompression = .enabled(maximumSize: 1 << 20, maximumRatio: 100)
+        let body = try await loop.client(configuration).execute(peer.request("/big?\(4 << 20)")).collect(upTo: 8 << 20)
+        #expect(body.count == 4 << 20)
+    }
 }

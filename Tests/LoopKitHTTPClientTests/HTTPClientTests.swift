@@ -13,6 +13,7 @@ struct HTTPClientTests {
         let loop = try ClientLoop()
         let response = try await loop.client().execute(server.request("/hello"))
         #expect(response.head.status == .ok)
+        #expect(response.head.status.reasonPhrase == "OK")
         #expect(response.head.headerFields[.contentType] == "text/plain")
         #expect(response.httpVersion == 11)
         #expect(try await text(response) == "Hello, World!")

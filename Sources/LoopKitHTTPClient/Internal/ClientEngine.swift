@@ -193,8 +193,13 @@ final class ClientEngine: CurlMultiDelegate, @unchecked Sendable {  // loop-conf
             try loop.enqueue { [self] in
                 guard let transfer = transfers[id] else { return }
                 insideCurl += 1
-                transfer.easy.resume()
+                let code = transfer.easy.resume()
                 insideCurl -= 1
+                // A limit tripped while curl handed over the bytes it kept: the transfer ends here (curl
+                // may not report it done from inside curl_easy_pause).
+                if transfers[id] === transfer, transfer.abortReason != nil || code != CurlCode.ok {
+                    end(transfer, error: transfer.abortReason ?? .curl(code, detail: transfer.easy.errorDetail))
+                }
                 afterCurl()
             }
         } catch {

@@ -174,7 +174,9 @@ final class CurlEasy {
 
     /// Resumes a transfer paused by a write or read callback (curl_easy_pause with CURLPAUSE_CONT). curl may
     /// call the write callback with the bytes it kept from inside this call.
-    func resume() { _ = curl_easy_pause(handle, CURLPAUSE_CONT) }
+    /// - Returns: curl's code: not OK when the kept bytes could not be delivered (the write callback refused
+    ///   them), and curl does not always report that transfer as done afterwards.
+    func resume() -> Int32 { Int32(curl_easy_pause(handle, CURLPAUSE_CONT).rawValue) }
 
     /// The response's status code (CURLINFO_RESPONSE_CODE).
     var responseCode: Int {

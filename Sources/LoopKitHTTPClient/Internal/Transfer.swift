@@ -20,6 +20,8 @@ final class Transfer: CurlTransferDelegate {
     /// Why the client stopped the transfer (a limit, cancellation, shutdown): reported instead of curl's code.
     var abortReason: HTTPClientError?
     private var decoded = 0
+    /// The final head names a `Content-Encoding` (other than identity): curl decodes the body.
+    private var isEncoded = false
     /// Runs `body` once curl has returned (a completion is never called from inside curl).
     private let later: (@escaping () -> Void) -> Void
     /// Makes the body's reader (which cancels the transfer when dropped).
@@ -49,8 +51,10 @@ final class Transfer: CurlTransferDelegate {
 
     func curlReceivedHeaderLine(_ line: UnsafeRawBufferPointer) {
         guard !headIsComplete else { return }  // trailers
-        var text = String(decoding: line, as: UTF8.self)
-        while text.last == "\n" || text.last == "\r" { text.removeLast() }
+        // The line's end trimmed as bytes: "\r\n" is one Character in a Swift string.
+        var end = line.count
+        while end > 0 && (line[end - 1] == 0x0A || line[end - 1] == 0x0D) { end -= 1 }
+        let text = String(decoding: UnsafeRawBufferPointer(rebasing: line[..<end]), as: UTF8.self)
         if text.hasPrefix("HTTP/") {
             let parts = text.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
             let code = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
@@ -62,6 +66,7 @@ final class Transfer: CurlTransferDelegate {
             let redirects: Set<Int> = [301, 302, 303, 307, 308]
             if followsRedirects && redirects.contains(status.code) && fields[.location] != nil { return }
             headIsComplete = true
+            isEncoded = fields[.contentEncoding].map { $0.lowercased() != "identity" } ?? false
             deliverHead()
         } else if let colon = text.firstIndex(of: ":"),
             let name = HTTPField.Name(String(text[..<colon]).trimmingSpaces)
@@ -77,13 +82,14 @@ final class Transfer: CurlTransferDelegate {
             deliverHead()
         }
         let total = decoded + bytes.count
-        if let limits {
+        // The limits are for decoding: a body sent as is may be as large as the server makes it.
+        if let limits, isEncoded {
             if total > limits.maximumSize {
                 abortReason = HTTPClientError(
                     .decompressionLimitExceeded, "the response body decodes to more than \(limits.maximumSize) bytes")
                 return .abort
             }
-            if total > 1024 * 1024, fields[.contentEncoding] != nil {
+            if total > 1024 * 1024 {
                 let received = max(1, Int(easy.bytesReceived))
                 if total / received > limits.maximumRatio {
                     abortReason = HTTPClientError(
