@@ -223,7 +223,7 @@ let package = Package(
         .testTarget(
             name: "ArticleExampleTests",
             dependencies: [
-                "LoopKit", "LoopKitExecutors", "LoopKitHTTP", "LoopKitHTTPTesting", "LoopKitMetrics", "LoopKitNet",
+                "LoopKit", "LoopKitExecutors", "LoopKitHTTP", "LoopKitHTTPClient", "LoopKitHTTPTesting", "LoopKitMetrics", "LoopKitNet",
                 "LoopKitNetTesting", "LoopKitTesting", "LoopKitTLS",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
