@@ -1,5 +1,4 @@
 import LoopKit
-import Synchronization
 
 /// A request started with ``HTTPClient``'s callback form: cancel it from any thread.
 ///
@@ -12,7 +11,7 @@ public final class HTTPClientRequestHandle: Sendable {
         case ended
     }
 
-    private let state = Mutex(State.notStarted)
+    private let state = Lock(State.notStarted)
 
     init() {}
 

@@ -1,5 +1,5 @@
 import LoopKitNet
-import Synchronization
+import LoopKit
 
 /// A streamed request body between the task that reads its sequence and the transfer (the loop thread,
 /// inside curl's read callback): one chunk in flight at a time.
@@ -15,7 +15,7 @@ final class RequestBodyPump: Sendable {
         var isCancelled = false
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     /// Resumes the paused transfer (queued onto the loop). Set before the pump is shared.
     private let resumeConsumer: @Sendable () -> Void
 

@@ -1,9 +1,10 @@
 import DequeModule
 import LoopKitNet
-import Synchronization
+import LoopKit
 
 /// The bytes between a transfer (the loop thread, inside curl's write callback) and the body's one reader
 /// (any task), with the high/low water marks that pause and resume the transfer.
+/// Locks are LoopKit's `Lock` (a `Mutex` the thread sanitizer can see).
 final class ResponseBodyStream: Sendable {
     private struct State {
         var chunks = Deque<Bytes>()
@@ -17,12 +18,12 @@ final class ResponseBodyStream: Sendable {
         var readerCancelled = false
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     let highWaterMark: Int
     let lowWaterMark: Int
     /// Called (off the lock, from the reader's task) when the buffer drains below the low water mark after
     /// the producer paused. Set once by the transfer before it is shared.
-    private let resumer = Mutex<(@Sendable () -> Void)?>(nil)
+    private let resumer = Lock<(@Sendable () -> Void)?>(nil)
 
     init(highWaterMark: Int, lowWaterMark: Int) {
         // At least one byte buffered before a pause: a paused producer always leaves the reader a chunk.
