@@ -5,7 +5,7 @@ SWIFT        ?= swift
 PREFIX       ?= /usr/local
 CONFIG       ?= debug
 SUDO         := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
-APT_PACKAGES := libevent-dev libssl-dev zlib1g-dev libbrotli-dev libzstd-dev libnghttp2-dev nghttp2-client curl openssl pkg-config
+APT_PACKAGES := libevent-dev libssl-dev zlib1g-dev libbrotli-dev libzstd-dev libnghttp2-dev libcurl4-openssl-dev nghttp2-client curl openssl pkg-config
 BUILD_DIR    := .build/debug
 C_TEST       := .build/c-tests/c_api_test
 VALGRIND     := valgrind --quiet --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite --error-exitcode=1
@@ -48,11 +48,11 @@ DEB_MULTIARCH  := $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || 
 
 all: test
 
-## deps: install libevent-dev, libssl-dev, zlib1g-dev, libbrotli-dev, libzstd-dev, libnghttp2-dev, the openssl, nghttp
-## and curl commands (the TLS and HTTP/2 tests' peers) and pkg-config when missing; Python's h2 (the HTTP/2 raw-frame
-## tests), brotli and zstandard (the compression tests' decoders) through pip
+## deps: install libevent-dev, libssl-dev, zlib1g-dev, libbrotli-dev, libzstd-dev, libnghttp2-dev, libcurl4-openssl-dev
+## (LoopKitHTTPClient), the openssl, nghttp and curl commands (the TLS and HTTP/2 tests' peers) and pkg-config when
+## missing; Python's h2 (the HTTP/2 raw-frame tests), brotli and zstandard (the compression tests' decoders) through pip
 deps:
-	@if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists libevent_pthreads openssl zlib libbrotlienc libbrotlidec libzstd libnghttp2 || ! command -v openssl >/dev/null 2>&1 || ! command -v nghttp >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then \
+	@if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists libevent_pthreads openssl zlib libbrotlienc libbrotlidec libzstd libnghttp2 libcurl || ! command -v openssl >/dev/null 2>&1 || ! command -v nghttp >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then \
 		echo "==> a package of $(APT_PACKAGES) not found: installing them"; \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(APT_PACKAGES); \
@@ -60,7 +60,7 @@ deps:
 	@python3 -c 'import h2, brotli, zstandard' 2>/dev/null || pip install -q h2 brotli zstandard 2>/dev/null || \
 		pip install -q --break-system-packages h2 brotli zstandard || \
 		{ $(SUDO) apt-get install -y -qq python3-pip && pip install -q --break-system-packages h2 brotli zstandard; }
-	@pkg-config --exists libevent_pthreads && echo "==> libevent $$(pkg-config --modversion libevent), OpenSSL $$(pkg-config --modversion openssl), zlib $$(pkg-config --modversion zlib), Brotli $$(pkg-config --modversion libbrotlienc), zstd $$(pkg-config --modversion libzstd), nghttp2 $$(pkg-config --modversion libnghttp2)"
+	@pkg-config --exists libevent_pthreads && echo "==> libevent $$(pkg-config --modversion libevent), OpenSSL $$(pkg-config --modversion openssl), zlib $$(pkg-config --modversion zlib), Brotli $$(pkg-config --modversion libbrotlienc), zstd $$(pkg-config --modversion libzstd), nghttp2 $$(pkg-config --modversion libnghttp2), libcurl $$(pkg-config --modversion libcurl)"
 
 ## demo: build LoopDemo in release mode and run the tour
 demo: deps

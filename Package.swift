@@ -23,6 +23,8 @@ let package = Package(
         .library(name: "LoopKitHTTPTesting", targets: ["LoopKitHTTPTesting"]),
         // Loop and HTTP server metrics on swift-metrics, kept out of LoopKit and LoopKitHTTP.
         .library(name: "LoopKitMetrics", targets: ["LoopKitMetrics"]),
+        // An HTTP client on the loop (libcurl's multi-socket engine), kept out of the server's product.
+        .library(name: "LoopKitHTTPClient", targets: ["LoopKitHTTPClient"]),
         .executable(name: "LoopDemo", targets: ["LoopDemo"]),
     ],
     dependencies: [
@@ -79,6 +81,13 @@ let package = Package(
             pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]
         ),
+        // libcurl from Debian's libcurl4-openssl-dev: LoopKitHTTPClient's engine (HTTP/1.1, HTTP/2, TLS on
+        // the same OpenSSL, proxies, decoding), driven by the loop through its multi-socket interface.
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         // The calling thread's identity through a function the optimiser cannot see into (glibc's
         // pthread_self is `const`, which is wrong across an `await`).
         .target(name: "CThread"),
@@ -131,6 +140,24 @@ let package = Package(
             ]
         ),
         .target(
+            name: "LoopKitHTTPClient",
+            dependencies: [
+                "LoopKit", "LoopKitNet", "CCurl",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+            ]
+        ),
+        .testTarget(
+            name: "LoopKitHTTPClientTests",
+            dependencies: [
+                "LoopKitHTTPClient", "LoopKitHTTP", "LoopKit", "LoopKitNet", "TestSupport",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ]
+        ),
+        .target(
             name: "LoopKitMetrics",
             dependencies: [
                 "LoopKit", "LoopKitHTTP",
@@ -166,7 +193,8 @@ let package = Package(
         .executableTarget(
             name: "LoopDemo",
             dependencies: [
-                "LoopDemoKit", "LoopKitHTTP", "LoopKitNet", "LoopKitMetrics",
+                "LoopDemoKit", "LoopKitHTTP", "LoopKitHTTPClient", "LoopKitNet", "LoopKitMetrics",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -209,7 +237,7 @@ let package = Package(
         .testTarget(
             name: "ArticleExampleTests",
             dependencies: [
-                "LoopKit", "LoopKitExecutors", "LoopKitHTTP", "LoopKitHTTPTesting", "LoopKitMetrics", "LoopKitNet",
+                "LoopKit", "LoopKitExecutors", "LoopKitHTTP", "LoopKitHTTPClient", "LoopKitHTTPTesting", "LoopKitMetrics", "LoopKitNet",
                 "LoopKitNetTesting", "LoopKitTesting", "LoopKitTLS",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

@@ -15,7 +15,7 @@ import glob, os, re, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUTPUT = os.path.join(ROOT, "Tests", "ArticleExampleTests", "Examples.swift")
-IMPORTS = ["Glibc", "HTTPTypes", "Logging", "LoopKit", "LoopKitExecutors", "LoopKitHTTP", "LoopKitHTTPTesting",
+IMPORTS = ["Glibc", "HTTPTypes", "Logging", "LoopKit", "LoopKitExecutors", "LoopKitHTTP", "LoopKitHTTPClient", "LoopKitHTTPTesting",
            "LoopKitMetrics", "LoopKitNet", "LoopKitNetTesting", "LoopKitTesting", "LoopKitTLS", "ServiceLifecycle",
            "Synchronization", "Testing"]
 PARAMETERS = "router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions"

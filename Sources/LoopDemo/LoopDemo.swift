@@ -12,7 +12,7 @@ struct LoopDemo: ParsableCommand {
             through a pipe the same information prints as plain lines. Ctrl-C cancels the running part, prints \
             what completed, and ends the tour (exit status 130).
             """,
-        subcommands: [TourCommand.self, ProcessCommand.self, StepsCommand.self, DiffCommand.self, MainActorCommand.self, BenchCommand.self, EchoCommand.self, UDPEchoCommand.self, ServeCommand.self],
+        subcommands: [TourCommand.self, ProcessCommand.self, StepsCommand.self, DiffCommand.self, MainActorCommand.self, BenchCommand.self, EchoCommand.self, UDPEchoCommand.self, ServeCommand.self, FetchCommand.self],
         defaultSubcommand: TourCommand.self
     )
 }

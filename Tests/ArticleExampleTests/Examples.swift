@@ -7,6 +7,7 @@ import Logging
 import LoopKit
 import LoopKitExecutors
 import LoopKitHTTP
+import LoopKitHTTPClient
 import LoopKitHTTPTesting
 import LoopKitMetrics
 import LoopKitNet
@@ -17,8 +18,8 @@ import ServiceLifecycle
 import Synchronization
 import Testing
 
-// README.md:47
-func example_README_47(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:48
+func example_README_48(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
 
     let loop = try EventLoop()                                // belongs to this thread
     try loop.enqueue { print("runs in the next iteration") }  // FIFO, never this iteration
@@ -36,21 +37,21 @@ func example_README_47(router: inout HTTPRouter, configuration: inout HTTPServer
     let group = try LoopGroup(threads: 4)                     // loops on threads of their own: group.next()
 }
 
-// README.md:73
-func example_README_73(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:74
+func example_README_74(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let digest = try await loop.offload { sha256(of: upload) }            // a task on the loop resumes in a drain
     // sha256(of:) is yours: LoopKit has no hash; swift-crypto's SHA256.hash(data:) or OpenSSL's EVP_Digest
     let work = try loop.offload({ try parse(document) }) { result in }  // the callback runs on the loop (R13)
     work.cancel()                                                          // never runs if not started
 }
 
-// README.md:85
-func example_README_85(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:86
+func example_README_86(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     for try await chunk in FileSystem(loop: loop).chunks(of: "/srv/big.iso") { try await connection.write(chunk) }
 }
 
-// README.md:96
-func example_README_96(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:97
+func example_README_97(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let loop = EventLoop.main
     Task { @MainActor in model.refresh() }                         // runs inside loop.run(), on the main thread
     Task(executorPreference: loop) {
@@ -59,8 +60,8 @@ func example_README_96(router: inout HTTPRouter, configuration: inout HTTPServer
     try loop.run()                                                 // where RunLoop.main.run() was
 }
 
-// README.md:119
-func example_README_119(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:120
+func example_README_120(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     actor Renderer {
         let loop: EventLoop
         init(loop: EventLoop) { self.loop = loop }
@@ -71,8 +72,8 @@ func example_README_119(router: inout HTTPRouter, configuration: inout HTTPServe
     Task(executorPreference: loop) { /* async code here stays on the loop's thread */ }
 }
 
-// README.md:140
-func example_README_140(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:141
+func example_README_141(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     // A million items without freezing the loop: a time budget per iteration (default 4 ms).
     let job = try loop.process(rows, each: { render($0) },
                                update: { done, total in bar.show(done, of: total) },
@@ -94,36 +95,36 @@ func example_README_140(router: inout HTTPRouter, configuration: inout HTTPServe
     let stages = SectionedDiff(from: oldSections, to: newSections).stages()
 }
 
-// README.md:164
-func example_README_164(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:165
+func example_README_165(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let group = try LoopGroup(threads: 2)
     let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: group) { connection in  // SO_REUSEPORT
         for try await chunk in connection.inbound { try await connection.send(chunk) }          // echo
     }
 }
 
-// README.md:182
-func example_README_182(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:183
+func example_README_183(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let socket = try UDPSocket.bind(host: "::1", port: 0, on: loop)             // on the loop's thread
     socket.onDatagrams { batch in                                              // one recvmmsg, lent, no copy
         for datagram in batch { try? socket.write(copying: datagram.payload, toSenderOf: datagram) }
     }                                                                          // one sendmmsg on return
 }
 
-// README.md:194
-func example_README_194(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:195
+func example_README_195(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let result = try await ChildProcess.run("/bin/sh", arguments: ["-c", "make -s"], outputLimit: 1 << 20,
                                             timeout: .seconds(60), on: loop)      // .exited(0), stdout, stderr
 }
 
-// README.md:206
-func example_README_206(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:207
+func example_README_207(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let watcher = try PathWatcher(watching: "/srv/site", recursive: true, on: loop)   // on the loop's thread
     watcher.onEvents { events in for event in events { cache.invalidate(event.path) } }  // one batch per iteration
 }
 
-// README.md:221
-func example_README_221(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:222
+func example_README_222(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let group = try LoopGroup(threads: 1)                                       // loops on threads of their own
     let loop = group.next()
     let watcher = try await loop.perform {                                      // runs on the loop's thread
@@ -136,8 +137,8 @@ func example_README_221(router: inout HTTPRouter, configuration: inout HTTPServe
     try await loop.perform { watcher.close(); socket.close() }                  // closed on the loop too
 }
 
-// README.md:236
-func example_README_236(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:237
+func example_README_237(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
 
     var router = HTTPRouter()
     router.get("/hello") { _ in .text("Hello, World!") }                        // inline: on the loop thread
@@ -153,8 +154,8 @@ func example_README_236(router: inout HTTPRouter, configuration: inout HTTPServe
     try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm], logger: logger).run()
 }
 
-// README.md:311
-func example_README_311(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:312
+func example_README_312(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.webSocket("/ws/echo", .inTask) { request, socket in
         for try await message in socket.messages { try await socket.send(message) }
     }
@@ -169,8 +170,18 @@ func example_README_311(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:336
-@Suite("README.md:336") struct Example_README_336 {
+// README.md:332
+func example_README_332(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+
+    let client = HTTPClient(on: loop)                          // one per loop; a handler on it calls with no hop
+    let response = try await client.execute(
+        HTTPRequest(method: .get, scheme: "https", authority: "api.example.com", path: "/v1/status"),
+        deadline: .now + .seconds(2))
+    let status = try await response.collect(upTo: 1 << 20)     // or: for try await chunk in response.body
+}
+
+// README.md:354
+@Suite("README.md:354") struct Example_README_354 {
     @Test func timerFiresAfterQueuedWork() throws {
         let driver = try LoopDriver()                 // a loop on a VirtualClock
         let trace = OrderTrace(driver.loop)
@@ -187,8 +198,8 @@ func example_README_311(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:359
-func example_README_359(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:377
+func example_README_377(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try LoopMetrics.record(loop, name: "main")                 // iteration duration, poll wait, queue depth, …
     router.use(HTTPServerMetrics.middleware())                 // http.server.request.duration, …
     HTTPServerMetrics.record(into: &configuration)             // http.server.open_connections
@@ -765,6 +776,68 @@ func example_WebSocketsAndEvents_197(router: inout HTTPRouter, configuration: in
     router.get("/reports/:id/events") { request in
         let job = try request.loop.process(rows, each: { render($0) }, completion: { _ in })
         return .progressEvents(job.progress, cancelsWhenAbandoned: true)
+    }
+}
+
+// Sources/LoopKitHTTPClient/LoopKitHTTPClient.docc/CallingServices.md:11
+func example_CallingServices_11(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+
+    let client = HTTPClient(on: loop)
+    let request = HTTPRequest(method: .get, scheme: "https", authority: "api.example.com", path: "/v1/status")
+    let response = try await client.execute(request, deadline: .now + .seconds(2))
+    if response.head.status == .ok {
+        let body = try await response.collect(upTo: 1 << 20)
+        print(body.count)
+    }
+}
+
+// Sources/LoopKitHTTPClient/LoopKitHTTPClient.docc/CallingServices.md:29
+func example_CallingServices_29(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+
+    let client = HTTPClient(on: loop)
+    let download = try await client.execute(HTTPRequest(method: .get, scheme: "https", authority: "example.com", path: "/big"))
+    var received = 0
+    for try await chunk in download.body {
+        received += chunk.count    // write it somewhere; the transfer waits while this is slow
+    }
+}
+
+// Sources/LoopKitHTTPClient/LoopKitHTTPClient.docc/CallingServices.md:44
+func example_CallingServices_44(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+
+    let client = HTTPClient(on: loop)
+    let upload = HTTPRequest(method: .put, scheme: "http", authority: "127.0.0.1:8080", path: "/files/a")
+    let chunks = AsyncStream<Bytes> { continuation in
+        continuation.yield(Bytes("part one, "))
+        continuation.yield(Bytes("part two"))
+        continuation.finish()
+    }
+    _ = try await client.execute(upload, body: .stream(chunks))
+    _ = try await client.execute(upload, body: .bytes(Bytes("all at once")))
+}
+
+// Sources/LoopKitHTTPClient/LoopKitHTTPClient.docc/CallingServices.md:62
+func example_CallingServices_62(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+
+    var clientConfiguration = HTTPClient.Configuration()
+    clientConfiguration.maximumConnectionsPerHost = 16       // CURLMOPT_MAX_HOST_CONNECTIONS
+    clientConfiguration.idleTimeout = .seconds(30)           // an idle pooled connection's age limit
+    clientConfiguration.connectTimeout = .seconds(2)
+    clientConfiguration.requestTimeout = .seconds(10)        // when execute gives no deadline
+    clientConfiguration.redirects = .follow(maximum: 3)      // Authorization is not sent to another host
+    clientConfiguration.decompression = .enabled(maximumSize: 16 << 20, maximumRatio: 50)
+    clientConfiguration.tls.caFile = "/etc/myservice/ca.pem"
+    clientConfiguration.proxy = .init(url: "socks5h://127.0.0.1:1080")
+    let client = HTTPClient(on: loop, configuration: clientConfiguration)
+}
+
+// Sources/LoopKitHTTPClient/LoopKitHTTPClient.docc/CallingServices.md:102
+func example_CallingServices_102(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+
+    typealias Fetcher = @Sendable (HTTPRequest) async throws -> HTTPClientResponse
+
+    func fakeFetcher(_ text: String) -> Fetcher {
+        { _ in HTTPClientResponse(head: HTTPResponse(status: .ok), body: .init(bytes: Bytes(text))) }
     }
 }
 

@@ -1,0 +1,99 @@
+extension HTTPClient {
+    /// How an ``HTTPClient`` connects, pools, follows redirects, decodes and verifies.
+    ///
+    /// A plain value; safe from any thread. The client reads it once, when it is made.
+    public struct Configuration: Sendable {
+        /// Open connections per host (CURLMOPT_MAX_HOST_CONNECTIONS); further requests to the host wait for
+        /// one (HTTP/1.1) or share one (HTTP/2). Default 8.
+        public var maximumConnectionsPerHost = 8
+        /// Idle connections kept for reuse, all hosts together (CURLMOPT_MAXCONNECTS). Default 64.
+        public var maximumIdleConnections = 64
+        /// How long an idle connection is kept for reuse (CURLOPT_MAXAGE_CONN, whole seconds). Default 60 s.
+        public var idleTimeout: Duration = .seconds(60)
+        /// The deadline for a connection (TCP, TLS and proxy), per request (CURLOPT_CONNECTTIMEOUT_MS).
+        /// Default 10 s.
+        public var connectTimeout: Duration = .seconds(10)
+        /// The deadline for a whole request, head and body, when ``HTTPClient/execute(_:body:deadline:)``
+        /// gives none (CURLOPT_TIMEOUT_MS). Nil, the default: none.
+        public var requestTimeout: Duration?
+        /// Whether and how far redirects are followed. Default: up to 5.
+        public var redirects: RedirectPolicy = .follow(maximum: 5)
+        /// Whether compressed bodies are asked for and decoded, and the limits that refuse a bomb.
+        public var decompression: Decompression = .enabled()
+        /// Verification and client identity for https.
+        public var tls = TLS()
+        /// A proxy for every request; nil, the default, connects directly (and ignores `http_proxy` and the
+        /// like in the environment).
+        public var proxy: Proxy?
+        /// The HTTP versions offered. Default ``HTTPVersionPolicy/automatic``.
+        public var httpVersion: HTTPVersionPolicy = .automatic
+        /// Response body bytes buffered for a consumer that has not read them before the transfer pauses
+        /// (curl's write callback answers CURL_WRITEFUNC_PAUSE). Default 256 KiB.
+        public var bodyHighWaterMark = 256 * 1024
+        /// Buffered bytes below which a paused transfer resumes. Default 64 KiB.
+        public var bodyLowWaterMark = 64 * 1024
+
+        /// The defaults.
+        public init() {}
+
+        /// Redirect handling (CURLOPT_FOLLOWLOCATION, CURLOPT_MAXREDIRS). Credentials set by the caller
+        /// (`Authorization`, `Cookie`) are not sent to a host other than the first.
+        public enum RedirectPolicy: Sendable, Hashable {
+            /// The redirect response is the response.
+            case disallow
+            /// Follow up to `maximum` redirects; one more is ``HTTPClientError/Kind/tooManyRedirects``.
+            case follow(maximum: Int)
+        }
+
+        /// Content decoding (gzip, deflate, brotli, zstd through CURLOPT_ACCEPT_ENCODING).
+        public enum Decompression: Sendable, Hashable {
+            /// No `Accept-Encoding` is sent; bodies are given as received.
+            case disabled
+            /// Bodies are decoded; one that decodes past `maximumSize` bytes, or past `maximumRatio` times
+            /// its encoded size (checked from 1 MiB decoded), fails with
+            /// ``HTTPClientError/Kind/decompressionLimitExceeded``.
+            case enabled(maximumSize: Int = 64 * 1024 * 1024, maximumRatio: Int = 100)
+        }
+
+        /// TLS verification and client identity.
+        public struct TLS: Sendable, Hashable {
+            /// A PEM file of the certificate authorities trusted instead of the system's (CURLOPT_CAINFO).
+            public var caFile: String?
+            /// A PEM client certificate (CURLOPT_SSLCERT) and its key (CURLOPT_SSLKEY) for mutual TLS.
+            public var certificateFile: String?
+            public var privateKeyFile: String?
+            /// Accepts any certificate for any name. **Unsafe**: anyone on the path can read and change the
+            /// traffic. For a test against a throwaway server only. Default false.
+            public var unsafeSkipsCertificateVerification = false
+
+            /// Verification on, the system's authorities.
+            public init() {}
+        }
+
+        /// A proxy (CURLOPT_PROXY): `http://host:port`, `https://…`, `socks5://…`, `socks5h://…` (the proxy
+        /// resolves names), `socks4://…`.
+        public struct Proxy: Sendable, Hashable {
+            /// The proxy's URL.
+            public var url: String
+            /// Whether plain-http requests go through a CONNECT tunnel too (CURLOPT_HTTPPROXYTUNNEL); https
+            /// always does.
+            public var tunnelsPlainHTTP: Bool
+
+            public init(url: String, tunnelsPlainHTTP: Bool = false) {
+                self.url = url
+                self.tunnelsPlainHTTP = tunnelsPlainHTTP
+            }
+        }
+
+        /// Which HTTP versions the client offers.
+        public enum HTTPVersionPolicy: Sendable, Hashable {
+            /// HTTP/2 over TLS when the server picks it in ALPN (several requests to the host then share
+            /// one connection), HTTP/1.1 otherwise and for plain http.
+            case automatic
+            /// HTTP/1.1 only.
+            case http1Only
+            /// HTTP/2 without negotiation, plain http included (h2c by prior knowledge).
+            case http2PriorKnowledge
+        }
+    }
+}

@@ -1,0 +1,312 @@
+import HTTPTypes
+import LoopKit
+import LoopKitNet
+
+/// The client's state on its loop: curl's multi handle, the watches and the timer curl asked for, the
+/// transfers in flight. Every member but the two `let`s is touched on the loop's thread only (each entry
+/// point checks), so sharing the reference between threads is safe.
+final class ClientEngine: CurlMultiDelegate, @unchecked Sendable {  // loop-confined: all mutable state is used on `loop`'s thread, checked at every entry
+    let loop: EventLoop
+    let configuration: HTTPClient.Configuration
+
+    private enum Lifecycle {
+        /// No request yet: no multi handle, no shutdown observer.
+        case idle
+        case running(CurlMulti)
+        /// Shut down (by the client or its loop): every request fails with this error.
+        case closed(HTTPClientError)
+    }
+
+    private var lifecycle = Lifecycle.idle
+    private var watches: [Int32: (watch: Watch, readable: Bool, writable: Bool)] = [:]
+    private var timer: ScheduledTimer?
+    private var transfers: [UInt: Transfer] = [:]
+    /// Completions to call once curl has returned.
+    private var pending: [() -> Void] = []
+    private var insideCurl = 0
+
+    init(loop: EventLoop, configuration: HTTPClient.Configuration) {
+        self.loop = loop
+        self.configuration = configuration
+    }
+
+    /// The number of requests in flight. Loop thread only.
+    var transferCount: Int { transfers.count }
+
+    // MARK: requests
+
+    /// Starts `request`; `completion` gets the head or the failure, once, on the loop thread.
+    func start(
+        _ request: HTTPRequest, body: HTTPClientRequestBody?, deadline: ContinuousClock.Instant?, handle: HTTPClientRequestHandle,
+        completion: @escaping (Result<HTTPClientResponse, HTTPClientError>) -> Void
+    ) {
+        precondition(loop.isCurrent, "LoopKitHTTPClient: a request started off its client's loop thread")
+        guard let multi = runningMulti(completion) else { return }
+        guard let scheme = request.scheme, let authority = request.authority else {
+            return completion(.failure(HTTPClientError(.invalidRequest, "the request has no scheme or authority: \(request)")))
+        }
+        guard let easy = CurlEasy() else { return completion(.failure(HTTPClientError(.transport, "curl_easy_init failed"))) }
+        guard easy.setURL("\(scheme)://\(authority)\(request.path ?? "/")") else {
+            return completion(.failure(HTTPClientError(.invalidRequest, "curl refuses the URL \(scheme)://\(authority)\(request.path ?? "/")")))
+        }
+        var totalMilliseconds = configuration.requestTimeout.map(Self.milliseconds)
+        if let deadline {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { return completion(.failure(HTTPClientError(.deadlineExceeded, "the deadline passed before the request started"))) }
+            totalMilliseconds = min(totalMilliseconds ?? .max, Self.milliseconds(left))
+        }
+        easy.setTimeouts(connectMilliseconds: Self.milliseconds(configuration.connectTimeout), totalMilliseconds: totalMilliseconds)
+        easy.setMaximumConnectionAge(seconds: max(1, Int(configuration.idleTimeout.components.seconds)))
+        let followsRedirects: Bool
+        switch configuration.redirects {
+        case .disallow:
+            followsRedirects = false
+            easy.setRedirects(follow: false, maximum: 0)
+        case .follow(let maximum):
+            followsRedirects = true
+            easy.setRedirects(follow: true, maximum: maximum)
+        }
+        var limits: (Int, Int)?
+        if case .enabled(let size, let ratio) = configuration.decompression {
+            easy.setAcceptsEncodings()
+            limits = (size, ratio)
+        }
+        switch configuration.httpVersion {
+        case .automatic: easy.setHTTPVersion(CurlHTTPVersion.http2OverTLS)
+        case .http1Only: easy.setHTTPVersion(CurlHTTPVersion.http1)
+        case .http2PriorKnowledge: easy.setHTTPVersion(CurlHTTPVersion.http2PriorKnowledge)
+        }
+        let tls = configuration.tls
+        easy.setTLS(caFile: tls.caFile, certificateFile: tls.certificateFile, privateKeyFile: tls.privateKeyFile,
+                    verifies: !tls.unsafeSkipsCertificateVerification)
+        if let proxy = configuration.proxy { easy.setProxy(proxy.url, tunnels: proxy.tunnelsPlainHTTP) } else { easy.setNoProxy() }
+
+        var lines: [String] = []
+        for field in request.headerFields { lines.append("\(field.name.rawName): \(field.value)") }
+        // No `Expect: 100-continue` round trip before a body (curl's default from 1 MiB) unless asked for.
+        if request.headerFields[.expect] == nil { lines.append("Expect:") }
+        let method = request.method
+        var bytesBody: Bytes?
+        var pump: RequestBodyPump?
+        let id = UInt(bitPattern: easy.handle)
+        if let body {
+            easy.setBody(length: body.knownLength)
+            if method != .post { easy.setCustomMethod(method.rawValue) }
+            switch body.source {
+            case .bytes(let bytes): bytesBody = bytes
+            case .stream(_, let makeIterator):
+                let made = RequestBodyPump(resumeConsumer: { [weak self] in self?.resumeFromAnyThread(id) })
+                pump = made
+                Task(executorPreference: loop) { await made.pump(makeIterator) }
+            }
+        } else if method == .get {
+            easy.setMethodGET()
+        } else if method == .head {
+            easy.setMethodHEAD()
+        } else {
+            easy.setCustomMethod(method.rawValue)
+        }
+        easy.setHeaderLines(lines)
+
+        let stream = ResponseBodyStream(highWaterMark: configuration.bodyHighWaterMark, lowWaterMark: configuration.bodyLowWaterMark)
+        stream.onResume { [weak self] in self?.resumeFromAnyThread(id) }
+        let transfer = Transfer(
+            easy: easy, stream: stream, pump: pump, bytesBody: bytesBody, handle: handle, followsRedirects: followsRedirects,
+            limits: limits, later: { [unowned self] body in self.pending.append(body) },
+            makeReader: { [weak self] stream in
+                let engine = self
+                return ResponseBodyReader(stream: stream) { [weak engine] in engine?.cancelFromAnyThread(id) }
+            },
+            completion: completion)
+        easy.attach(transfer)
+        guard handle.started(id: id, engine: self) else {
+            pump?.cancel()
+            return completion(.failure(HTTPClientError(.cancelled, "the request was cancelled before it started")))
+        }
+        transfers[id] = transfer
+        insideCurl += 1
+        let added = multi.add(easy)
+        insideCurl -= 1
+        if !added {
+            transfers[id] = nil
+            pump?.cancel()
+            return completion(.failure(HTTPClientError(.transport, "curl_multi_add_handle refused the request")))
+        }
+        afterCurl()
+    }
+
+    private func runningMulti(_ completion: (Result<HTTPClientResponse, HTTPClientError>) -> Void) -> CurlMulti? {
+        switch lifecycle {
+        case .running(let multi):
+            return multi
+        case .closed(let error):
+            completion(.failure(error))
+            return nil
+        case .idle:
+            guard let multi = CurlMulti(
+                maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
+                maximumCachedConnections: configuration.maximumIdleConnections, multiplexes: true)
+            else {
+                completion(.failure(HTTPClientError(.transport, "curl_multi_init failed (\(CurlGlobal.version))")))
+                return nil
+            }
+            let observing = loop.addShutdownObserver(ObjectIdentifier(self)) { [weak self] in
+                self?.close(HTTPClientError(.shutDown, "the client's loop shut down"))
+            }
+            guard observing else {
+                lifecycle = .closed(HTTPClientError(.shutDown, "the client's loop is shut down"))
+                completion(.failure(HTTPClientError(.shutDown, "the client's loop is shut down")))
+                return nil
+            }
+            multi.attach(self)
+            lifecycle = .running(multi)
+            return multi
+        }
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        return max(0, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
+    }
+
+    // MARK: ending transfers
+
+    /// Ends transfer `id` with `error` unless it already ended. Loop thread only, outside curl.
+    func cancel(_ id: UInt, with error: HTTPClientError) {
+        precondition(loop.isCurrent)
+        guard let transfer = transfers[id] else { return }
+        transfer.abortReason = transfer.abortReason ?? error
+        end(transfer, error: error)
+        afterCurl()
+    }
+
+    private func cancelFromAnyThread(_ id: UInt) {
+        do {
+            try loop.enqueue { [self] in cancel(id, with: HTTPClientError(.cancelled, "the response body was dropped unread")) }
+        } catch {
+            // Refused once the loop began to shut down: its shutdown observer ends every transfer.
+        }
+    }
+
+    private func resumeFromAnyThread(_ id: UInt) {
+        do {
+            try loop.enqueue { [self] in
+                guard let transfer = transfers[id] else { return }
+                insideCurl += 1
+                let code = transfer.easy.resume()
+                insideCurl -= 1
+                // A limit tripped while curl handed over the bytes it kept: the transfer ends here (curl
+                // may not report it done from inside curl_easy_pause).
+                if transfers[id] === transfer, transfer.abortReason != nil || code != CurlCode.ok {
+                    end(transfer, error: transfer.abortReason ?? .curl(code, detail: transfer.easy.errorDetail))
+                }
+                afterCurl()
+            }
+        } catch {
+            // Refused once the loop began to shut down: its shutdown observer ends every transfer.
+        }
+    }
+
+    private func end(_ transfer: Transfer, error: HTTPClientError?) {
+        transfers[transfer.id] = nil
+        if case .running(let multi) = lifecycle { multi.remove(transfer.easy) }
+        transfer.handle.ended()
+        transfer.finish(error)
+    }
+
+    /// Shuts the client down: every transfer ends with `error`, the watches and timer go, the multi handle
+    /// is freed; later requests fail with `error`. Loop thread only, outside curl. Twice does nothing.
+    func close(_ error: HTTPClientError) {
+        precondition(loop.isCurrent)
+        guard case .running = lifecycle else {
+            if case .idle = lifecycle { lifecycle = .closed(error) }
+            return
+        }
+        for transfer in Array(transfers.values) {
+            transfer.abortReason = transfer.abortReason ?? error
+            end(transfer, error: error)
+        }
+        for entry in watches.values { entry.watch.cancel() }
+        watches.removeAll()
+        timer?.cancel()
+        timer = nil
+        lifecycle = .closed(error)
+        loop.removeShutdownObserver(ObjectIdentifier(self))
+        runPending()
+    }
+
+    // MARK: curl's loop
+
+    /// After curl returned: ends the transfers it finished, then calls the completions gathered meanwhile.
+    private func afterCurl() {
+        guard insideCurl == 0 else { return }
+        if case .running(let multi) = lifecycle {
+            for done in multi.completions() {
+                guard let transfer = transfers[UInt(bitPattern: done.handle)] else { continue }
+                var error: HTTPClientError?
+                if done.code != CurlCode.ok {
+                    if let reason = transfer.abortReason {
+                        error = reason
+                    } else if let failure = transfer.pump?.failure {
+                        error = HTTPClientError(.requestBodyFailed, "the request body's sequence threw: \(failure)", curlCode: done.code)
+                    } else {
+                        error = .curl(done.code, detail: transfer.easy.errorDetail)
+                    }
+                }
+                end(transfer, error: error)
+            }
+        }
+        runPending()
+    }
+
+    private func runPending() {
+        while !pending.isEmpty {
+            let batch = pending
+            pending.removeAll()
+            for body in batch { body() }
+        }
+    }
+
+    func curlWatches(_ fd: Int32, readable: Bool, writable: Bool) {
+        if let current = watches[fd] {
+            if current.readable == readable && current.writable == writable { return }
+            current.watch.cancel()
+            watches[fd] = nil
+        }
+        guard readable || writable else { return }
+        var events: IOEvents = []
+        if readable { events.insert(.readable) }
+        if writable { events.insert(.writable) }
+        do {
+            let watch = try loop.watch(fd, for: events) { [weak self] ready in
+                guard let self, case .running(let multi) = self.lifecycle else { return }
+                self.insideCurl += 1
+                multi.socketReady(fd, readable: ready.contains(.readable), writable: ready.contains(.writable))
+                self.insideCurl -= 1
+                self.afterCurl()
+            }
+            watches[fd] = (watch, readable, writable)
+        } catch {
+            // The loop is shutting down (its observer ends every transfer) or libevent refused the
+            // descriptor: the transfer then ends at its deadline, which curl's timer keeps.
+        }
+    }
+
+    func curlWantsTimer(milliseconds: Int?) {
+        timer?.cancel()
+        timer = nil
+        guard let milliseconds else { return }
+        do {
+            timer = try loop.schedule(after: .milliseconds(milliseconds)) { [weak self] in
+                guard let self, case .running(let multi) = self.lifecycle else { return }
+                self.timer = nil
+                self.insideCurl += 1
+                multi.timedOut()
+                self.insideCurl -= 1
+                self.afterCurl()
+            }
+        } catch {
+            // Refused once the loop began to shut down: its shutdown observer ends every transfer.
+        }
+    }
+}

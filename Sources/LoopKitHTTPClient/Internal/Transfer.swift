@@ -1,0 +1,161 @@
+import HTTPTypes
+import LoopKitNet
+
+/// One request in flight: its curl handle, the head as it is parsed, the body's stream, the limits.
+/// Loop thread only (curl calls it from inside curl_multi_socket_action and curl_easy_pause).
+final class Transfer: CurlTransferDelegate {
+    let easy: CurlEasy
+    let stream: ResponseBodyStream
+    let pump: RequestBodyPump?
+    let handle: HTTPClientRequestHandle
+    private let bytesBody: Bytes?
+    private var bodyOffset = 0
+    /// Told the head once, or the failure; nil after.
+    private var completion: ((Result<HTTPClientResponse, HTTPClientError>) -> Void)?
+    private let followsRedirects: Bool
+    private let limits: (maximumSize: Int, maximumRatio: Int)?
+    private var status: HTTPResponse.Status?
+    private var fields = HTTPFields()
+    private(set) var headIsComplete = false
+    /// Why the client stopped the transfer (a limit, cancellation, shutdown): reported instead of curl's code.
+    var abortReason: HTTPClientError?
+    private var decoded = 0
+    /// The final head names a `Content-Encoding` (other than identity): curl decodes the body.
+    private var isEncoded = false
+    /// Runs `body` once curl has returned (a completion is never called from inside curl).
+    private let later: (@escaping () -> Void) -> Void
+    /// Makes the body's reader (which cancels the transfer when dropped).
+    private let makeReader: (ResponseBodyStream) -> ResponseBodyReader
+
+    var id: UInt { UInt(bitPattern: easy.handle) }
+
+    init(
+        easy: CurlEasy, stream: ResponseBodyStream, pump: RequestBodyPump?, bytesBody: Bytes?, handle: HTTPClientRequestHandle,
+        followsRedirects: Bool, limits: (Int, Int)?, later: @escaping (@escaping () -> Void) -> Void,
+        makeReader: @escaping (ResponseBodyStream) -> ResponseBodyReader,
+        completion: @escaping (Result<HTTPClientResponse, HTTPClientError>) -> Void
+    ) {
+        self.easy = easy
+        self.stream = stream
+        self.pump = pump
+        self.bytesBody = bytesBody
+        self.handle = handle
+        self.followsRedirects = followsRedirects
+        self.limits = limits
+        self.later = later
+        self.makeReader = makeReader
+        self.completion = completion
+    }
+
+    // MARK: curl's callbacks
+
+    func curlReceivedHeaderLine(_ line: UnsafeRawBufferPointer) {
+        guard !headIsComplete else { return }  // trailers
+        // The line's end trimmed as bytes: "\r\n" is one Character in a Swift string.
+        var end = line.count
+        while end > 0 && (line[end - 1] == 0x0A || line[end - 1] == 0x0D) { end -= 1 }
+        let text = String(decoding: UnsafeRawBufferPointer(rebasing: line[..<end]), as: UTF8.self)
+        if text.hasPrefix("HTTP/") {
+            let parts = text.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
+            let code = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+            status = HTTPResponse.Status(code: code, reasonPhrase: parts.count > 2 ? String(parts[2]) : "")
+            fields = HTTPFields()
+        } else if text.isEmpty {
+            guard let status else { return }
+            if status.kind == .informational { return }
+            let redirects: Set<Int> = [301, 302, 303, 307, 308]
+            if followsRedirects && redirects.contains(status.code) && fields[.location] != nil { return }
+            headIsComplete = true
+            isEncoded = fields[.contentEncoding].map { $0.lowercased() != "identity" } ?? false
+            deliverHead()
+        } else if let colon = text.firstIndex(of: ":"),
+            let name = HTTPField.Name(String(text[..<colon]).trimmingSpaces)
+        {
+            fields.append(HTTPField(name: name, value: String(text[text.index(after: colon)...]).trimmingSpaces))
+        }
+    }
+
+    func curlReceivedBody(_ bytes: UnsafeRawBufferPointer) -> CurlWriteAnswer {
+        guard abortReason == nil else { return .abort }
+        if !headIsComplete {
+            headIsComplete = true
+            deliverHead()
+        }
+        let total = decoded + bytes.count
+        // The limits are for decoding: a body sent as is may be as large as the server makes it.
+        if let limits, isEncoded {
+            if total > limits.maximumSize {
+                abortReason = HTTPClientError(
+                    .decompressionLimitExceeded, "the response body decodes to more than \(limits.maximumSize) bytes")
+                return .abort
+            }
+            if total > 1024 * 1024 {
+                let received = max(1, Int(easy.bytesReceived))
+                if total / received > limits.maximumRatio {
+                    abortReason = HTTPClientError(
+                        .decompressionLimitExceeded,
+                        "the response body decodes to more than \(limits.maximumRatio) times its \(received) encoded bytes")
+                    return .abort
+                }
+            }
+        }
+        guard bytes.count > 0 else { return .took }
+        guard stream.offer(Bytes(copying: bytes)) else { return .pause }
+        decoded = total
+        return .took
+    }
+
+    func curlWantsBody(into buffer: UnsafeMutableRawBufferPointer) -> CurlReadAnswer {
+        if let pump { return pump.read(into: buffer) }
+        guard let bytesBody else { return .wrote(0) }
+        let count = min(buffer.count, bytesBody.count - bodyOffset)
+        guard count > 0 else { return .wrote(0) }
+        let start = bytesBody.index(bytesBody.startIndex, offsetBy: bodyOffset)
+        bytesBody[start..<(start + count)].withUnsafeBytes { source in
+            buffer.baseAddress!.copyMemory(from: source.baseAddress!, byteCount: count)
+        }
+        bodyOffset += count
+        return .wrote(count)
+    }
+
+    func curlRewindsBody(to offset: Int) -> Bool {
+        guard pump == nil, let bytesBody, offset >= 0, offset <= bytesBody.count else { return offset == 0 && bytesBody == nil && pump == nil }
+        bodyOffset = offset
+        return true
+    }
+
+    // MARK: the end
+
+    private func deliverHead() {
+        guard let completion else { return }
+        self.completion = nil
+        var head = HTTPResponse(status: status ?? HTTPResponse.Status(code: easy.responseCode))
+        head.headerFields = fields
+        let response = HTTPClientResponse(head: head, httpVersion: easy.httpVersion, body: .init(reader: makeReader(stream)))
+        later { completion(.success(response)) }
+    }
+
+    /// curl finished the transfer (or the client ended it) with `error`, nil for success.
+    func finish(_ error: HTTPClientError?) {
+        pump?.cancel()
+        if let error {
+            if let completion {
+                self.completion = nil
+                later { completion(.failure(error)) }
+            }
+        } else if !headIsComplete {
+            headIsComplete = true
+            deliverHead()
+        }
+        stream.finish(error)
+    }
+}
+
+extension String {
+    fileprivate var trimmingSpaces: String {
+        var scalars = Substring(self)
+        while scalars.first == " " || scalars.first == "\t" { scalars.removeFirst() }
+        while scalars.last == " " || scalars.last == "\t" { scalars.removeLast() }
+        return String(scalars)
+    }
+}
