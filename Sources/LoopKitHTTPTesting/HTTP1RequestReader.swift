@@ -92,6 +92,12 @@ struct HTTP1RequestReader {
         return events
     }
 
+    /// Forgets the rest of the current request's body (the server reset its stream): the next bytes
+    /// written start a new request.
+    mutating func abandonBody() {
+        state = .head
+    }
+
     /// A zero-length body ends without bytes.
     private var isBodyless: Bool {
         if case .length(remaining: 0) = state { return true }

@@ -204,7 +204,10 @@ final class HTTP2Transport: HTTPTestTransport {
         if !stream.isAnswered {  // reset before its response ended: the client sees the connection end
             closed = true
         }
-        if uploading === stream { uploading = nil }
+        if uploading === stream {  // the server is done with the request: what the client writes next is a new one
+            uploading = nil
+            reader.abandonBody()
+        }
     }
 
     func goAwayArrived(lastStream: Int32) {

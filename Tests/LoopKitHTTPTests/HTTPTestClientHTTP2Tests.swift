@@ -213,4 +213,48 @@ struct HTTPTestClientHTTP2Tests {
         try client.runUntilIdle()
         #expect(client.isClosedByServer)
     }
+
+    // Found by running the repository's tests over HTTP/2: a request body that stalled was never timed out.
+
+    @Test("A collected body that stalls past bodyTimeout is answered 408 on its stream; the connection goes on")
+    func aStalledBodyIs408() throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.bodyTimeout = .milliseconds(100)
+        let client = try HTTPTestClient(router: Self.router(), configuration: configuration, mode: .inMemoryHTTP2)
+        try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc")
+        try client.advance(by: .milliseconds(50))
+        try client.runUntilIdle()
+        #expect(client.receivedText.isEmpty)  // not yet
+        try client.advance(by: .milliseconds(100))
+        #expect(try client.nextResponse().status == .requestTimeout)
+        #expect(!client.isClosedByServer)
+        #expect(try client.execute(.get, "/hello").text == "Hello, World!")
+    }
+
+    @Test("A body that keeps arriving within bodyTimeout is not cut, however long it takes in all")
+    func aSlowButSteadyBodyIsNotCut() throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.bodyTimeout = .milliseconds(100)
+        let client = try HTTPTestClient(router: Self.router(), configuration: configuration, mode: .inMemoryHTTP2)
+        try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\n")
+        for letter in ["a", "b", "c", "d"] {
+            try client.advance(by: .milliseconds(80))
+            try client.send(letter)
+        }
+        try client.advance(by: .milliseconds(80))
+        try client.send("e")
+        #expect(try client.nextResponse().text == "abcde")
+    }
+
+    @Test("A streamed body that stalls past bodyTimeout ends its handler's body and resets the stream")
+    func aStalledStreamedBodyIsReset() throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.bodyTimeout = .milliseconds(100)
+        let client = try HTTPTestClient(router: Self.router(), configuration: configuration, mode: .inMemoryHTTP2)
+        try client.send("POST /count HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc")
+        try client.advance(by: .milliseconds(150))
+        try client.runUntilIdle()
+        #expect(client.isClosedByServer)  // the reset, as the translated connection reads it
+        #expect(client.receivedText.isEmpty)
+    }
 }
