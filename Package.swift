@@ -176,6 +176,7 @@ let package = Package(
             name: "LoopKitHTTPTesting",
             dependencies: [
                 "LoopKitHTTP", "LoopKit", "LoopKitNet", "LoopKitTesting", "LoopKitNetTesting",
+                "CNGHTTP2",  // the HTTP/2 test modes' client session
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -164,7 +164,9 @@ final class HomedTransport: HTTPTestTransport {
     }
 
     /// The in-memory transport inside, for the client's `driver`; nil when live or shut down.
-    var inMemory: InMemoryTransport? { onHome(or: nil) { $0 as? InMemoryTransport } }
+    var inMemory: InMemoryTransport? {
+        onHome(or: nil) { ($0 as? InMemoryTransport) ?? (($0 as? HTTP2Transport)?.inner as? InMemoryTransport) }
+    }
 
     func send(_ bytes: [UInt8]) throws { try onHome { try $0.send(bytes) } }
     func takeReceived() -> [UInt8] { onHome(or: []) { $0.takeReceived() } }

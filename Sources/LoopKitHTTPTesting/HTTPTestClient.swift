@@ -51,7 +51,7 @@ public final class HTTPTestClient {
     ///   - router: The routes under test.
     ///   - configuration: Limits, timeouts and watermarks (the address is ignored: live mode listens on
     ///     127.0.0.1, port 0).
-    ///   - mode: In memory (the default) or live.
+    ///   - mode: In memory (the default) or live, over HTTP/1.1 or HTTP/2 (``HTTPTestMode``).
     ///   - logger: The server's logger (silent by default).
     /// - Throws: ``HTTPTestClientError/cannotStart(_:)``.
     public init(router: HTTPRouter, configuration: HTTPServer.Configuration = HTTPServer.Configuration(),
@@ -63,6 +63,10 @@ public final class HTTPTestClient {
                 switch mode {
                 case .inMemory: try InMemoryTransport(router: router, configuration: configuration, logger: logger)
                 case .live: try LiveTransport(router: router, configuration: configuration, logger: logger)
+                case .inMemoryHTTP2:
+                    try HTTP2Transport(over: InMemoryTransport(router: router, configuration: Self.checkedHTTP2(configuration), logger: logger))
+                case .liveHTTP2:
+                    try HTTP2Transport(over: LiveTransport(router: router, configuration: Self.checkedHTTP2(configuration), logger: logger))
                 }
             }
         } catch let error as HTTPTestClientError {
@@ -92,7 +96,7 @@ public final class HTTPTestClient {
     /// - Parameters:
     ///   - router: The routes under test.
     ///   - configuration: Limits, timeouts and watermarks (the address is ignored).
-    ///   - mode: In memory (the default) or live.
+    ///   - mode: In memory (the default) or live, over HTTP/1.1 or HTTP/2 (``HTTPTestMode``).
     ///   - group: The loops to serve on.
     ///   - logger: The server's logger (silent by default).
     /// - Throws: ``HTTPTestClientError/cannotStart(_:)``.
@@ -105,6 +109,12 @@ public final class HTTPTestClient {
                 switch mode {
                 case .inMemory: try GroupInMemoryTransport(router: router, configuration: configuration, group: group, logger: logger)
                 case .live: try LiveTransport(router: router, configuration: configuration, group: group, logger: logger)
+                case .inMemoryHTTP2:
+                    try HTTP2Transport(over: GroupInMemoryTransport(router: router, configuration: Self.checkedHTTP2(configuration),
+                                                                    group: group, logger: logger))
+                case .liveHTTP2:
+                    try HTTP2Transport(over: LiveTransport(router: router, configuration: Self.checkedHTTP2(configuration),
+                                                           group: group, logger: logger))
                 }
             }
         } catch let error as HTTPTestClientError {
@@ -184,13 +194,21 @@ public final class HTTPTestClient {
     ///
     /// - Parameters:
     ///   - server: The server whose router and configuration to use.
-    ///   - mode: In memory (the default) or live.
+    ///   - mode: In memory (the default) or live, over HTTP/1.1 or HTTP/2 (``HTTPTestMode``).
     /// - Throws: ``HTTPTestClientError/cannotStart(_:)``.
     public convenience init(server: HTTPServer, mode: HTTPTestMode = .inMemory) throws {
         try self.init(router: server.routes, configuration: server.configuration, mode: mode)
     }
 
     deinit { transport.shutDown() }
+
+    /// `configuration`, when it lets the server speak HTTP/2 (an HTTP/2 mode's requirement).
+    private static func checkedHTTP2(_ configuration: HTTPServer.Configuration) throws -> HTTPServer.Configuration {
+        guard configuration.http2 != nil, configuration.tls == nil else {
+            throw HTTPTestClientError.cannotStart("an HTTP/2 mode needs configuration.http2 (h2c: and no configuration.tls)")
+        }
+        return configuration
+    }
 
     /// The driver of the in-memory loop; nil when live or on a group. A client made without a driver keeps
     /// its driver on a thread of its own (see the thread rule above): step it through the client (``step()``,
@@ -254,7 +272,7 @@ public final class HTTPTestClient {
             }
             if closed { throw HTTPTestClientError.closedEarly(received: receivedText) }
             guard try transport.waitForProgress() else {
-                throw mode == .inMemory ? HTTPTestClientError.noResponse(received: receivedText)
+                throw mode.isInMemory ? HTTPTestClientError.noResponse(received: receivedText)
                                         : HTTPTestClientError.timedOut(after: LiveTransport.safetyTimeout, received: receivedText)
             }
         }
@@ -313,7 +331,7 @@ public final class HTTPTestClient {
             buffer += transport.takeReceived()
             if transport.isClosedByServer { break }
             guard try transport.waitForProgress() else {
-                throw mode == .inMemory ? HTTPTestClientError.noResponse(received: receivedText)
+                throw mode.isInMemory ? HTTPTestClientError.noResponse(received: receivedText)
                                         : HTTPTestClientError.timedOut(after: LiveTransport.safetyTimeout, received: receivedText)
             }
         }
@@ -332,7 +350,7 @@ public final class HTTPTestClient {
     /// Lets the server make progress once, as ``step()`` does; throws the client's error when it cannot.
     func waitForBytes() throws {
         guard try transport.waitForProgress() else {
-            throw mode == .inMemory ? HTTPTestClientError.noResponse(received: receivedText)
+            throw mode.isInMemory ? HTTPTestClientError.noResponse(received: receivedText)
                                     : HTTPTestClientError.timedOut(after: LiveTransport.safetyTimeout, received: receivedText)
         }
     }

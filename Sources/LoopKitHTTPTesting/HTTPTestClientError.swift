@@ -18,6 +18,10 @@ public enum HTTPTestClientError: Error, Sendable, Hashable, CustomStringConverti
     /// ``HTTPTestClient/nextEvent()`` read a response that is not an event stream (not `200`, or not
     /// `Content-Type: text/event-stream`): here it is, whole.
     case notAnEventStream(HTTPTestResponse)
+    /// An HTTP/2 mode (``HTTPTestMode/inMemoryHTTP2``, ``HTTPTestMode/liveHTTP2``) was given bytes it
+    /// cannot carry as an HTTP/2 request: not HTTP/1.1 (raw bad input is an HTTP/1 test), or an `Upgrade`
+    /// (a WebSocket: the server does not offer WebSocket over HTTP/2). The reason says which.
+    case notTranslatable(String)
 
     public var description: String {
         switch self {
@@ -33,6 +37,8 @@ public enum HTTPTestClientError: Error, Sendable, Hashable, CustomStringConverti
             "cannot start the test server: \(reason)"
         case .wrongThread(let reason):
             reason
+        case .notTranslatable(let reason):
+            "cannot send this over HTTP/2: \(reason)"
         case .notAnEventStream(let response):
             "not an event stream: \(response.status.code) \(response.headerFields[.contentType] ?? "with no Content-Type"), body \(String(reflecting: response.text))"
         }

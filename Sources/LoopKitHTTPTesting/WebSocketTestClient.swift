@@ -41,8 +41,9 @@ public final class WebSocketTestClient {
     ///   - client: The connection to upgrade; do not send HTTP requests on it afterwards.
     ///   - headerFields: More fields for the upgrade request.
     /// - Throws: ``WebSocketTestClientError/notUpgraded(_:)`` when the answer is not a valid `101`;
-    ///   what ``HTTPTestClient/execute(_:body:)`` throws.
+    ///   ``WebSocketTestClientError/notOverHTTP2`` in an HTTP/2 mode; what ``HTTPTestClient/execute(_:body:)`` throws.
     public init(_ path: String, through client: HTTPTestClient, headerFields: HTTPFields = [:]) throws {
+        guard !client.mode.isHTTP2 else { throw WebSocketTestClientError.notOverHTTP2 }
         http = client
         var fields = headerFields
         fields[.upgrade] = "websocket"
@@ -189,6 +190,10 @@ public enum WebSocketTestClientError: Error, Equatable, CustomStringConvertible 
     case protocolViolation(String)
     /// A compressed message arrived, and this client does not inflate.
     case compressedMessage
+    /// The client speaks HTTP/2 (``HTTPTestMode/inMemoryHTTP2``, ``HTTPTestMode/liveHTTP2``), and the server
+    /// does not offer WebSocket over HTTP/2 (RFC 8441's extended CONNECT): test WebSocket routes in an
+    /// HTTP/1.1 mode.
+    case notOverHTTP2
 
     public var description: String {
         switch self {
@@ -196,6 +201,7 @@ public enum WebSocketTestClientError: Error, Equatable, CustomStringConvertible 
         case .closed(let code, let reason): "the server closed the WebSocket (\(code.map { "\($0)" } ?? "no code")\(reason.isEmpty ? "" : ": \(reason)"))"
         case .protocolViolation(let what): "the server broke RFC 6455: \(what)"
         case .compressedMessage: "a compressed message arrived; this client does not inflate"
+        case .notOverHTTP2: "no WebSocket over HTTP/2: the server does not offer RFC 8441's extended CONNECT; use an HTTP/1.1 mode (.inMemory, .live)"
         }
     }
 }

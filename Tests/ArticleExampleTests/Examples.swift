@@ -660,8 +660,20 @@ func example_TestingHTTPHandlers_88(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:167
-func example_TestingHTTPHandlers_167(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:172
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:172") struct Example_TestingHTTPHandlers_172 {
+
+    @Test(arguments: HTTPTestMode.everyProtocol)
+    func helloAnswersOverBothProtocols(mode: HTTPTestMode) throws {
+        var router = HTTPRouter()
+        router.get("/hello") { request in .text("Hello over HTTP/\(request.version.major)") }
+        let client = try HTTPTestClient(router: router, mode: mode)
+        #expect(try client.execute(.get, "/hello").text == (mode.isHTTP2 ? "Hello over HTTP/2" : "Hello over HTTP/1"))
+    }
+}
+
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:193
+func example_TestingHTTPHandlers_193(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     var configuration = HTTPServer.Configuration()
     configuration.tls = try TLSContext(.server(certificateChain: .file(chain), privateKey: .file(key)))
     let client = try HTTPTestClient(router: router, configuration: configuration,
@@ -669,8 +681,8 @@ func example_TestingHTTPHandlers_167(router: inout HTTPRouter, configuration: in
     #expect(try await client.execute(.get, "/hello").status == .ok)
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:190
-@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:190") struct Example_TestingHTTPHandlers_190 {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:216
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:216") struct Example_TestingHTTPHandlers_216 {
     @Test(arguments: HTTPTestMode.allCases)
     func aTodoAddedOnOneLoopIsReadOnTheOther(mode: HTTPTestMode) throws {
         let group = try LoopGroup(threads: 2)

@@ -106,12 +106,19 @@ final class HTTP2Connection: ConnectionHandler, @unchecked Sendable {  // loop-c
     /// The loop's sweep (``HTTPLoopContext``): a connection whose client stopped taking its output, or
     /// whose close cannot drain, is cut (``OutputDeadlines``, as on HTTP/1); one with no stream open for the
     /// server's ``HTTPServer/Configuration/idleTimeout`` (and no byte read meanwhile) is sent GOAWAY and
-    /// closed. A stream whose handler is slow is the handler's business, as on HTTP/1.
+    /// closed; a stream whose request body stalls past ``HTTPServer/Configuration/bodyTimeout`` is answered
+    /// 408 or reset (``HTTP2Stream/checkBodyDeadline(now:)``). A stream whose handler is slow is the
+    /// handler's business, as on HTTP/1.
     func checkDeadlines(_ connection: Connection, now: EventLoopClock.Instant) {
         guard !isClosed else { return }
         let now = now.nanoseconds
         if OutputDeadlines.cutIfStuck(tcp, now: now, context: context) { return }
-        guard streams.isEmpty, now >= lastActivity.addingSaturated(context.idleTimeout) else { return }
+        if !streams.isEmpty {
+            for stream in Array(streams.values) { stream.checkBodyDeadline(now: now) }
+            flush()
+            return
+        }
+        guard now >= lastActivity.addingSaturated(context.idleTimeout) else { return }
         session.goAway()
         isDraining = true
         flush()

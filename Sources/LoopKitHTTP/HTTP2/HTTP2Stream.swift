@@ -21,6 +21,10 @@ final class HTTP2Stream: HTTPStream, HTTPRequestBodySource, @unchecked Sendable 
     @exclusivity(unchecked) var spareExtras: HTTPExchange.Extras?
     @exclusivity(unchecked) var responseBodyBytes = 0
     @exclusivity(unchecked) private(set) var isClosed = false
+    /// Since when (the loop's clock) the stream has waited for the client's next body byte; nil when no
+    /// body is awaited. The loop's sweep answers 408 past ``HTTPServer/Configuration/bodyTimeout``, as on
+    /// HTTP/1 (``checkBodyDeadline(now:)``).
+    @exclusivity(unchecked) private var bodyAwaitedSince: UInt64?
 
     // The request, as it arrives.
     @exclusivity(unchecked) private var method: String?
@@ -103,6 +107,7 @@ final class HTTP2Stream: HTTPStream, HTTPRequestBodySource, @unchecked Sendable 
                                    framing: framing)
         let plan = HTTPDispatcher.headArrived(head, on: self)
         bodyLimit = plan.limit
+        if !endsStream { bodyAwaitedSince = context.now }
         if let length, let limit = plan.limit, length > limit {
             refuse(.contentTooLarge)  // 413 before any body byte, and before `100 Continue`
             return
@@ -127,6 +132,7 @@ final class HTTP2Stream: HTTPStream, HTTPRequestBodySource, @unchecked Sendable 
             connection?.consume(id, bytes: bytes.count)
             return
         }
+        bodyAwaitedSince = context.now
         if let streamedBody {
             streamedBody.append(bytes)
             if streamedBody.isComplete {  // past the route's limit
@@ -157,6 +163,7 @@ final class HTTP2Stream: HTTPStream, HTTPRequestBodySource, @unchecked Sendable 
 
     /// END_STREAM: the body is complete.
     func bodyEnded() {
+        bodyAwaitedSince = nil
         guard !refused else { return }
         if let streamedBody {
             self.streamedBody = nil
@@ -189,6 +196,7 @@ final class HTTP2Stream: HTTPStream, HTTPRequestBodySource, @unchecked Sendable 
     /// `NO_ERROR` once it has gone out (RFC 9113 §8.1: the client stops sending).
     private func refuse(_ status: HTTPResponse.Status) {
         refused = true
+        bodyAwaitedSince = nil
         if let streamedBody {
             self.streamedBody = nil
             streamedBody.end(.failure(.tooLarge(limit: bodyLimit ?? 0)))
@@ -197,9 +205,32 @@ final class HTTP2Stream: HTTPStream, HTTPRequestBodySource, @unchecked Sendable 
             connection?.reset(id, code: NGHTTP2Session.cancel)
             return
         }
-        var response = HTTPDispatcher.refusal(status, error: .bodyTooLarge, configuration: context.configuration)
+        var response = HTTPDispatcher.refusal(status, error: status == .contentTooLarge ? .bodyTooLarge : nil,
+                                              configuration: context.configuration)
         response.head.status = status
         HTTPDispatcher.send(response, on: self)
+    }
+
+    /// The loop's sweep: a body the client has sent nothing of for ``HTTPServer/Configuration/bodyTimeout``
+    /// is answered as on HTTP/1: a collected body with `408 Request Timeout` (then the stream is reset
+    /// with `NO_ERROR`); a body streamed to its handler (only while the handler has room for more: a
+    /// handler that does not read is its own business) ends with ``HTTPBodyError/connectionClosed`` and
+    /// the stream is reset with `CANCEL`, as HTTP/1 closes the connection without a 408 once the request
+    /// was handed over. Without it a client could hold a stream, and its handler, open forever by never
+    /// finishing its upload. Loop thread.
+    func checkBodyDeadline(now: UInt64) {
+        guard let since = bodyAwaitedSince, !refused, !isClosed, streamedBody?.hasRoom ?? true,
+              now >= since.addingSaturated(context.bodyTimeout) else { return }
+        bodyAwaitedSince = nil
+        context.logger.notice("request timed out", metadata: ["status": "408", "protocol": "h2"])
+        if let streamedBody {
+            self.streamedBody = nil
+            refused = true
+            streamedBody.end(.failure(.connectionClosed))
+            connection?.reset(id, code: NGHTTP2Session.cancel)
+            return
+        }
+        refuse(.requestTimeout)
     }
 
     // MARK: The stream's end
