@@ -257,4 +257,37 @@ struct HTTPTestClientHTTP2Tests {
         #expect(client.isClosedByServer)  // the reset, as the translated connection reads it
         #expect(client.receivedText.isEmpty)
     }
+
+    /// A client over HTTP/2 whose server has the given limits.
+    private func client(_ mode: HTTPTestMode, _ configure: (inout HTTPServer.Configuration) -> Void) throws -> HTTPTestClient {
+        var configuration = HTTPServer.Configuration()
+        configure(&configuration)
+        return try HTTPTestClient(router: Self.router(), configuration: configuration, mode: mode)
+    }
+
+    @Test("A head over the server's head size limit gets 431 on its stream, as on HTTP/1, and the connection goes on",
+          arguments: HTTPTestMode.http2Cases)
+    func anOverLargeHeadIs431(mode: HTTPTestMode) throws {
+        let client = try client(mode) { $0.limits.maxHeadSize = 512 }
+        let fields = (0..<40).map { "X-F\($0): \(String(repeating: "v", count: 30))\r\n" }.joined()
+        try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\(fields)\r\n")
+        #expect(try client.nextResponse().status.code == 431)
+        #expect(try client.execute(.get, "/hello").text == "Hello, World!")
+    }
+
+    @Test("More fields than the server's field count limit get 431 on their stream", arguments: HTTPTestMode.http2Cases)
+    func tooManyFieldsAre431(mode: HTTPTestMode) throws {
+        let client = try client(mode) { $0.limits.maxFieldCount = 3 }
+        try client.send("GET /hello HTTP/1.1\r\nHost: t\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n")
+        #expect(try client.nextResponse().status.code == 431)
+        try client.send("GET /hello HTTP/1.1\r\nHost: t\r\nA: 1\r\nB: 2\r\n\r\n")
+        #expect(try client.nextResponse().status == .ok)
+    }
+
+    @Test("A path longer than the server's request line limit gets 431 on its stream", arguments: HTTPTestMode.http2Cases)
+    func anOverLongPathIs431(mode: HTTPTestMode) throws {
+        let client = try client(mode) { $0.limits.maxRequestLineLength = 64 }
+        #expect(try client.execute(.get, "/" + String(repeating: "a", count: 100)).status.code == 431)
+        #expect(try client.execute(.get, "/hello").status == .ok)
+    }
 }

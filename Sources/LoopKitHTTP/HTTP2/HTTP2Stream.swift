@@ -44,6 +44,11 @@ final class HTTP2Stream: HTTPStream, HTTPRequestBodySource, @unchecked Sendable 
     @exclusivity(unchecked) private var unconsumed = 0
     /// The request was refused (413): what it still sends is dropped.
     @exclusivity(unchecked) private var refused = false
+    /// The head's size as HTTP/1 would count it (`name: value` and CRLF per field) and its field count,
+    /// held to the server's ``HTTPParserLimits`` as on HTTP/1 (nghttp2 holds the encoded list only to
+    /// ``HTTP2Settings/maxHeaderListSize``).
+    @exclusivity(unchecked) private var headSize = 0
+    @exclusivity(unchecked) private var fieldCount = 0
 
     // The response body, as nghttp2 takes it.
     @exclusivity(unchecked) private var outbound: [Bytes] = []
@@ -83,6 +88,10 @@ final class HTTP2Stream: HTTPStream, HTTPRequestBodySource, @unchecked Sendable 
             return true
         }
         guard let fieldName = HTTPField.Name(String(decoding: name, as: UTF8.self)) else { return false }
+        if !headEnded {
+            fieldCount += 1
+            headSize += name.count + value.utf8.count + 4
+        }
         if headEnded {
             trailers = trailers ?? HTTPFields()
             trailers!.append(HTTPField(name: fieldName, value: value))
@@ -107,6 +116,10 @@ final class HTTP2Stream: HTTPStream, HTTPRequestBodySource, @unchecked Sendable 
                                    framing: framing)
         let plan = HTTPDispatcher.headArrived(head, on: self)
         bodyLimit = plan.limit
+        if let error = headLimitBroken(method: method, path: path) {
+            refuse(error.status, error: error)  // 431, and the stream reset: the connection goes on
+            return
+        }
         if !endsStream { bodyAwaitedSince = context.now }
         if let length, let limit = plan.limit, length > limit {
             refuse(.contentTooLarge)  // 413 before any body byte, and before `100 Continue`
@@ -194,7 +207,18 @@ final class HTTP2Stream: HTTPStream, HTTPRequestBodySource, @unchecked Sendable 
 
     /// Refuses the request (a body over its limit): the response, then the stream is reset with
     /// `NO_ERROR` once it has gone out (RFC 9113 §8.1: the client stops sending).
-    private func refuse(_ status: HTTPResponse.Status) {
+    /// The limit of ``HTTPParserLimits`` the head breaks, counted as HTTP/1 counts it (the request line
+    /// as `METHOD path HTTP/1.1`), nil when it keeps them.
+    private func headLimitBroken(method: HTTPRequest.Method, path: String?) -> HTTPRequestError? {
+        let limits = context.configuration.limits
+        let requestLine = method.rawValue.utf8.count + (path?.utf8.count ?? 1) + 11
+        if requestLine > limits.maxRequestLineLength { return .requestLineTooLong }
+        if fieldCount > limits.maxFieldCount { return .tooManyFields }
+        if requestLine + headSize + 2 > limits.maxHeadSize { return .headTooLarge }
+        return nil
+    }
+
+    private func refuse(_ status: HTTPResponse.Status, error: HTTPRequestError? = nil) {
         refused = true
         bodyAwaitedSince = nil
         if let streamedBody {
@@ -205,7 +229,7 @@ final class HTTP2Stream: HTTPStream, HTTPRequestBodySource, @unchecked Sendable 
             connection?.reset(id, code: NGHTTP2Session.cancel)
             return
         }
-        var response = HTTPDispatcher.refusal(status, error: status == .contentTooLarge ? .bodyTooLarge : nil,
+        var response = HTTPDispatcher.refusal(status, error: error ?? (status == .contentTooLarge ? .bodyTooLarge : nil),
                                               configuration: context.configuration)
         response.head.status = status
         HTTPDispatcher.send(response, on: self)
