@@ -184,8 +184,11 @@ final class Fetch: Sendable {
             if snapshot.totalUnitCount >= 0 { object["total"] = snapshot.totalUnitCount }
             if let error { object["error"] = error }
             if final { object["seconds"] = seconds }
-            if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) {
+            do {
+                let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
                 writeToStandardOutput(String(decoding: data, as: UTF8.self) + "\n")
+            } catch {
+                FileHandle.standardError.write(Data("fetch: a progress line could not be written as JSON: \(error)\n".utf8))
             }
         } else if !interactive && final {
             let rate = seconds > 0 ? Double(snapshot.completedUnitCount) / seconds / 1_000_000 : 0

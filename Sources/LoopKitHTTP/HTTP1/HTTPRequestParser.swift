@@ -10,8 +10,9 @@ import Musl
 ///
 /// The caller keeps the bytes it has received in one buffer, calls ``parse(_:)`` with all of them, drops
 /// the `consumed` prefix, and calls again; when the parser answers ``Event/needMoreBytes`` it waits for
-/// more bytes, appends them to what was left, and calls again. The parser copies nothing but what an
-/// `HTTPRequest` stores (its strings and `HTTPFields`); bodies come back as ranges of the caller's bytes.
+/// more bytes, appends them to what was left, and calls again. The parser copies a head's method, target
+/// and field lines (the `HTTPRequest` is built from them when first read: ``HTTPRequestHead/request``);
+/// bodies come back as ranges of the caller's bytes.
 ///
 /// The events of one request are `head`, then zero or more `body`, then `end`; the next request's `head`
 /// follows (pipelining). Any thrown ``HTTPRequestError`` is final: the parser and the connection are done.

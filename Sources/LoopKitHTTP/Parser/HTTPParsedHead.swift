@@ -15,7 +15,8 @@ final class HTTPParsedHead: Sendable {
     let target: String
     /// The absolute-form target's scheme (nil for the origin form).
     let scheme: String?
-    /// The absolute-form target's authority, which replaces `Host` (nil: `Host` is in the field lines).
+    /// The absolute-form target's authority, which replaces `Host` (nil: `Host` is in the field lines); a
+    /// built head's authority.
     let targetAuthority: String?
     /// The field lines, each ending in CRLF, without the request line and the empty line.
     let fieldLines: [UInt8]

@@ -102,7 +102,7 @@ public final class HTTPServer: Service, Sendable {
         /// The field a request's id is read from and echoed in (default `X-Request-ID`); a client's id
         /// of 1 to 128 visible ASCII characters is kept, any other is replaced by one the server makes.
         /// nil: ids are always made, and not echoed. See ``HTTPServerRequest/id``.
-        public var requestIDField: HTTPField.Name? = HTTPField.Name("X-Request-ID")
+        public var requestIDField: HTTPField.Name? = HTTPFieldName.requestID
         /// The tracer that starts each request's server span and extracts its context; nil (default):
         /// the `InstrumentationSystem`'s instrument and tracer, read when the server starts (bootstrap
         /// the system first). With neither, requests get `.topLevel` contexts and no tracing work.
