@@ -86,7 +86,7 @@ echo
 printf '%-40s | %11s | %13s | %8s | %8s | %s\n' "server" "connections" "instructions" "allocs" "retains" "releases"
 printf '%s\n' "-----------------------------------------|-------------|---------------|----------|----------|---------"
 for connections in $CONNECTIONS; do
-    for side in loopkit loopkit-info nginx; do
+    for side in ${SIDES:-loopkit loopkit-info nginx}; do
         read -r i1 a1 r1 l1 < <(profile "$side" "$connections" "$N")
         read -r i2 a2 r2 l2 < <(profile "$side" "$connections" $((2 * N)))
         case $side in

@@ -82,6 +82,23 @@ struct ResponseEncoderTests {
         }
     }
 
+    /// The request id goes after the handler's fields, unless they carry its field: told apart in the
+    /// pass that writes them, without a lookup.
+    @Test func theRequestIDIsEchoedUnlessTheHandlerSetItsField() {
+        let id = HTTPEchoedRequestID(name: HTTPField.Name("X-Request-ID")!, value: "r-7")
+        let echoed = encoded { encoder in
+            encoder.appendHead(status: .ok, fields: [.contentType: "text/plain"], framing: .length(0), keepAlive: true,
+                               http10: false, date: date, requestID: id)
+        }
+        #expect(echoed == "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Request-ID: r-7\r\n"
+            + "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Length: 0\r\n\r\n")
+        let kept = encoded { encoder in
+            encoder.appendHead(status: .ok, fields: [HTTPField.Name("x-request-id")!: "mine"], framing: .length(0), keepAlive: true,
+                               http10: false, date: date, requestID: id)
+        }
+        #expect(kept == "HTTP/1.1 200 OK\r\nx-request-id: mine\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Length: 0\r\n\r\n")
+    }
+
     @Test func http10KeepAliveIsStated() {
         let text = encoded { encoder in
             encoder.appendHead(HTTPResponse(status: .ok), framing: .length(0), keepAlive: true, http10: true, date: date)
@@ -91,5 +108,13 @@ struct ResponseEncoderTests {
 
     @Test func dateIsIMFFixdate() {
         #expect(String(decoding: HTTPDateCache.fieldLine(for: 784111777), as: UTF8.self) == "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n")
+    }
+}
+
+extension HTTPResponseEncoder {
+    /// The head of a swift-http-types response, as the tests write it.
+    mutating func appendHead(_ response: HTTPResponse, framing: BodyFraming, keepAlive: Bool, http10: Bool, date: [UInt8]) {
+        appendHead(status: response.status, fields: response.headerFields, framing: framing, keepAlive: keepAlive,
+                   http10: http10, date: date)
     }
 }

@@ -1,3 +1,4 @@
+import HTTPTypes
 import Synchronization
 
 /// Request ids: taken from the client when valid, else made on the connection's loop.
@@ -81,5 +82,21 @@ struct HTTPRequestIDGenerator {
             if count > maxLength { return false }
         }
         return count > 0
+    }
+}
+
+/// The request id a response is to carry, unless its handler set the field itself: the field's name (with
+/// its canonical length, so that a codec tells most other names apart without a comparison) and the id.
+/// A struct, not a labelled tuple: copying its optional is then specialised code rather than the
+/// runtime's tuple witnesses.
+struct HTTPEchoedRequestID {
+    let name: HTTPField.Name
+    let value: String
+    let nameLength: Int
+
+    init(name: HTTPField.Name, value: String) {
+        self.name = name
+        self.value = value
+        nameLength = name.canonicalName.utf8.count
     }
 }

@@ -16,7 +16,7 @@ extension HTTPDispatcher {
             response = answering(error, path: trail.map { $0.request.path } ?? "?", logger: stream.context.logger,
                                  renderer: stream.context.configuration.errorRenderer)
         }
-        if let trail, stream.exchange != nil { stream.exchange!.makeExtras(reusing: &stream.spareExtras).middlewareTrail = trail }
+        if let trail, stream.exchange != nil { stream.exchange!.makeExtras().middlewareTrail = trail }
         send(response, on: stream)
     }
 

@@ -54,7 +54,7 @@ extension HTTPDispatcher {
                          terminal: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse,
                          bodyCollected: Bool = false, on stream: some HTTPStream) {
         let trail = HTTPMiddlewareChain.Trail(chain: middleware)
-        stream.exchange!.makeExtras(reusing: &stream.spareExtras).asyncTrail = trail
+        stream.exchange!.makeExtras().asyncTrail = trail
         let logger = stream.context.logger
         let renderer = stream.context.configuration.errorRenderer
         if bodyCollected { stream.context.handlerTasksInFlight += 1 }
@@ -110,7 +110,7 @@ extension HTTPDispatcher {
             refusal = response
         }
         let trail = HTTPMiddlewareChain.Trail(chain: middleware)
-        stream.exchange!.makeExtras(reusing: &stream.spareExtras).asyncTrail = trail
+        stream.exchange!.makeExtras().asyncTrail = trail
         let logger = stream.context.logger
         let renderer = stream.context.configuration.errorRenderer
         stream.context.startTask {
@@ -123,7 +123,7 @@ extension HTTPDispatcher {
                 }
             }
             guard let response else { return }
-            guard response.head.status == .switchingProtocols else {
+            guard response.status == .switchingProtocols else {
                 stream.onLoop { send(response, on: $0) }
                 return
             }
@@ -132,7 +132,7 @@ extension HTTPDispatcher {
                 return
             }
             let upgradedRequest = trail.state.withLock { $0.request } ?? request
-            let fields = response.head.headerFields
+            let fields = response.headerFields
             stream.onLoop {
                 upgradeAccepted(upgradedRequest, upgrader: upgrader, acceptance: acceptance, fields: fields, on: $0)
             }
@@ -184,7 +184,7 @@ extension HTTPDispatcher {
                         return
                     }
                     let slot = HTTPResponseSlot(continuation)
-                    if stream.exchange != nil { stream.exchange!.makeExtras(reusing: &stream.spareExtras).responseSlot = slot }
+                    if stream.exchange != nil { stream.exchange!.makeExtras().responseSlot = slot }
                     run(request, body, stream.responder(slot: slot))
                 }
             }

@@ -49,8 +49,9 @@ enum HTTPDispatcher {
         let plan = BodyPlan(limit: limit, streams: route?.handler.streamsBody ?? false)
         var span: (any Span)?
         let requestContext = makeRequestContext(head, path: path, route: pattern, span: &span, context: context)
-        stream.exchange = HTTPExchange(head: head, route: route, unrouted: unrouted, context: requestContext)
-        if let span { stream.exchange!.makeExtras(reusing: &stream.spareExtras).span = span }
+        stream.exchange = HTTPExchange.begin(head, route: route, unrouted: unrouted, context: requestContext,
+                                             reusing: &stream.spareExchange)
+        if let span { stream.exchange!.makeExtras().span = span }
         return plan
     }
 
@@ -166,17 +167,17 @@ enum HTTPDispatcher {
     static func send(_ response: HTTPServerResponse, on stream: some HTTPStream) {
         guard !stream.isClosed, stream.exchange != nil, !stream.exchange!.responseStarted else { return }
         stream.exchange!.responseStarted = true
-        let sentStatus = response.head.status  // parsed from the head's field: read once
+        let sentStatus = response.status
         logAccess(status: sentStatus.code, on: stream)
         stream.exchange!.responseStatus = sentStatus
-        let echoedID = echoedRequestID(response.head.headerFields, on: stream)
+        let echoedID = echoedRequestID(on: stream)
         let isHead = stream.exchange!.head.method == .head
         let version = stream.exchange!.head.version
         switch response.body.storage {
         case .bytes(let bytes):
-            stream.writeResponse(response.head, status: sentStatus, body: bytes, isHead: isHead, version: version, echoedID: echoedID)
+            stream.writeResponse(status: sentStatus, fields: response.headerFields, body: bytes, isHead: isHead, version: version, echoedID: echoedID)
         case .stream(let write, let watchesClient):
-            guard let writer = stream.writeStreamedResponseHead(response.head, status: sentStatus, isHead: isHead, version: version,
+            guard let writer = stream.writeStreamedResponseHead(status: sentStatus, fields: response.headerFields, isHead: isHead, version: version,
                                                                 echoedID: echoedID, watchesClient: watchesClient) else { return }
             writeBody(write, to: writer, watchesClient: watchesClient, on: stream)
         }

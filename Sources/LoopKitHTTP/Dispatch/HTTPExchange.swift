@@ -5,10 +5,15 @@ import Tracing
 /// keeps per request. A codec holds the exchange of each request it serves in flight (an HTTP/1 connection
 /// one at a time; an HTTP/2 connection one per stream) and leaves its contents to the dispatcher.
 ///
-/// Made when a head arrives (``HTTPDispatcher/headArrived(_:on:)``), ended once
+/// Begun when a head arrives (``HTTPDispatcher/headArrived(_:on:)``), ended once
 /// (``HTTPDispatcher/exchangeEnded(on:isComplete:)``): the response ended, the connection closed first, or the
-/// protocol was switched. Loop-confined, like the connection that holds it.
-struct HTTPExchange {
+/// protocol was switched. A class, reused: an HTTP/1 connection keeps its ended exchange
+/// (``HTTPStream/spareExchange``) and begins the next request in it, so a keep-alive request allocates none,
+/// and the dispatcher's reads of it through the stream (`stream.exchange!.head`) load one reference instead
+/// of copying a struct of a dozen fields out of the stream. Nothing holds an exchange past its end but the
+/// stream's spare slot. Loop-confined, like the connection that holds it: one thread ever touches it, so its
+/// properties skip the runtime's exclusivity checks (`@exclusivity(unchecked)`).
+final class HTTPExchange {
     /// A route that took a request: its handler and the parameters it bound. A struct, not a tuple, so
     /// that copying the optional of it is specialised code rather than the runtime's tuple witnesses.
     struct RouteMatch {
@@ -19,9 +24,8 @@ struct HTTPExchange {
     }
 
     /// State that a plain request never needs (tracing, middleware, a callback route's answer awaited by
-    /// middleware), kept out of the exchange so that the connection holding one stays small; made on first
-    /// use and kept by the connection between requests (``HTTPDispatcher/spareExtras``), so a keep-alive
-    /// connection makes it once.
+    /// middleware), kept out of the exchange so that it stays small; made on first use and kept with the
+    /// exchange between requests, so a keep-alive connection makes it once.
     final class Extras {
         /// The request's server span, when a tracer is on; ended with the response.
         var span: (any Span)?
@@ -43,32 +47,59 @@ struct HTTPExchange {
     }
 
     /// The request head, read in place (a copy would retain, then release, each of its fields).
-    let head: HTTPRequestHead
+    @exclusivity(unchecked) private(set) var head: HTTPRequestHead
     /// The route that took the request (nil: none matched; see ``unrouted``). Taken when its handler runs.
-    var route: RouteMatch?
+    @exclusivity(unchecked) var route: RouteMatch?
     /// What the request resolved to when no route took it (404, 405, OPTIONS, 501).
-    var unrouted: HTTPRouter.Resolution
+    @exclusivity(unchecked) var unrouted: HTTPRouter.Resolution
     /// The request's id, start, route and trace context.
-    let context: HTTPRequestContext
+    @exclusivity(unchecked) private(set) var context: HTTPRequestContext
     /// The response has begun (its head is written, or a refusal went out): a later response is dropped.
-    var responseStarted = false
+    @exclusivity(unchecked) var responseStarted = false
     /// The status sent.
-    var responseStatus: HTTPResponse.Status?
+    @exclusivity(unchecked) var responseStatus: HTTPResponse.Status?
     /// The task writing a streamed response body, until it ends; cancelled when the connection closes.
-    var responseTask: Task<Void, Never>?
+    @exclusivity(unchecked) var responseTask: Task<Void, Never>?
     /// The streamed body is an event stream (``HTTPServerResponse/events(keepAlive:_:)``): open-ended, so
     /// graceful shutdown ends it rather than wait for it.
-    var streamsEvents = false
+    @exclusivity(unchecked) var streamsEvents = false
     /// Graceful shutdown cancelled the event stream's task: however its writer ends (returning, or throwing
     /// the cancellation), the body is terminated cleanly and the connection closes.
-    var eventStreamEndedByShutdown = false
-    /// The rarely needed parts (nil until one is).
-    var extras: Extras?
+    @exclusivity(unchecked) var eventStreamEndedByShutdown = false
+    /// The rarely needed parts (nil until one is; then kept, emptied, for the exchange's next request).
+    @exclusivity(unchecked) private(set) var extras: Extras?
 
-    /// The extras, made (or taken from `spare`) on first use.
-    mutating func makeExtras(reusing spare: inout Extras?) -> Extras {
+    private init(head: HTTPRequestHead, route: RouteMatch?, unrouted: HTTPRouter.Resolution, context: HTTPRequestContext) {
+        self.head = head
+        self.route = route
+        self.unrouted = unrouted
+        self.context = context
+    }
+
+    /// An exchange for a request whose head arrived: `spare` (an ended exchange of the same stream) begun
+    /// again, or a new one.
+    static func begin(_ head: HTTPRequestHead, route: RouteMatch?, unrouted: HTTPRouter.Resolution, context: HTTPRequestContext,
+                      reusing spare: inout HTTPExchange?) -> HTTPExchange {
+        guard let exchange = spare.take() else {
+            return HTTPExchange(head: head, route: route, unrouted: unrouted, context: context)
+        }
+        exchange.head = head
+        exchange.route = route
+        exchange.unrouted = unrouted
+        exchange.context = context
+        exchange.responseStarted = false
+        exchange.responseStatus = nil
+        exchange.responseTask = nil
+        exchange.streamsEvents = false
+        exchange.eventStreamEndedByShutdown = false
+        exchange.extras?.reset()
+        return exchange
+    }
+
+    /// The extras, made on first use.
+    func makeExtras() -> Extras {
         if let extras { return extras }
-        let made = spare.take() ?? Extras()
+        let made = Extras()
         extras = made
         return made
     }

@@ -33,12 +33,12 @@ extension HTTPDispatcher {
         return HTTPRequestContext(id: id, startTime: .now, route: route, serviceContext: serviceContext)
     }
 
-    /// The exchange's request id, for a response that does not carry the id field already (nil when the
-    /// server echoes none).
-    static func echoedRequestID(_ fields: HTTPFields, on stream: some HTTPStream) -> (name: HTTPField.Name, value: String)? {
-        guard let field = stream.context.configuration.requestIDField, stream.exchange != nil,
-              fields.isEmpty || fields[field] == nil else { return nil }
-        return (field, stream.exchange!.context.id)
+    /// The exchange's request id, to be echoed on its response unless the response carries the id field
+    /// already (the codec tells: the HTTP/1 encoder in the pass that writes the fields); nil when the
+    /// server echoes none.
+    static func echoedRequestID(on stream: some HTTPStream) -> HTTPEchoedRequestID? {
+        guard let field = stream.context.configuration.requestIDField, stream.exchange != nil else { return nil }
+        return HTTPEchoedRequestID(name: field, value: stream.exchange!.context.id)
     }
 
     /// The exchange's request id, nil when there is no exchange (a refusal before any head).
@@ -116,6 +116,7 @@ extension HTTPDispatcher {
         guard let exchange = stream.exchange.take() else { return }
         let bodyBytes = stream.responseBodyBytes
         stream.responseBodyBytes = 0
+        stream.spareExchange = exchange  // begun again at the stream's next head, not before this returns
         guard let extras = exchange.extras else { return }
         let status = exchange.responseStatus
         if let span = extras.span {
@@ -124,7 +125,6 @@ extension HTTPDispatcher {
         }
         let trail = exchange.takeMiddlewareTrail()
         extras.reset()
-        stream.spareExtras = extras
         guard let trail else { return }
         let summary = HTTPResponseSummary(status: status, bodyBytes: bodyBytes, startTime: exchange.context.startTime,
                                           endTime: .now, isComplete: isComplete)

@@ -14,8 +14,8 @@ protocol HTTPStream: AnyObject, Sendable {
     var context: HTTPLoopContext { get }
     /// The exchange of the request being answered: the dispatcher's alone (nil between requests).
     var exchange: HTTPExchange? { get set }
-    /// The dispatcher's box of rarely needed per-request state, kept between requests.
-    var spareExtras: HTTPExchange.Extras? { get set }
+    /// The stream's ended exchange, kept for its next request to begin in (``HTTPExchange/begin(_:route:unrouted:context:reusing:)``).
+    var spareExchange: HTTPExchange? { get set }
     /// The stream has ended (the client went, or the protocol was switched): nothing more is written.
     var isClosed: Bool { get }
     /// The current response's body bytes handed to the codec so far.
@@ -27,12 +27,13 @@ protocol HTTPStream: AnyObject, Sendable {
     func pauseReading()
     /// Ends the stream at once (a streamed body failed).
     func abort()
-    /// Encodes a response with a body of bytes, then ends it.
-    func writeResponse(_ head: HTTPResponse, status: HTTPResponse.Status, body: Bytes, isHead: Bool,
-                       version: HTTPVersion, echoedID: (name: HTTPField.Name, value: String)?)
+    /// Encodes a response with a body of bytes, then ends it; `echoedID` goes out unless `fields` carry
+    /// its field already.
+    func writeResponse(status: HTTPResponse.Status, fields: HTTPFields, body: Bytes, isHead: Bool,
+                       version: HTTPVersion, echoedID: HTTPEchoedRequestID?)
     /// Encodes the head of a response whose body streams; returns the body's writer (nil: no body, ended).
-    func writeStreamedResponseHead(_ head: HTTPResponse, status: HTTPResponse.Status, isHead: Bool, version: HTTPVersion,
-                                   echoedID: (name: HTTPField.Name, value: String)?, watchesClient: Bool) -> HTTPBodyWriter?
+    func writeStreamedResponseHead(status: HTTPResponse.Status, fields: HTTPFields, isHead: Bool, version: HTTPVersion,
+                                   echoedID: HTTPEchoedRequestID?, watchesClient: Bool) -> HTTPBodyWriter?
     /// The streamed body's writer returned: end the body and the response.
     func finishStreamedBody(_ writer: HTTPBodyWriter)
     /// A callback-form route's responder, answering on this stream (through `slot` behind middleware).

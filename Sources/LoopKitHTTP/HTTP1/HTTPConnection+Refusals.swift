@@ -46,18 +46,18 @@ extension HTTPConnection {
     func writeRefusal(_ status: HTTPResponse.Status, error: HTTPRequestError? = nil) {
         context.dateCache.refresh()
         var response = HTTPDispatcher.refusal(status, error: error, configuration: context.configuration)
-        response.head.status = status
+        response.status = status
         let body: Bytes
         if case .bytes(let bytes) = response.body.storage { body = bytes } else { body = Bytes() }
-        var echoedID: (name: HTTPField.Name, value: String)?
-        if let field = context.configuration.requestIDField, response.head.headerFields[field] == nil {
-            echoedID = (field, HTTPDispatcher.requestID(on: self) ?? context.requestIDs.next())
+        var echoedID: HTTPEchoedRequestID?
+        if let field = context.configuration.requestIDField {
+            echoedID = HTTPEchoedRequestID(name: field, value: HTTPDispatcher.requestID(on: self) ?? context.requestIDs.next())
         }
         let date = context.dateCache.fieldLine
         body.withUnsafeBytes { body in
             writeEncoded(estimate: Self.headEstimate + body.count) { encoder in
-                encoder.appendHead(response.head, status: status, framing: .length(body.count), keepAlive: false, http10: false,
-                                   date: date, extraField: echoedID)
+                encoder.appendHead(status: status, fields: response.headerFields, framing: .length(body.count), keepAlive: false, http10: false,
+                                   date: date, requestID: echoedID)
                 encoder.appendBody(body)
             }
         }

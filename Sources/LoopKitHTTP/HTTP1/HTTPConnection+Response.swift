@@ -20,8 +20,8 @@ extension HTTPConnection {
     static let bodyCopyThreshold = 2048
 
     /// Writes a response with a body of bytes (none for `HEAD`, 1xx, 204 and 304), then ends it. Loop thread.
-    func writeResponse(_ head: HTTPResponse, status: HTTPResponse.Status, body bytes: Bytes, isHead: Bool,
-                       version: HTTPVersion, echoedID: (name: HTTPField.Name, value: String)?) {
+    func writeResponse(status: HTTPResponse.Status, fields: HTTPFields, body bytes: Bytes, isHead: Bool,
+                       version: HTTPVersion, echoedID: HTTPEchoedRequestID?) {
         if machine.isStreamingBody {
             machine.closeAfterThisResponse()  // answered before the body ended: the connection closes
         }
@@ -35,14 +35,14 @@ extension HTTPConnection {
         let framing: HTTPResponseEncoder.BodyFraming = allowsBody ? .length(bytes.count) : .none
         if sendsBody && bytes.count >= Self.bodyCopyThreshold {
             writeEncoded(estimate: Self.headEstimate, followedBy: bytes) { encoder in
-                encoder.appendHead(head, status: status, framing: framing,
-                                   keepAlive: keepAlive, http10: http10, date: date, extraField: echoedID)
+                encoder.appendHead(status: status, fields: fields, framing: framing,
+                                   keepAlive: keepAlive, http10: http10, date: date, requestID: echoedID)
             }
         } else {
             bytes.withUnsafeBytes { body in
                 writeEncoded(estimate: Self.headEstimate + (sendsBody ? body.count : 0)) { encoder in
-                    encoder.appendHead(head, status: status, framing: framing,
-                                       keepAlive: keepAlive, http10: http10, date: date, extraField: echoedID)
+                    encoder.appendHead(status: status, fields: fields, framing: framing,
+                                       keepAlive: keepAlive, http10: http10, date: date, requestID: echoedID)
                     if sendsBody { encoder.appendBody(body) }
                 }
             }
@@ -54,8 +54,8 @@ extension HTTPConnection {
     /// Writes the head of a response whose body streams, and returns the writer its body is written
     /// through (chunked, or raw until the close for HTTP/1.0); nil when the response has no body (`HEAD`,
     /// 1xx, 204, 304), which then has ended. Loop thread.
-    func writeStreamedResponseHead(_ head: HTTPResponse, status: HTTPResponse.Status, isHead: Bool, version: HTTPVersion,
-                                   echoedID: (name: HTTPField.Name, value: String)?, watchesClient: Bool) -> HTTPBodyWriter? {
+    func writeStreamedResponseHead(status: HTTPResponse.Status, fields: HTTPFields, isHead: Bool, version: HTTPVersion,
+                                   echoedID: HTTPEchoedRequestID?, watchesClient: Bool) -> HTTPBodyWriter? {
         let keepAlive = machine.responseKeepsAlive
         let code = status.code
         let allowsBody = code >= 200 && code != 204 && code != 304
@@ -64,12 +64,12 @@ extension HTTPConnection {
         // A length the handler declares (a file's) frames the body by length rather than chunked; the
         // writer must write exactly that much, or the connection is closed at the end (see
         // ``finishStreamedBody(_:)``).
-        let declaredLength = allowsBody ? head.headerFields[.contentLength].flatMap { Int($0) }.flatMap { $0 >= 0 ? $0 : nil } : nil
+        let declaredLength = allowsBody ? fields[.contentLength].flatMap { Int($0) }.flatMap { $0 >= 0 ? $0 : nil } : nil
         guard allowsBody && !isHead else {
             let framing: HTTPResponseEncoder.BodyFraming = allowsBody ? declaredLength.map { .length($0) } ?? .chunked : .none
             writeEncoded(estimate: Self.headEstimate) { encoder in
-                encoder.appendHead(head, status: status, framing: framing, keepAlive: keepAlive,
-                                   http10: false, date: date, extraField: echoedID)
+                encoder.appendHead(status: status, fields: fields, framing: framing, keepAlive: keepAlive,
+                                   http10: false, date: date, requestID: echoedID)
             }
             finishResponse()
             return nil
@@ -83,9 +83,9 @@ extension HTTPConnection {
         let http10 = version.minor == 0
         writeEncoded(estimate: Self.headEstimate) { encoder in
             if sendsContinue { encoder.appendContinue() }
-            encoder.appendHead(head, status: status, framing: declaredLength.map { .length($0) } ?? (chunked ? .chunked : .none),
+            encoder.appendHead(status: status, fields: fields, framing: declaredLength.map { .length($0) } ?? (chunked ? .chunked : .none),
                                keepAlive: keepAlive && (chunked || declaredLength != nil), http10: http10, date: date,
-                               extraField: echoedID)
+                               requestID: echoedID)
         }
         // Reading pauses while the body streams (pipelined requests wait), unless a streamed request body
         // must go on or the stream watches for its client leaving (bytes then wait in the input buffer,

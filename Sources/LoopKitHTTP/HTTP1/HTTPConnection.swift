@@ -23,7 +23,7 @@ final class HTTPConnection: ConnectionHandler, HTTPStream, HTTPRequestBodySource
     /// it (nil between requests).
     @exclusivity(unchecked) var exchange: HTTPExchange?
     /// The dispatcher's box of rarely needed per-request state, kept between requests (``HTTPExchange/Extras``).
-    @exclusivity(unchecked) var spareExtras: HTTPExchange.Extras?
+    @exclusivity(unchecked) var spareExchange: HTTPExchange?
     /// The body of the request being read, as the reads copied it out of the read buffer (joined into
     /// one ``Bytes`` for the handler: no second copy when it came in one read).
     @exclusivity(unchecked) var bodyParts: [Bytes] = []

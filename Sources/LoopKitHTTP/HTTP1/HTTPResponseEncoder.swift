@@ -38,23 +38,27 @@ struct HTTPResponseEncoder {
     /// Appends a status line and fields.
     ///
     /// - Parameters:
-    ///   - response: The handler's response.
-    ///   - status: `response.status` when the caller has read it already (`HTTPResponse` parses it from a
-    ///     field at every read); nil: read here.
+    ///   - status: The response's status.
+    ///   - fields: The handler's fields (those the server sets itself are left out).
     ///   - framing: How the body follows.
     ///   - keepAlive: Whether the connection stays open; when not, `Connection: close` is written.
     ///   - http10: The client spoke HTTP/1.0: a kept-alive connection says `Connection: keep-alive`.
     ///   - date: The cached `Date` field line.
-    ///   - extraField: A field written before the response's own (the echoed request id), or nil.
-    mutating func appendHead(_ response: HTTPResponse, status: HTTPResponse.Status? = nil, framing: BodyFraming,
-                             keepAlive: Bool, http10: Bool, date: [UInt8],
-                             extraField: (name: HTTPField.Name, value: String)? = nil) {
-        appendStatusLine(status ?? response.status)
-        if let extraField {  // the request id, echoed: a field the handler did not set
-            appendField(name: extraField.name.rawName, value: extraField.value)
+    ///   - requestID: The request id, written after the handler's fields unless they carry its field
+    ///     already (told apart in the same pass that writes them: no lookup of its own); nil: none.
+    mutating func appendHead(status: HTTPResponse.Status, fields: HTTPFields, framing: BodyFraming,
+                             keepAlive: Bool, http10: Bool, date: [UInt8], requestID: HTTPEchoedRequestID? = nil) {
+        appendStatusLine(status)
+        var echoesID = requestID != nil
+        for field in fields {
+            let name = field.name
+            let length = name.canonicalName.utf8.count
+            if Self.isSetByServer(name, length: length) { continue }
+            if echoesID, length == requestID!.nameLength, name == requestID!.name { echoesID = false }
+            appendField(name: name.rawName, value: field.value)
         }
-        for field in response.headerFields where !Self.isSetByServer(field.name) {
-            appendField(name: field.name.rawName, value: field.value)
+        if echoesID, let requestID {  // the request id, echoed: a field the handler did not set
+            appendField(name: requestID.name.rawName, value: requestID.value)
         }
         date.withUnsafeBytes { append($0) }
         switch framing {
@@ -162,10 +166,11 @@ struct HTTPResponseEncoder {
     }
 
     /// A field the server writes itself (`Content-Length`, `Transfer-Encoding`, `Date`, `Connection`),
-    /// dropped from the handler's response. Names of other lengths are told apart without a comparison.
+    /// dropped from the handler's response. Names of other lengths (`length`, the canonical name's) are
+    /// told apart without a comparison.
     @inline(__always)
-    private static func isSetByServer(_ name: HTTPField.Name) -> Bool {
-        switch name.canonicalName.utf8.count {
+    private static func isSetByServer(_ name: HTTPField.Name, length: Int) -> Bool {
+        switch length {
         case 4: name == .date
         case 10: name == .connection
         case 14: name == .contentLength

@@ -171,7 +171,7 @@ final class HTTP2Connection: ConnectionHandler, @unchecked Sendable {  // loop-c
     }
 
     /// Submits a response head with a `date` (the loop's cached one) and, when given, a `content-length`.
-    func submitResponse(_ stream: Int32, status: Int, fields: HTTPFields, extra: (name: HTTPField.Name, value: String)?,
+    func submitResponse(_ stream: Int32, status: Int, fields: HTTPFields, extra: HTTPEchoedRequestID?,
                         contentLength: Int?, hasBody: Bool) -> Bool {
         guard !isClosed else { return false }
         context.dateCache.refresh()

@@ -18,7 +18,7 @@ final class HTTP2Stream: HTTPStream, HTTPRequestBodySource, @unchecked Sendable 
     // Loop-confined state, like the HTTP/1 connection's: `@exclusivity(unchecked)` spares each access a
     // runtime exclusivity check.
     @exclusivity(unchecked) var exchange: HTTPExchange?
-    @exclusivity(unchecked) var spareExtras: HTTPExchange.Extras?
+    @exclusivity(unchecked) var spareExchange: HTTPExchange?
     @exclusivity(unchecked) var responseBodyBytes = 0
     @exclusivity(unchecked) private(set) var isClosed = false
     /// Since when (the loop's clock) the stream has waited for the client's next body byte; nil when no
@@ -231,7 +231,7 @@ final class HTTP2Stream: HTTPStream, HTTPRequestBodySource, @unchecked Sendable 
         }
         var response = HTTPDispatcher.refusal(status, error: error ?? (status == .contentTooLarge ? .bodyTooLarge : nil),
                                               configuration: context.configuration)
-        response.head.status = status
+        response.status = status
         HTTPDispatcher.send(response, on: self)
     }
 
@@ -286,8 +286,8 @@ final class HTTP2Stream: HTTPStream, HTTPRequestBodySource, @unchecked Sendable 
 
     // MARK: The response
 
-    func writeResponse(_ head: HTTPResponse, status: HTTPResponse.Status, body: Bytes, isHead: Bool,
-                       version: HTTPVersion, echoedID: (name: HTTPField.Name, value: String)?) {
+    func writeResponse(status: HTTPResponse.Status, fields: HTTPFields, body: Bytes, isHead: Bool,
+                       version: HTTPVersion, echoedID: HTTPEchoedRequestID?) {
         let code = status.code
         let allowsBody = code >= 200 && code != 204 && code != 304
         let sendsBody = allowsBody && !isHead && !body.isEmpty
@@ -297,19 +297,19 @@ final class HTTP2Stream: HTTPStream, HTTPRequestBodySource, @unchecked Sendable 
             outboundEnded = true
             responseBodyBytes = body.count
         }
-        guard connection?.submitResponse(id, status: code, fields: head.headerFields, extra: echoedID,
+        guard connection?.submitResponse(id, status: code, fields: fields, extra: echoedID.flatMap { fields[$0.name] == nil ? $0 : nil },
                                          contentLength: allowsBody ? body.count : nil, hasBody: sendsBody) == true else { return }
         if !sendsBody { responseComplete = true }
         connection?.streamWrote()
         if !sendsBody { responseWentOut() }
     }
 
-    func writeStreamedResponseHead(_ head: HTTPResponse, status: HTTPResponse.Status, isHead: Bool, version: HTTPVersion,
-                                   echoedID: (name: HTTPField.Name, value: String)?, watchesClient: Bool) -> HTTPBodyWriter? {
+    func writeStreamedResponseHead(status: HTTPResponse.Status, fields: HTTPFields, isHead: Bool, version: HTTPVersion,
+                                   echoedID: HTTPEchoedRequestID?, watchesClient: Bool) -> HTTPBodyWriter? {
         let code = status.code
         let allowsBody = code >= 200 && code != 204 && code != 304
         let sendsBody = allowsBody && !isHead
-        guard connection?.submitResponse(id, status: code, fields: head.headerFields, extra: echoedID, contentLength: nil,
+        guard connection?.submitResponse(id, status: code, fields: fields, extra: echoedID.flatMap { fields[$0.name] == nil ? $0 : nil }, contentLength: nil,
                                          hasBody: sendsBody) == true else { return nil }
         guard sendsBody else {
             responseComplete = true

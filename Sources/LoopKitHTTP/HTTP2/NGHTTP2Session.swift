@@ -133,7 +133,7 @@ final class NGHTTP2Session {
     /// Submits a response head on `stream`; with `hasBody`, its DATA comes from the connection's
     /// ``HTTP2Connection/readBody(stream:into:endOfBody:)`` as the peer's window allows. Returns false when
     /// the stream is gone. The corresponding nghttp2 call is `nghttp2_submit_response`.
-    func submitResponse(_ stream: Int32, status: Int, fields: HTTPFields, extra: (name: HTTPField.Name, value: String)?,
+    func submitResponse(_ stream: Int32, status: Int, fields: HTTPFields, extra: HTTPEchoedRequestID?,
                         contentLength: Int?, date: ArraySlice<UInt8>?, hasBody: Bool) -> Bool {
         withHeaderBlock(status: status, fields: fields, extra: extra, contentLength: contentLength, date: date) { block, count in
             guard hasBody else { return nghttp2_submit_response(raw, stream, block, count, nil) == 0 }
@@ -197,7 +197,7 @@ final class NGHTTP2Session {
     /// Lays `:status`, the fields, `extra`, `content-length` and `date` (the bytes of its value, when the
     /// fields have none) out as one block of `nghttp2_nv` (names lower-case, as swift-http-types keeps them
     /// canonically) for the duration of `body`; nghttp2 copies them.
-    private func withHeaderBlock(status: Int, fields: HTTPFields, extra: (name: HTTPField.Name, value: String)?,
+    private func withHeaderBlock(status: Int, fields: HTTPFields, extra: HTTPEchoedRequestID?,
                                  contentLength: Int?, date: ArraySlice<UInt8>?,
                                  _ body: (UnsafePointer<nghttp2_nv>, Int) -> Bool) -> Bool {
         var storage: [UInt8] = []

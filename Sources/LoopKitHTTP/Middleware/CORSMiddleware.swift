@@ -67,16 +67,16 @@ public struct CORSMiddleware: HTTPMiddleware {
               fields[.accessControlRequestMethod] != nil else { return nil }
         var response = HTTPServerResponse(status: .noContent)
         guard let allowOrigin = allowOriginValue(for: origin) else { return response }
-        response.head.headerFields[.accessControlAllowOrigin] = allowOrigin
-        if allowOrigin != "*" { response.head.headerFields[.vary] = "Origin" }
-        if allowsCredentials { response.head.headerFields[.accessControlAllowCredentials] = "true" }
-        response.head.headerFields[.accessControlAllowMethods] = allowedMethods.map(\.rawValue).joined(separator: ", ")
+        response.headerFields[.accessControlAllowOrigin] = allowOrigin
+        if allowOrigin != "*" { response.headerFields[.vary] = "Origin" }
+        if allowsCredentials { response.headerFields[.accessControlAllowCredentials] = "true" }
+        response.headerFields[.accessControlAllowMethods] = allowedMethods.map(\.rawValue).joined(separator: ", ")
         if !allowedHeaders.isEmpty {
-            response.head.headerFields[.accessControlAllowHeaders] = allowedHeaders.map(\.rawName).joined(separator: ", ")
+            response.headerFields[.accessControlAllowHeaders] = allowedHeaders.map(\.rawName).joined(separator: ", ")
         } else if let asked = fields[.accessControlRequestHeaders] {
-            response.head.headerFields[.accessControlAllowHeaders] = asked
+            response.headerFields[.accessControlAllowHeaders] = asked
         }
-        if let maxAge { response.head.headerFields[.accessControlMaxAge] = String(maxAge.components.seconds) }
+        if let maxAge { response.headerFields[.accessControlMaxAge] = String(maxAge.components.seconds) }
         return response
     }
 
@@ -90,11 +90,11 @@ public struct CORSMiddleware: HTTPMiddleware {
     /// Called on the connection's loop thread.
     public func handleResponse(_ response: inout HTTPServerResponse, for request: HTTPServerRequest) {
         guard let origin = request.head.headerFields[.origin], let allowOrigin = allowOriginValue(for: origin) else { return }
-        response.head.headerFields[.accessControlAllowOrigin] = allowOrigin
-        if allowOrigin != "*" { response.head.headerFields.append(HTTPField(name: .vary, value: "Origin")) }
-        if allowsCredentials { response.head.headerFields[.accessControlAllowCredentials] = "true" }
+        response.headerFields[.accessControlAllowOrigin] = allowOrigin
+        if allowOrigin != "*" { response.headerFields.append(HTTPField(name: .vary, value: "Origin")) }
+        if allowsCredentials { response.headerFields[.accessControlAllowCredentials] = "true" }
         if !exposedHeaders.isEmpty {
-            response.head.headerFields[.accessControlExposeHeaders] = exposedHeaders.map(\.rawName).joined(separator: ", ")
+            response.headerFields[.accessControlExposeHeaders] = exposedHeaders.map(\.rawName).joined(separator: ", ")
         }
     }
 

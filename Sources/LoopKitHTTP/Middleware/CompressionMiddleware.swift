@@ -73,15 +73,15 @@ public struct CompressionMiddleware: HTTPMiddleware {
     /// Called on the connection's loop thread.
     public func handleResponse(_ response: inout HTTPServerResponse, for request: HTTPServerRequest) {
         guard isCompressible(response, for: request) else { return }
-        Self.addVary(to: &response.head.headerFields)
+        Self.addVary(to: &response.headerFields)
         guard case .coding(let coding) = HTTPAcceptEncoding(request.head.headerFields[.acceptEncoding]).preferred(among: codings),
               coding.isEncodable else { return }
         let levels = levels
-        var fields = response.head.headerFields
+        var fields = response.headerFields
         fields[.contentEncoding] = coding.token
         fields[.contentLength] = nil
         if let tag = fields[.eTag], !tag.hasPrefix("W/") { fields[.eTag] = "W/" + tag }
-        response.head.headerFields = fields
+        response.headerFields = fields
         switch response.body.storage {
         case .bytes(let bytes):
             guard let encoder = coding.makeEncoder(levels: levels) else { return }
@@ -103,9 +103,9 @@ public struct CompressionMiddleware: HTTPMiddleware {
     /// Whether `response` is one this middleware compresses for a client that accepts a coding.
     func isCompressible(_ response: HTTPServerResponse, for request: HTTPServerRequest) -> Bool {
         guard request.head.method != .head else { return false }
-        let status = response.head.status.code
+        let status = response.status.code
         guard status >= 200, status != 204, status != 206, status != 304 else { return false }
-        let fields = response.head.headerFields
+        let fields = response.headerFields
         guard fields[.contentEncoding] == nil else { return false }
         if let cacheControl = fields[.cacheControl], cacheControl.lowercased().contains("no-transform") { return false }
         guard let type = fields[.contentType], isListed(type) else { return false }

@@ -85,7 +85,7 @@ extension HTTPMiddleware {
 ///         return .text("Unauthorized", status: .unauthorized)
 ///     }
 ///     var response = try await next(request)
-///     response.head.headerFields[.cacheControl] = "no-store"
+///     response.headerFields[.cacheControl] = "no-store"
 ///     return response
 /// }
 /// ```

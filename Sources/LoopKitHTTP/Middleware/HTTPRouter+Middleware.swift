@@ -27,7 +27,7 @@ extension HTTPRouter {
     /// ```swift
     /// router.use { request, next in
     ///     var response = try await next(request)
-    ///     response.head.headerFields[.cacheControl] = "no-store"
+    ///     response.headerFields[.cacheControl] = "no-store"
     ///     return response
     /// }
     /// ```
@@ -47,7 +47,7 @@ extension HTTPRouter {
     /// router.use(before: { request in
     ///     request.head.headerFields[.authorization] == nil ? .text("Unauthorized", status: .unauthorized) : nil
     /// }, after: { response, request in
-    ///     response.head.headerFields[.server] = "LoopKit"
+    ///     response.headerFields[.server] = "LoopKit"
     /// })
     /// ```
     /// - Parameters:

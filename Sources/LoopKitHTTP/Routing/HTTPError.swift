@@ -38,7 +38,7 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     /// The response the server sends for this error.
     public var response: HTTPServerResponse {
         var response = HTTPServerResponse.text(message ?? status.reasonPhrase, status: status)
-        for field in headerFields { response.head.headerFields.append(field) }
+        for field in headerFields { response.headerFields.append(field) }
         return response
     }
 

@@ -107,8 +107,8 @@ public struct HTTPErrorRenderer: Sendable {
     public func response(for failure: Failure) -> HTTPServerResponse {
         var response = render(failure)
         guard !failure.headerFields.isEmpty else { return response }
-        let rendered = Set(response.head.headerFields.map(\.name))
-        for field in failure.headerFields where !rendered.contains(field.name) { response.head.headerFields.append(field) }
+        let rendered = Set(response.headerFields.map(\.name))
+        for field in failure.headerFields where !rendered.contains(field.name) { response.headerFields.append(field) }
         return response
     }
 

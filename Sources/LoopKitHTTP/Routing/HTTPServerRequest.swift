@@ -146,10 +146,10 @@ public struct HTTPPathParameters: Sendable, Hashable {
     }
 }
 
-/// What the server knows of a request when its head arrives, kept by the connection until the
-/// ``HTTPServerRequest`` is made. A class: the connection, the request and the middleware's trail share
-/// it by reference instead of copying its strings and context each time (immutable, so `Sendable`).
-final class HTTPRequestContext: Sendable {
+/// What the server knows of a request when its head arrives, kept in its exchange until the
+/// ``HTTPServerRequest`` is made from it. A value held inline in the exchange: a class cost an allocation
+/// and its release per request, more than the few retains of copying it (the id is a small string).
+struct HTTPRequestContext: Sendable {
     let id: String
     let startTime: ContinuousClock.Instant
     let route: String?

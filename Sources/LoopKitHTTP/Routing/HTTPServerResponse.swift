@@ -3,10 +3,23 @@ import LoopKitNet
 
 /// A response as a handler returns it: the head and the body.
 public struct HTTPServerResponse: Sendable {
-    /// Status and fields; the server adds `Date`, `Content-Length` (or chunked framing) and `Connection`.
-    public var head: HTTPResponse
+    /// The status.
+    public var status: HTTPResponse.Status
+    /// The fields; the server adds `Date`, `Content-Length` (or chunked framing) and `Connection`.
+    public var headerFields: HTTPFields
     /// The body.
     public var body: HTTPResponseBody
+
+    /// Status and fields as one swift-http-types value, built when read and taken apart when set: the
+    /// response keeps ``status`` and ``headerFields`` apart, so that a response is encoded without an
+    /// `HTTPResponse` made (its `:status` formatted into a string) and its status parsed back out of it.
+    public var head: HTTPResponse {
+        get { HTTPResponse(status: status, headerFields: headerFields) }
+        set {
+            status = newValue.status
+            headerFields = newValue.headerFields
+        }
+    }
 
     /// A response with this status, fields and body.
     ///
@@ -15,7 +28,8 @@ public struct HTTPServerResponse: Sendable {
     ///   - headerFields: The fields.
     ///   - body: The body (empty by default).
     public init(status: HTTPResponse.Status, headerFields: HTTPFields = [:], body: HTTPResponseBody = .empty) {
-        head = HTTPResponse(status: status, headerFields: headerFields)
+        self.status = status
+        self.headerFields = headerFields
         self.body = body
     }
 

@@ -29,14 +29,14 @@ public final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one
     /// `https` or `http`, for the spans' `url.scheme`.
     let scheme: String
     /// Makes the ids of this loop's requests.
-    var requestIDs = HTTPRequestIDGenerator()
+    @exclusivity(unchecked) var requestIDs = HTTPRequestIDGenerator()
     /// The request id field is `X-Request-ID`, which the HTTP/1 parser flags when a request carries it
     /// (``HTTPRequestHead/mayCarryRequestID``): a request without it needs no lookup.
     let requestIDFieldIsFlagged: Bool
     /// The access log is on and the logger logs at `info`: decided once, as the logger's level is read
     /// through its handler's existential (a few hundred instructions a request).
     let logsAccessLines: Bool
-    var dateCache = HTTPDateCache()
+    @exclusivity(unchecked) var dateCache = HTTPDateCache()
     /// The loop's served connections and their drain; the HTTP connection (or, after an upgrade, the
     /// WebSocket) is each one's handler.
     let registry: ConnectionRegistry

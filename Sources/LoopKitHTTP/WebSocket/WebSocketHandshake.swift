@@ -57,8 +57,8 @@ enum WebSocketHandshake {
 
         static func upgradeRequired(_ text: String) -> Refusal {
             var response = HTTPServerResponse.text(text, status: .upgradeRequired)
-            response.head.headerFields[WebSocketHandshake.versionField] = "13"
-            response.head.headerFields[WebSocketHandshake.upgradeField] = "websocket"
+            response.headerFields[WebSocketHandshake.versionField] = "13"
+            response.headerFields[WebSocketHandshake.upgradeField] = "websocket"
             return Refusal(response: response)
         }
     }
