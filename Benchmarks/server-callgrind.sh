@@ -7,6 +7,7 @@
 # Instruction counts do not move with the machine's load. Both servers do one read and one writev a request.
 #   LOOPDEMO: the release binary (default .build/release/LoopDemo).  N: requests (default 20000).
 #   CONNECTIONS: the connection counts to run (default "4 1").  NGINX_PEER: nginx's launcher.
+#   SIDES: the servers to count (default "loopkit loopkit-info nginx").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LOOPDEMO=${LOOPDEMO:-.build/release/LoopDemo}
