@@ -1,3 +1,4 @@
+import Synchronization
 import HTTPTypes
 import LoopKitHTTPTesting
 import Testing
@@ -15,6 +16,28 @@ struct KeepAliveTests {
             #expect(response.text == "Hello, World!")
             #expect(response.headerFields[.connection] == nil)
         }
+    }
+
+    /// A keep-alive connection parses each request into the last one's head once nothing references it:
+    /// a request a handler kept keeps its own head, and the next request gets its own, built or not.
+    @Test(arguments: HTTPTestMode.allCases)
+    func aRequestKeptByItsHandlerKeepsItsHeadWhileTheNextIsParsed(mode: HTTPTestMode) throws {
+        let kept = Mutex<[HTTPServerRequest]>([])
+        var router = HTTPRouter()
+        router.get("/keep/:n") { request in
+            kept.withLock { $0.append(request) }
+            return .text(request.head.headerFields[HTTPField.Name("X-N")!] ?? "none")
+        }
+        router.get("/plain/:n") { request in .text(String(request.path)) }
+        let client = try HTTPTestClient(router: router, mode: mode)
+        for n in 0..<3 {
+            #expect(try client.execute(.get, "/keep/\(n)", headerFields: [HTTPField.Name("X-N")!: "\(n)"]).text == "\(n)")
+            #expect(try client.execute(.get, "/plain/\(n)").text == "/plain/\(n)")
+        }
+        let requests = kept.withLock { $0 }
+        #expect(requests.map { String($0.path) } == ["/keep/0", "/keep/1", "/keep/2"])
+        #expect(requests.map { $0.head.headerFields[HTTPField.Name("X-N")!] } == ["0", "1", "2"])
+        #expect(requests.map { $0.head.path } == ["/keep/0", "/keep/1", "/keep/2"])
     }
 
     @Test(arguments: HTTPTestMode.allCases)

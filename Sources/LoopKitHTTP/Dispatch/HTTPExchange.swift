@@ -96,6 +96,14 @@ final class HTTPExchange {
         return exchange
     }
 
+    /// The ended exchange's parsed head, when nothing but the exchange references it any more (every
+    /// request made of it is gone): for the parser to fill with the next request's
+    /// (``HTTPRequestParser/spareHead``). The exchange keeps it until it begins again, and it is never read
+    /// meanwhile.
+    func takeHeadIfUnreferenced() -> HTTPParsedHead? {
+        isKnownUniquelyReferenced(&head.storage) ? head.storage : nil
+    }
+
     /// The extras, made on first use.
     func makeExtras() -> Extras {
         if let extras { return extras }

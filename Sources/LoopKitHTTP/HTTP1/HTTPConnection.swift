@@ -118,6 +118,10 @@ final class HTTPConnection: ConnectionHandler, HTTPStream, HTTPRequestBodySource
         if machine.isIdle && !bytes.isEmpty {
             machine.bytesArrived()
             stateBegan()
+            // The last request's head, for this one to be parsed into, once its last reference has gone
+            // (here, in a new read callback, rather than when its response ended: the callback that parsed
+            // it held it until it returned).
+            if parser.spareHead == nil { parser.spareHead = spareExchange?.takeHeadIfUnreferenced() }
         }
         while machine.canParse {
             if let streamedBody, !streamedBody.hasRoom { return offset }  // the handler is behind: backpressure

@@ -48,6 +48,10 @@ public struct HTTPRequestParser: Sendable {
     /// The limits this parser enforces.
     public let limits: HTTPParserLimits
     var state: State = .head(scanned: 0)
+    /// An ended request's head that nothing references any more, for the next head to be parsed into
+    /// (``HTTPParsedHead/make(method:target:scheme:targetAuthority:fieldLines:reusing:)``); given by the
+    /// connection (``HTTPExchange/takeHeadIfUnreferenced()``).
+    var spareHead: HTTPParsedHead?
     /// Decoded body bytes of the current chunked request.
     var chunkedTotal = 0
     /// The trailer fields of the last chunked body, once its ``Event/end`` is reported (nil when it had
@@ -170,7 +174,7 @@ public struct HTTPRequestParser: Sendable {
     }
 
     /// Parses a complete head: `bytes` ends with CRLFCRLF.
-    private func parseHeadLines(_ bytes: UnsafeRawBufferPointer) throws(HTTPRequestError) -> HTTPRequestHead {
+    private mutating func parseHeadLines(_ bytes: UnsafeRawBufferPointer) throws(HTTPRequestError) -> HTTPRequestHead {
         // Request line.
         var lineEnd = 0
         while bytes[lineEnd] != ASCII.lf { lineEnd += 1 }
@@ -224,9 +228,9 @@ public struct HTTPRequestParser: Sendable {
         // has no expectations: its `Expect` is ignored, as RFC 9110 §10.1.1 says of `100-continue`.
         if isHTTP11 && framing.unsupportedExpectation { throw .unsupportedExpectation }
         // The field lines without the empty line that ends the head (its last two bytes).
-        let fieldLines = Array(UnsafeRawBufferPointer(rebasing: bytes[(lineEnd + 1)..<(bytes.count - 2)]))
-        let parsed = HTTPParsedHead(method: method, target: path, scheme: scheme, targetAuthority: targetAuthority,
-                                    fieldLines: fieldLines)
+        let parsed = HTTPParsedHead.make(method: method, target: path, scheme: scheme, targetAuthority: targetAuthority,
+                                         fieldLines: UnsafeRawBufferPointer(rebasing: bytes[(lineEnd + 1)..<(bytes.count - 2)]),
+                                         reusing: &spareHead)
         return HTTPRequestHead(storage: parsed, version: version, keepAlive: keepAlive,
                                expectsContinue: isHTTP11 && framing.expectsContinue, framing: bodyFraming,
                                mayCarryRequestID: framing.carriesRequestID)

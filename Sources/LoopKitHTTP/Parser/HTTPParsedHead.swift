@@ -7,19 +7,22 @@ import Synchronization
 /// fields (`GET /hello`) never pays for `HTTPFields`, the fields' strings or the request's pseudo-header
 /// storage. The bytes were validated when parsed; building checks nothing again.
 ///
-/// Heads and requests hold it by one reference (a copy of either retains one object). Immutable but for the
-/// built request, kept under a `Mutex`: safe to read from any thread.
-final class HTTPParsedHead: Sendable {
-    let method: HTTPRequest.Method
+/// Heads and requests hold it by one reference (a copy of either retains one object). Read-only to all
+/// but the parser, and the built request is kept under a `Mutex`: safe to read from any thread. An HTTP/1
+/// connection's parser fills an ended request's head again for its next request
+/// (``refill(method:target:scheme:targetAuthority:fieldLines:)``), only once nothing else references it, so a
+/// keep-alive request allocates neither the object nor its field lines' array.
+final class HTTPParsedHead: @unchecked Sendable {  // changed only by refill, while uniquely referenced, on the parser's thread
+    private(set) var method: HTTPRequest.Method
     /// The request target as routed: origin form as sent, or the path of an absolute-form target.
-    let target: String
+    private(set) var target: String
     /// The absolute-form target's scheme (nil for the origin form).
-    let scheme: String?
+    private(set) var scheme: String?
     /// The absolute-form target's authority, which replaces `Host` (nil: `Host` is in the field lines); a
     /// built head's authority.
-    let targetAuthority: String?
+    private(set) var targetAuthority: String?
     /// The field lines, each ending in CRLF, without the request line and the empty line.
-    let fieldLines: [UInt8]
+    private(set) var fieldLines: [UInt8]
     private let built = Mutex<HTTPRequest?>(nil)
 
     init(method: HTTPRequest.Method, target: String, scheme: String?, targetAuthority: String?, fieldLines: [UInt8]) {
@@ -28,6 +31,24 @@ final class HTTPParsedHead: Sendable {
         self.scheme = scheme
         self.targetAuthority = targetAuthority
         self.fieldLines = fieldLines
+    }
+
+    /// A head of `fieldLines` (copied): `spare` filled again when it is given (an ended request's head
+    /// that nothing else references), else a new one.
+    static func make(method: HTTPRequest.Method, target: String, scheme: String?, targetAuthority: String?,
+                     fieldLines: UnsafeRawBufferPointer, reusing spare: inout HTTPParsedHead?) -> HTTPParsedHead {
+        guard let head = spare.take() else {
+            return HTTPParsedHead(method: method, target: target, scheme: scheme, targetAuthority: targetAuthority,
+                                  fieldLines: Array(fieldLines))
+        }
+        head.method = method
+        head.target = target
+        head.scheme = scheme
+        head.targetAuthority = targetAuthority
+        head.fieldLines.removeAll(keepingCapacity: true)
+        head.fieldLines.append(contentsOf: fieldLines)
+        head.built.withLock { $0 = nil }
+        return head
     }
 
     /// A head whose request is already built (an HTTP/2 stream's, or one a caller set).
