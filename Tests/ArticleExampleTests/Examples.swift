@@ -548,7 +548,7 @@ func example_ServingHTTP_242(router: inout HTTPRouter, configuration: inout HTTP
     })
     router.use { request, next in                                              // async: around the rest
         var response = try await next(request)
-        response.head.headerFields[.cacheControl] = "no-store"
+        response.headerFields[.cacheControl] = "no-store"
         return response
     }
     router.get("/items") { request in .text("[]") }
