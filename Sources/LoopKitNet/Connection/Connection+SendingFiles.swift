@@ -58,7 +58,7 @@ extension Connection {
     /// Suspends until the queued output has drained and the socket can take more (or the connection ends).
     private func waitForSocket() async throws(NetError) {
         precondition(socketWaiter == nil, "Connection.sendFile called while another file send waits")
-        let result = await withUnsafeContinuation { continuation in
+        let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Void, NetError>, Never>) in
             if case .closed(let reason) = machine.state {
                 continuation.resume(returning: .failure(.connectionClosed(reason)))
                 return
