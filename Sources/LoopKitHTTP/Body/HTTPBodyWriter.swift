@@ -183,6 +183,29 @@ public final class HTTPBodyWriter: @unchecked Sendable {  // loop-confined: ever
         connection.responseBodyBytes += bytes.count
     }
 
+    /// Sends `count` bytes of the file open at `descriptor` from `offset` with `sendfile(2)`, when the body
+    /// goes straight to a plain socket framed by its declared length (HTTP/1 without TLS, not compressed,
+    /// not chunked); returns the bytes sent (fewer than `count` when the file ended first), or nil when
+    /// this writer cannot send files directly and the caller must read the file and write its bytes.
+    ///
+    /// - Throws: ``HTTPServerError/connectionClosed`` once the client has gone.
+    ///
+    /// Call on the connection's loop (from the streaming task).
+    func sendFile(_ descriptor: Int32, from offset: Int64, count: Int64) async throws -> Int64? {
+        guard case .http1(let connection, chunked: false) = target, let declaredLength,
+              connection.tcp.sendsFilesDirectly else { return nil }
+        guard !connection.isClosed else { throw HTTPServerError.connectionClosed }
+        if Int64(connection.responseBodyBytes) + count > Int64(declaredLength) { throw overrunning(connection) }
+        let sent: Int64
+        do {
+            sent = try await connection.tcp.sendFile(descriptor, from: offset, count: count)
+        } catch {
+            throw HTTPServerError.connectionClosed
+        }
+        connection.responseBodyBytes += Int(sent)
+        return sent
+    }
+
     /// The CRLF that ends every chunk sent by reference: one storage for all of them.
     private static let chunkEnd = Bytes("\r\n".utf8)
 

@@ -12,7 +12,9 @@ import LoopKitNet
 ///
 /// Every file-system call runs on the work pool through LoopKitNet's ``FileSystem`` (never on the loop
 /// thread), and the body streams from the open file with the connection's backpressure, framed by its
-/// `Content-Length`: the same over HTTP/1.1 and HTTP/2. A file that shrinks while it is sent ends the
+/// `Content-Length`: the same over HTTP/1.1 and HTTP/2. On a plain HTTP/1 connection a body (or a single
+/// range) that is not compressed goes with `sendfile(2)` from the loop, with no read on the pool;
+/// over TLS, HTTP/2, for multiple ranges and behind ``CompressionMiddleware`` it is read in chunks. A file that shrinks while it is sent ends the
 /// connection (the client sees a body shorter than its length); one that grows is sent as it was.
 ///
 /// A plain value; safe from any thread.
@@ -164,6 +166,10 @@ struct HTTPFileServer: Sendable {
             do {
                 for (index, range) in sentRanges.enumerated() {
                     if let sentParts { try await writer.write(sentParts.heads[index]) }
+                    if sentParts == nil, let sent = try await Self.sendDirectly(range, of: file, to: writer) {
+                        guard sent == range.count else { throw FileChanged(path: file.path) }
+                        continue
+                    }
                     try await Self.send(range, of: file, chunkSize: chunkSize, to: writer)
                 }
                 if let sentParts { try await writer.write(sentParts.end) }
@@ -173,6 +179,13 @@ struct HTTPFileServer: Sendable {
             }
             await Self.close(file, logger: logger)
         })
+    }
+
+    /// Sends `range` of `file` with `sendfile(2)` when the writer goes straight to a plain socket; returns
+    /// the bytes sent, or nil when the writer cannot (TLS, HTTP/2, a compressed body).
+    private static func sendDirectly(_ range: Range<Int64>, of file: OpenFile, to writer: HTTPBodyWriter) async throws -> Int64? {
+        guard let descriptor = file.descriptor else { return nil }
+        return try await writer.sendFile(descriptor, from: range.lowerBound, count: Int64(range.count))
     }
 
     /// Sends `range` of `file`, read ahead through ``OpenFile/chunks(chunkSize:readAhead:from:)``.

@@ -356,6 +356,10 @@ extension Connection {
                 isWriteWatchActive = false
                 writeWatch?.pause()
             }
+            if let waiter = socketWaiter {  // a file send goes on from here (it watches again if it must)
+                socketWaiter = nil
+                waiter.resume(returning: .success(()))
+            }
         } else {
             noteOutputWaiting()
         }

@@ -78,6 +78,8 @@ public final class Connection: @unchecked Sendable {  // loop-confined: each ent
     /// The `inbound` consumer, while it waits for bytes.
     var readWaiter = SingleConsumerWaiter<Bytes, NetError>()
     var writeWaiters: [UnsafeContinuation<Result<Void, NetError>, Never>] = []
+    /// A ``sendFile(_:from:count:)`` waiting for the queued output to drain and the socket to take more.
+    var socketWaiter: UnsafeContinuation<Result<Void, NetError>, Never>?
     /// A read may leave input the transport will not announce (``Transport/readsAhead``): looked at
     /// after each read.
     let readsAhead: Bool
@@ -385,6 +387,10 @@ public final class Connection: @unchecked Sendable {  // loop-confined: each ent
             waiter.resume(returning: .failure(reason == .shutDown ? .loopShutDown : .connectionClosed(reason)))
         }
         readWaiter.unpark()?.resume(with: reason.isClean ? .success(nil) : .failure(.connectionClosed(reason)))
+        if let waiter = socketWaiter {
+            socketWaiter = nil
+            waiter.resume(returning: .failure(.connectionClosed(reason)))
+        }
         let writers = writeWaiters
         writeWaiters = []
         for writer in writers {

@@ -62,6 +62,11 @@ public final class OpenFile: Sendable {
     /// Whether ``close()`` has been called. Safe from any thread.
     public var isClosed: Bool { state.withLock { $0.isClosing } }
 
+    /// The descriptor, for a caller that uses it itself (`sendfile(2)` on the loop); nil once ``close()``
+    /// has been called. It stays valid only until the caller closes the file: whoever calls this must not
+    /// close the file while using it. Safe from any thread.
+    package var descriptor: Int32? { state.withLock { $0.isClosing || $0.fd < 0 ? nil : $0.fd } }
+
     // MARK: Operations
 
     /// Reads up to `count` bytes.
