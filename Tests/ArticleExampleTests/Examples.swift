@@ -421,8 +421,8 @@ func example_ServingFiles_9(router: inout HTTPRouter, configuration: inout HTTPS
                  options: HTTPFileOptions(cacheControl: "public, max-age=31536000, immutable", indexFile: nil))
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingFiles.md:57
-func example_ServingFiles_57(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingFiles.md:62
+func example_ServingFiles_62(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     var types = HTTPContentTypes.standard
     types["glb"] = "model/gltf-binary"
     router.files("/models", root: "/srv/models", options: HTTPFileOptions(contentTypes: types))

@@ -374,10 +374,11 @@ extension Connection {
         if extras.outputWait?.sent != sentByteCount { extras.outputWait = (sentByteCount, loop.clockNanoseconds) }
     }
 
-    /// Since when the queued output has not moved, on the loop's clock; nil when no output waits.
-    /// `now` (the loop's clock) stands in when output moved without being stamped. Loop thread.
+    /// Since when the queued output (or a file send waiting for the socket) has not moved, on the loop's
+    /// clock; nil when no output waits. `now` (the loop's clock) stands in when output moved without being
+    /// stamped. Loop thread.
     package func outputStalledSince(now: UInt64) -> UInt64? {
-        guard !output.isEmpty, !machine.isClosed else { return nil }
+        guard !output.isEmpty || socketWaiter != nil, !machine.isClosed else { return nil }
         let extras = ensuredExtras
         if let wait = extras.outputWait, wait.sent == sentByteCount { return wait.since }
         extras.outputWait = (sentByteCount, now)
