@@ -11,9 +11,9 @@ import Testing
         #expect(MemoryLayout<HTTPHandler>.size <= 40)
     }
 
-    @Test("a connection's matched route and its resolution each stay under a cache line")
+    @Test("an exchange's matched handler and its resolution each stay under a cache line")
     func routeStateIsSmall() {
-        #expect(MemoryLayout<HTTPConnection.RouteMatch?>.size <= 64)
+        #expect(MemoryLayout<HTTPHandler?>.size <= 64)
         #expect(MemoryLayout<HTTPRouter.Resolution>.size <= 64)
     }
 }

@@ -32,37 +32,34 @@ enum HTTPDispatcher {
     /// A request head arrived: route it and begin its exchange. Loop thread.
     static func headArrived(_ head: HTTPRequestHead, on stream: some HTTPStream) -> BodyPlan {
         let context = stream.context
-        let method = head.method
+        let router = context.router
         let target = head.target
         let path = HTTPServerRequest.withoutQuery(target)
-        let found = context.router.lookup(method, path: method == .options && target == "*" ? "*" : path)
-        let pattern = found.pattern
-        var route: HTTPExchange.RouteMatch?
-        var unrouted = HTTPRouter.Resolution.notFound
-        if case .found(let handler, let parameters) = found.resolution {
-            route = HTTPExchange.RouteMatch(handler: handler, parameters: parameters, chain: found.chain)
+        let routed: Substring = head.method == .options && target == "*" ? "*" : path
+        let exchange = HTTPExchange.begin(head, id: requestID(for: head, context: context), reusing: &stream.spareExchange)
+        stream.exchange = exchange
+        // The route's parts are read out of the router's table one by one: a lookup result holding them
+        // all was copied field by field through the runtime's value witnesses.
+        let plan: BodyPlan
+        if let found = router.matchRoute(head.method, path: routed) {
+            let handler = router.routes[found.index].handler
+            plan = BodyPlan(limit: handler.bodyLimit ?? context.configuration.maxBodySize, streams: handler.streamsBody)
+            exchange.routed(to: handler, parameters: found.parameters, chain: router.routes[found.index].chain,
+                            pattern: router.routes[found.index].pattern)
         } else {
-            unrouted = found.resolution
+            plan = BodyPlan(limit: context.configuration.maxBodySize, streams: false)
+            exchange.unrouted(router.unrouted(head.method, path: routed))
         }
-        let limit: Int?
-        if let routeLimit = route?.handler.bodyLimit { limit = routeLimit } else { limit = context.configuration.maxBodySize }
-        let plan = BodyPlan(limit: limit, streams: route?.handler.streamsBody ?? false)
-        var span: (any Span)?
-        let requestContext = makeRequestContext(head, path: path, route: pattern, span: &span, context: context)
-        stream.exchange = HTTPExchange.begin(head, route: route, unrouted: unrouted, context: requestContext,
-                                             reusing: &stream.spareExchange)
-        if let span { stream.exchange!.makeExtras().span = span }
+        if context.isTracing { traceRequest(in: exchange, path: path, context: context) }
         return plan
     }
 
     /// The head of a streaming route's request arrived and its body is about to: the handler starts now.
     /// Loop thread.
     static func bodyStreaming(_ body: HTTPRequestBody, on stream: some HTTPStream) {
-        guard let route = stream.exchange?.route else { return }
-        let context = stream.context
-        let middleware = route.chain ?? context.router.middleware
-        run(route.handler, makeRequest(body: [], parameters: route.parameters, on: stream), streamedBody: body,
-            middleware: middleware, on: stream)
+        guard let exchange = stream.exchange, let handler = exchange.handler else { return }
+        run(handler, makeRequest(body: [], parameters: exchange.parameters, on: stream), streamedBody: body,
+            middleware: exchange.chain ?? stream.context.router.middleware, on: stream)
     }
 
     /// The body of a request whose route collects it has arrived, all of it: run the handler (or answer
@@ -71,14 +68,11 @@ enum HTTPDispatcher {
     /// The head stays in the exchange, read in place: a local copy of it would retain, and then release,
     /// each of its fields once more per request.
     static func bodyCollected(_ body: Bytes, on stream: some HTTPStream) {
-        guard stream.exchange != nil else { return }
+        guard let exchange = stream.exchange else { return }
         let context = stream.context
-        // Taken through the exchange's modify access: reading `stream.exchange!.route` would copy the whole
-        // exchange out of the stream (a few hundred instructions).
-        let taken = stream.exchange!.route.take()
-        let middleware = taken?.chain ?? context.router.middleware
-        guard let route = taken else {
-            let answer = response(for: stream.exchange!.unrouted, renderer: context.configuration.errorRenderer)
+        let middleware = exchange.chain ?? context.router.middleware
+        guard let handler = exchange.handler.take() else {
+            let answer = response(for: exchange.unrouted, renderer: context.configuration.errorRenderer)
             guard !middleware.isEmpty else {
                 send(answer, on: stream)
                 return
@@ -92,16 +86,14 @@ enum HTTPDispatcher {
             }
             return
         }
-        run(route.handler, makeRequest(body: body, parameters: route.parameters, on: stream), streamedBody: nil,
+        run(handler, makeRequest(body: body, parameters: exchange.parameters, on: stream), streamedBody: nil,
             middleware: middleware, on: stream)
     }
 
     /// The request of the exchange, as a handler gets it.
     @inline(__always)
     private static func makeRequest(body: Bytes, parameters: HTTPPathParameters, on stream: some HTTPStream) -> HTTPServerRequest {
-        HTTPServerRequest(head: stream.exchange!.head.storage, version: stream.exchange!.head.version, body: body,
-                          parameters: parameters, loop: stream.context.loop, context: stream.exchange!.context,
-                          server: stream.context)
+        HTTPServerRequest(of: stream.exchange!, body: body, parameters: parameters, server: stream.context)
     }
 
     // MARK: The one switch

@@ -14,21 +14,14 @@ import Tracing
 /// stream's spare slot. Loop-confined, like the connection that holds it: one thread ever touches it, so its
 /// properties skip the runtime's exclusivity checks (`@exclusivity(unchecked)`).
 final class HTTPExchange {
-    /// A route that took a request: its handler and the parameters it bound. A struct, not a tuple, so
-    /// that copying the optional of it is specialised code rather than the runtime's tuple witnesses.
-    struct RouteMatch {
-        var handler: HTTPHandler
-        var parameters: HTTPPathParameters
-        /// The route's chain when it is in a group with middleware (nil: the router's middleware).
-        var chain: HTTPMiddlewareChain?
-    }
-
     /// State that a plain request never needs (tracing, middleware, a callback route's answer awaited by
     /// middleware), kept out of the exchange so that it stays small; made on first use and kept with the
     /// exchange between requests, so a keep-alive connection makes it once.
     final class Extras {
         /// The request's server span, when a tracer is on; ended with the response.
         var span: (any Span)?
+        /// The request's trace context, when tracing is on (nil: `.topLevel`).
+        var serviceContext: ServiceContext?
         /// Behind an inline chain: the request as the middleware left it and how many it reached (their
         /// `responseEnded` is owed).
         var middlewareTrail: HTTPMiddlewareChain.InlineTrail?
@@ -40,6 +33,7 @@ final class HTTPExchange {
         /// Forgets everything, for the next request.
         func reset() {
             span = nil
+            serviceContext = nil
             middlewareTrail = nil
             asyncTrail = nil
             responseSlot = nil
@@ -48,12 +42,22 @@ final class HTTPExchange {
 
     /// The request head, read in place (a copy would retain, then release, each of its fields).
     @exclusivity(unchecked) private(set) var head: HTTPRequestHead
-    /// The route that took the request (nil: none matched; see ``unrouted``). Taken when its handler runs.
-    @exclusivity(unchecked) var route: RouteMatch?
+    /// The handler of the route that took the request (nil: none matched; see ``unrouted``). Taken when
+    /// it runs. The route's parts are kept apart, not as an optional struct of them: copying that optional
+    /// went through the runtime's generic witnesses (a few hundred instructions a request).
+    @exclusivity(unchecked) var handler: HTTPHandler?
+    /// The parameters the route bound.
+    @exclusivity(unchecked) var parameters = HTTPPathParameters()
+    /// The route's chain when it is in a group with middleware (nil: the router's middleware).
+    @exclusivity(unchecked) var chain: HTTPMiddlewareChain?
     /// What the request resolved to when no route took it (404, 405, OPTIONS, 501).
     @exclusivity(unchecked) var unrouted: HTTPRouter.Resolution
-    /// The request's id, start, route and trace context.
-    @exclusivity(unchecked) private(set) var context: HTTPRequestContext
+    /// The request's id: the client's when valid, else one the loop made.
+    @exclusivity(unchecked) private(set) var requestID: String
+    /// When the request's head arrived.
+    @exclusivity(unchecked) private(set) var startTime: ContinuousClock.Instant
+    /// The pattern of the route that took the request (nil: none did).
+    @exclusivity(unchecked) private(set) var routePattern: String?
     /// The response has begun (its head is written, or a refusal went out): a later response is dropped.
     @exclusivity(unchecked) var responseStarted = false
     /// The status sent.
@@ -69,24 +73,21 @@ final class HTTPExchange {
     /// The rarely needed parts (nil until one is; then kept, emptied, for the exchange's next request).
     @exclusivity(unchecked) private(set) var extras: Extras?
 
-    private init(head: HTTPRequestHead, route: RouteMatch?, unrouted: HTTPRouter.Resolution, context: HTTPRequestContext) {
+    private init(head: HTTPRequestHead, id: String) {
         self.head = head
-        self.route = route
-        self.unrouted = unrouted
-        self.context = context
+        requestID = id
+        startTime = .now
+        unrouted = .notFound
     }
 
-    /// An exchange for a request whose head arrived: `spare` (an ended exchange of the same stream) begun
-    /// again, or a new one.
-    static func begin(_ head: HTTPRequestHead, route: RouteMatch?, unrouted: HTTPRouter.Resolution, context: HTTPRequestContext,
-                      reusing spare: inout HTTPExchange?) -> HTTPExchange {
-        guard let exchange = spare.take() else {
-            return HTTPExchange(head: head, route: route, unrouted: unrouted, context: context)
-        }
+    /// An exchange for a request whose head arrived, with id `id`, started now: `spare` (an ended exchange
+    /// of the same stream) begun again, or a new one. The dispatcher then tells it where the request was
+    /// routed (``routed(to:parameters:chain:pattern:)`` or ``unrouted(_:)``).
+    static func begin(_ head: HTTPRequestHead, id: String, reusing spare: inout HTTPExchange?) -> HTTPExchange {
+        guard let exchange = spare.take() else { return HTTPExchange(head: head, id: id) }
         exchange.head = head
-        exchange.route = route
-        exchange.unrouted = unrouted
-        exchange.context = context
+        exchange.requestID = id
+        exchange.startTime = .now
         exchange.responseStarted = false
         exchange.responseStatus = nil
         exchange.responseTask = nil
@@ -94,6 +95,24 @@ final class HTTPExchange {
         exchange.eventStreamEndedByShutdown = false
         exchange.extras?.reset()
         return exchange
+    }
+
+    /// The request was taken by the route of `pattern`.
+    func routed(to handler: HTTPHandler, parameters: HTTPPathParameters, chain: HTTPMiddlewareChain?, pattern: String) {
+        self.handler = handler
+        self.parameters = parameters
+        self.chain = chain
+        routePattern = pattern
+        unrouted = .notFound
+    }
+
+    /// No route took the request: it resolved to `resolution` (404, 405, `OPTIONS`, 501).
+    func unrouted(_ resolution: HTTPRouter.Resolution) {
+        handler = nil
+        parameters = HTTPPathParameters()
+        chain = nil
+        routePattern = nil
+        unrouted = resolution
     }
 
     /// The ended exchange's parsed head, when nothing but the exchange references it any more (every

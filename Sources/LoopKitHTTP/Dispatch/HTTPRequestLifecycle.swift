@@ -8,29 +8,31 @@ import Tracing
 // middleware's `responseEnded` told what went out), for a response, a refusal, an upgrade or a close.
 
 extension HTTPDispatcher {
-    /// The context of a request whose head has arrived: its id (the client's when valid), its start, its
-    /// trace context and, when tracing starts spans, its span (returned in `span`).
-    static func makeRequestContext(_ head: HTTPRequestHead, path: Substring, route: String?, span: inout (any Span)?,
-                                   context: HTTPLoopContext) -> HTTPRequestContext {
-        let id: String
+    /// The id of a request whose head has arrived: the client's when it sent a valid one, else a new one.
+    static func requestID(for head: HTTPRequestHead, context: HTTPLoopContext) -> String {
         if head.mayCarryRequestID || !context.requestIDFieldIsFlagged,
            let field = context.configuration.requestIDField, let given = head.request.headerFields[field],
            HTTPRequestIDGenerator.isValid(given) {
-            id = given
-        } else {
-            id = context.requestIDs.next()
+            return given
         }
-        var serviceContext: ServiceContext?
-        if let tracing = context.tracing {
-            serviceContext = tracing.extract(from: head.request.headerFields)
-            if tracing.startsSpans {
-                let started = tracing.startSpan(method: head.method, path: path, route: route, scheme: context.scheme,
-                                                context: serviceContext ?? .topLevel)
-                span = started
-                serviceContext = started.context
-            }
+        return context.requestIDs.next()
+    }
+
+    /// Tracing is on: the request's trace context, extracted from its fields, and, when the tracer starts
+    /// spans, its span, both kept in the exchange's extras. Out of line, so that a request served without
+    /// tracing carries none of its optionals and existentials.
+    @inline(never)
+    static func traceRequest(in exchange: HTTPExchange, path: Substring, context: HTTPLoopContext) {
+        guard let tracing = context.tracing else { return }
+        let extras = exchange.makeExtras()
+        var serviceContext = tracing.extract(from: exchange.head.request.headerFields)
+        if tracing.startsSpans {
+            let span = tracing.startSpan(method: exchange.head.method, path: path, route: exchange.routePattern,
+                                         scheme: context.scheme, context: serviceContext)
+            extras.span = span
+            serviceContext = span.context
         }
-        return HTTPRequestContext(id: id, startTime: .now, route: route, serviceContext: serviceContext)
+        extras.serviceContext = serviceContext
     }
 
     /// The exchange's request id, to be echoed on its response unless the response carries the id field
@@ -38,12 +40,12 @@ extension HTTPDispatcher {
     /// server echoes none.
     static func echoedRequestID(on stream: some HTTPStream) -> HTTPEchoedRequestID? {
         guard let field = stream.context.configuration.requestIDField, stream.exchange != nil else { return nil }
-        return HTTPEchoedRequestID(name: field, value: stream.exchange!.context.id)
+        return HTTPEchoedRequestID(name: field, value: stream.exchange!.requestID)
     }
 
     /// The exchange's request id, nil when there is no exchange (a refusal before any head).
     static func requestID(on stream: some HTTPStream) -> String? {
-        stream.exchange?.context.id
+        stream.exchange?.requestID
     }
 
     /// One access line, `METHOD TARGET STATUS`, at `info`: built by appending (no interpolation of the
@@ -80,10 +82,8 @@ extension HTTPDispatcher {
         if !stream.exchange!.hasMiddlewareTrail {
             // Refused before the chain ran: its `responseEnded` hooks (an access log, metrics) see it.
             let exchange = stream.exchange!
-            let request = HTTPServerRequest(head: exchange.head.storage, version: exchange.head.version, body: [],
-                                            parameters: exchange.route?.parameters ?? HTTPPathParameters(), loop: context.loop,
-                                            context: exchange.context, server: context)
-            let summary = HTTPResponseSummary(status: status, bodyBytes: bodyBytes, startTime: exchange.context.startTime,
+            let request = HTTPServerRequest(of: exchange, body: [], parameters: exchange.parameters, server: context)
+            let summary = HTTPResponseSummary(status: status, bodyBytes: bodyBytes, startTime: exchange.startTime,
                                               endTime: .now, isComplete: true)
             context.router.middleware.responseEnded(summary, for: request, reached: .max)
         }
@@ -126,7 +126,7 @@ extension HTTPDispatcher {
         let trail = exchange.takeMiddlewareTrail()
         extras.reset()
         guard let trail else { return }
-        let summary = HTTPResponseSummary(status: status, bodyBytes: bodyBytes, startTime: exchange.context.startTime,
+        let summary = HTTPResponseSummary(status: status, bodyBytes: bodyBytes, startTime: exchange.startTime,
                                           endTime: .now, isComplete: isComplete)
         trail.chain.responseEnded(summary, for: trail.request, reached: trail.reached)
     }

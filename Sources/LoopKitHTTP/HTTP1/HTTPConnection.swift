@@ -48,9 +48,6 @@ final class HTTPConnection: ConnectionHandler, HTTPStream, HTTPRequestBodySource
     /// may be HTTP/2's preface (h2c with prior knowledge), which hands the connection to the HTTP/2 codec.
     private var mayBeHTTP2Preface: Bool
 
-    /// The dispatcher's matched route (a name the footprint test reads).
-    typealias RouteMatch = HTTPExchange.RouteMatch
-
     init(context: HTTPLoopContext, tcp: Connection) {
         self.context = context
         self.tcp = tcp

@@ -171,12 +171,12 @@ public struct HTTPRouter: Sendable {
 
     /// A route that matched: its index in ``routes`` and the parameters it bound. A struct, not a tuple,
     /// so that the optional of it is copied by specialised code rather than the runtime's tuple witnesses.
-    private struct Found {
+    struct Found {
         var index: Int
         var parameters: HTTPPathParameters
     }
 
-    private func unrouted(_ method: HTTPRequest.Method, path: Substring) -> Resolution {
+    func unrouted(_ method: HTTPRequest.Method, path: Substring) -> Resolution {
         let allowed: [HTTPRequest.Method]
         if method == .options && path == "*" {
             allowed = routes.map(\.method)
@@ -205,7 +205,7 @@ public struct HTTPRouter: Sendable {
         matchRoute(method, path: path).map { (routes[$0.index].handler, $0.parameters) }
     }
 
-    private func matchRoute(_ method: HTTPRequest.Method, path: Substring) -> Found? {
+    func matchRoute(_ method: HTTPRequest.Method, path: Substring) -> Found? {
         if let found = match(exactly: method, path: path) { return found }
         if method == .head { return match(exactly: .get, path: path) }
         return nil

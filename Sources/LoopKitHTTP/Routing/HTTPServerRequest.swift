@@ -48,44 +48,48 @@ public struct HTTPServerRequest: Sendable {
     /// tracer is bootstrapped; `.topLevel` when none is. Start child spans with it:
     /// `InstrumentationSystem.tracer.withSpan("query", context: request.serviceContext) { … }`.
     public var serviceContext: ServiceContext {
-        get { tracedContext ?? .topLevel }
-        set { tracedContext = newValue }
+        get { changes?.serviceContext ?? .topLevel }
+        set { changes = Changes(serviceContext: newValue, logger: changes?.logger) }
     }
     /// The server's logger with `request.id` in its metadata. Set it (a middleware adding metadata) and
     /// the handler gets the new one.
     public var logger: Logger {
         get {
-            if let changedLogger { return changedLogger }
+            if let logger = changes?.logger { return logger }
             var logger = server.logger
             logger[metadataKey: "request.id"] = .string(id)
             return logger
         }
-        set { changedLogger = newValue }
+        set { changes = Changes(serviceContext: changes?.serviceContext, logger: newValue) }
     }
-    /// The trace context when tracing is on (nil: `.topLevel`, nothing to copy per request).
-    private var tracedContext: ServiceContext?
+    /// The trace context (when tracing is on) and a logger set by middleware: rarely there, so kept
+    /// behind one reference (nil: neither), which a request without them copies and destroys as one
+    /// word. Immutable: a change makes a new one, so copies of the request stay apart.
+    private var changes: Changes?
+    private final class Changes: Sendable {
+        let serviceContext: ServiceContext?
+        let logger: Logger?
+
+        init(serviceContext: ServiceContext?, logger: Logger?) {
+            self.serviceContext = serviceContext
+            self.logger = logger
+        }
+    }
     /// The server's presence on the loop, for its logger: one reference, not a logger copied per request
     /// (``logger`` adds the id when asked).
     private let server: HTTPLoopContext
-    private var changedLogger: Logger?
 
-    init(head: HTTPRequest, version: HTTPVersion, body: Bytes, parameters: HTTPPathParameters, loop: EventLoop,
-         context: HTTPRequestContext, server: HTTPLoopContext) {
-        self.init(head: HTTPParsedHead(built: head), version: version, body: body, parameters: parameters, loop: loop, context: context,
-                  server: server)
-    }
-
-    init(head: HTTPParsedHead, version: HTTPVersion, body: Bytes, parameters: HTTPPathParameters, loop: EventLoop,
-         context: HTTPRequestContext, server: HTTPLoopContext) {
-        headStorage = head
-        self.version = version
+    /// The request of `exchange`, with `body` and the route's `parameters`.
+    init(of exchange: HTTPExchange, body: Bytes, parameters: HTTPPathParameters, server: HTTPLoopContext) {
+        headStorage = exchange.head.storage
+        version = exchange.head.version
         self.body = body
         self.parameters = parameters
-        self.loop = loop
-        id = context.id
-        startTime = context.startTime
-        route = context.route
-        tracedContext = context.serviceContext
+        loop = server.loop
+        id = exchange.requestID
+        startTime = exchange.startTime
+        route = exchange.routePattern
+        if let serviceContext = exchange.extras?.serviceContext { changes = Changes(serviceContext: serviceContext, logger: nil) }
         self.server = server
     }
 
@@ -143,23 +147,5 @@ public struct HTTPPathParameters: Sendable, Hashable {
             hasher.combine(pair.name)
             hasher.combine(pair.value)
         }
-    }
-}
-
-/// What the server knows of a request when its head arrives, kept in its exchange until the
-/// ``HTTPServerRequest`` is made from it. A value held inline in the exchange: a class cost an allocation
-/// and its release per request, more than the few retains of copying it (the id is a small string).
-struct HTTPRequestContext: Sendable {
-    let id: String
-    let startTime: ContinuousClock.Instant
-    let route: String?
-    /// nil when no tracing is configured (the request's context is then `.topLevel`).
-    let serviceContext: ServiceContext?
-
-    init(id: String, startTime: ContinuousClock.Instant, route: String?, serviceContext: ServiceContext?) {
-        self.id = id
-        self.startTime = startTime
-        self.route = route
-        self.serviceContext = serviceContext
     }
 }

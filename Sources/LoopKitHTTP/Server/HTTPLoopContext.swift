@@ -26,6 +26,8 @@ public final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one
     public let logger: Logger
     /// The tracer and instrument, nil when tracing is off (the no-op defaults).
     let tracing: HTTPTracing?
+    /// ``tracing`` is set: tested on every request instead of the optional, whose copy costs more.
+    let isTracing: Bool
     /// `https` or `http`, for the spans' `url.scheme`.
     let scheme: String
     /// Makes the ids of this loop's requests.
@@ -68,6 +70,7 @@ public final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one
         self.router = router.withGroupChains()
         self.logger = logger
         self.tracing = tracing
+        isTracing = tracing != nil
         requestIDFieldIsFlagged = configuration.requestIDField == HTTPFieldName.requestID
         logsAccessLines = configuration.logsAccess && logger.logLevel <= .info
         registry = ConnectionRegistry(loop: loop)
