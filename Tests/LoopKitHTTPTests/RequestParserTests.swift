@@ -18,6 +18,18 @@ struct RequestParserTests {
         #expect(head.framing == .none)
     }
 
+    @Test("the path is the target up to its first `?`, in origin and absolute form, and with no query")
+    func thePathEndsAtTheFirstQuestionMark() throws {
+        let heads = try ["GET /a/b?x=?y HTTP/1.1\r\nHost: h\r\n\r\n", "GET http://h/p?q HTTP/1.1\r\nHost: h\r\n\r\n",
+                         "GET /plain HTTP/1.1\r\nHost: h\r\n\r\n", "GET /? HTTP/1.1\r\nHost: h\r\n\r\n"].map { text in
+            try #require(parse(text).requests.first?.head)
+        }
+        #expect(heads.map { String($0.path) } == ["/a/b", "/p", "/plain", "/"])
+        var built = heads[0]
+        built.request.path = "/c?d"  // a head set by a caller: no mark from the parser, searched for
+        #expect(built.path == "/c")
+    }
+
     @Test func unknownMethodIsKept() {
         let result = parse("PURGE / HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(result.requests.first?.head.request.method.rawValue == "PURGE")

@@ -85,7 +85,7 @@ struct ResponseEncoderTests {
     /// The request id goes after the handler's fields, unless they carry its field: told apart in the
     /// pass that writes them, without a lookup.
     @Test func theRequestIDIsEchoedUnlessTheHandlerSetItsField() {
-        let id = HTTPEchoedRequestID(name: HTTPField.Name("X-Request-ID")!, value: "r-7")
+        let id = HTTPEchoedRequestID(field: .init(HTTPField.Name("X-Request-ID")!), value: "r-7")
         let echoed = encoded { encoder in
             encoder.appendHead(status: .ok, fields: [.contentType: "text/plain"], framing: .length(0), keepAlive: true,
                                http10: false, date: date, requestID: id)

@@ -15,6 +15,9 @@ public struct IOEvents: OptionSet, Sendable, Hashable {
 /// The loop keeps the watch; dropping the handle does not cancel it.
 public final class Watch: Sendable {
     private weak let loop: EventLoop?
+    /// The loop, for ``fire(_:)`` alone: libevent calls it only from inside the loop's own iteration, so
+    /// the loop is alive then, and the weak load (and its release) is saved on every callback.
+    private unowned(unsafe) let firingLoop: EventLoop
     private let registration: LoopConfined<Registration?>
 
     struct Registration {
@@ -26,6 +29,7 @@ public final class Watch: Sendable {
 
     init(loop: EventLoop) {
         self.loop = loop
+        firingLoop = loop
         registration = LoopConfined(nil, owner: loop.owner)
     }
 
@@ -47,15 +51,15 @@ public final class Watch: Sendable {
     }
 
     private func fire(_ what: LibEventFlags) {
-        guard let registration = registration.value else { return }
+        // The handler alone is copied out (the handler may cancel the watch, which drops the registration):
+        // a copy of the whole registration retained and released its event too.
+        guard let handler = registration.value?.handler else { return }
         var events: IOEvents = []
         if what.contains(.read) || what.contains(.signal) { events.insert(.readable) }
         if what.contains(.write) { events.insert(.writable) }
-        if let loop {
-            loop.state.value.callbacksRun += 1
-            if loop.state.value.isObserved { loop.noteIOCallback() }
-        }
-        registration.handler(events)
+        firingLoop.state.value.callbacksRun += 1
+        if firingLoop.state.value.isObserved { firingLoop.noteIOCallback() }
+        handler(events)
     }
 
     /// Stops the watch; its handler is not called again. Cancelling twice does nothing.

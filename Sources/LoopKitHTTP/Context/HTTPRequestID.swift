@@ -85,18 +85,26 @@ struct HTTPRequestIDGenerator {
     }
 }
 
-/// The request id a response is to carry, unless its handler set the field itself: the field's name (with
-/// its canonical length, so that a codec tells most other names apart without a comparison) and the id.
-/// A struct, not a labelled tuple: copying its optional is then specialised code rather than the
-/// runtime's tuple witnesses.
+/// The request id a response is to carry, unless its handler set the field itself: the field (made once
+/// per loop context) and the id. A struct, not a labelled tuple: copying its optional is then specialised
+/// code rather than the runtime's tuple witnesses; and the field is one reference, so a copy retains two
+/// objects, not the field name's two strings and the id.
 struct HTTPEchoedRequestID {
-    let name: HTTPField.Name
+    let field: Field
     let value: String
-    let nameLength: Int
 
-    init(name: HTTPField.Name, value: String) {
-        self.name = name
-        self.value = value
-        nameLength = name.canonicalName.utf8.count
+    /// The field's name, with its canonical length, so that a codec tells most other names apart
+    /// without a comparison. Immutable.
+    final class Field: Sendable {
+        let name: HTTPField.Name
+        let nameLength: Int
+
+        init(_ name: HTTPField.Name) {
+            self.name = name
+            nameLength = name.canonicalName.utf8.count
+        }
     }
+
+    var name: HTTPField.Name { field.name }
+    var nameLength: Int { field.nameLength }
 }

@@ -34,7 +34,7 @@ enum HTTPDispatcher {
         let context = stream.context
         let router = context.router
         let target = head.target
-        let path = HTTPServerRequest.withoutQuery(target)
+        let path = head.path
         let routed: Substring = head.method == .options && target == "*" ? "*" : path
         let exchange = HTTPExchange.begin(head, id: requestID(for: head, context: context), reusing: &stream.spareExchange)
         stream.exchange = exchange

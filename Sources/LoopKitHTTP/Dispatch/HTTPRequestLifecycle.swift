@@ -39,8 +39,8 @@ extension HTTPDispatcher {
     /// already (the codec tells: the HTTP/1 encoder in the pass that writes the fields); nil when the
     /// server echoes none.
     static func echoedRequestID(on stream: some HTTPStream) -> HTTPEchoedRequestID? {
-        guard let field = stream.context.configuration.requestIDField, stream.exchange != nil else { return nil }
-        return HTTPEchoedRequestID(name: field, value: stream.exchange!.requestID)
+        guard let field = stream.context.echoedRequestIDField, let exchange = stream.exchange else { return nil }
+        return HTTPEchoedRequestID(field: field, value: exchange.requestID)
     }
 
     /// The exchange's request id, nil when there is no exchange (a refusal before any head).

@@ -50,8 +50,8 @@ extension HTTPConnection {
         let body: Bytes
         if case .bytes(let bytes) = response.body.storage { body = bytes } else { body = Bytes() }
         var echoedID: HTTPEchoedRequestID?
-        if let field = context.configuration.requestIDField {
-            echoedID = HTTPEchoedRequestID(name: field, value: HTTPDispatcher.requestID(on: self) ?? context.requestIDs.next())
+        if let field = context.echoedRequestIDField {
+            echoedID = HTTPEchoedRequestID(field: field, value: HTTPDispatcher.requestID(on: self) ?? context.requestIDs.next())
         }
         let date = context.dateCache.fieldLine
         body.withUnsafeBytes { body in

@@ -179,7 +179,7 @@ public struct HTTPRequestParser: Sendable {
         var lineEnd = 0
         while bytes[lineEnd] != ASCII.lf { lineEnd += 1 }
         let requestLine = UnsafeRawBufferPointer(rebasing: bytes[0..<(lineEnd - 1)])
-        let (method, target, version) = try parseRequestLine(requestLine)
+        let (method, target, queryStart, version) = try parseRequestLine(requestLine)
 
         // The field lines are checked here, all of them; their `HTTPFields` are built only if the request's
         // head is read (``HTTPParsedHead``).
@@ -218,17 +218,19 @@ public struct HTTPRequestParser: Sendable {
         var targetAuthority: String?
         var path = target
         var scheme: String?
+        var query: HTTPParsedHead.QueryMark = queryStart.map { .at($0) } ?? .none
         if let (targetScheme, authority, targetPath) = Self.splitAbsoluteForm(target) {
             guard Self.isValidAuthority(authority.utf8) else { throw .invalidTarget }
             scheme = targetScheme
             targetAuthority = authority
             path = targetPath
+            query = .unknown
         }
         // Checked once the head is known to be well formed (a malformed one gets its 400 first). HTTP/1.0
         // has no expectations: its `Expect` is ignored, as RFC 9110 §10.1.1 says of `100-continue`.
         if isHTTP11 && framing.unsupportedExpectation { throw .unsupportedExpectation }
         // The field lines without the empty line that ends the head (its last two bytes).
-        let parsed = HTTPParsedHead.make(method: method, target: path, scheme: scheme, targetAuthority: targetAuthority,
+        let parsed = HTTPParsedHead.make(method: method, target: path, query: query, scheme: scheme, targetAuthority: targetAuthority,
                                          fieldLines: UnsafeRawBufferPointer(rebasing: bytes[(lineEnd + 1)..<(bytes.count - 2)]),
                                          reusing: &spareHead)
         return HTTPRequestHead(storage: parsed, version: version, keepAlive: keepAlive,
@@ -236,7 +238,10 @@ public struct HTTPRequestParser: Sendable {
                                mayCarryRequestID: framing.carriesRequestID)
     }
 
-    private func parseRequestLine(_ line: UnsafeRawBufferPointer) throws(HTTPRequestError) -> (HTTPRequest.Method, String, HTTPVersion) {
+    /// The method, the target, where the target's query starts (its `?`, from the target's start; nil
+    /// when it has none) and the version.
+    private func parseRequestLine(_ line: UnsafeRawBufferPointer) throws(HTTPRequestError)
+        -> (HTTPRequest.Method, String, Int?, HTTPVersion) {
         // method
         var index = 0
         while index < line.count && line[index] != ASCII.space {
@@ -252,9 +257,11 @@ public struct HTTPRequestParser: Sendable {
         // target
         let targetStart = index + 1
         index = targetStart
+        var queryStart: Int?
         while index < line.count && line[index] != ASCII.space {
             let byte = line[index]
             guard byte > 0x20 && byte < 0x7F else { throw .invalidTarget }
+            if byte == UInt8(ascii: "?") && queryStart == nil { queryStart = index - targetStart }
             index += 1
         }
         guard index > targetStart else { throw .invalidTarget }
@@ -274,7 +281,7 @@ public struct HTTPRequestParser: Sendable {
         let major = Int(version[5] &- UInt8(ascii: "0")), minor = Int(version[7] &- UInt8(ascii: "0"))
         guard major == 1 else { throw .unsupportedVersion(major: major, minor: minor) }
         // A higher 1.x minor is answered as 1.1 (RFC 9110 §6.2).
-        return (method, target, HTTPVersion(major: 1, minor: min(minor, 1)))
+        return (method, target, queryStart, HTTPVersion(major: 1, minor: min(minor, 1)))
     }
 
     /// The fields that decide framing and connection handling, gathered while parsing the head.

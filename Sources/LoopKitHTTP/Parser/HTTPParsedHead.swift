@@ -16,6 +16,8 @@ final class HTTPParsedHead: @unchecked Sendable {  // changed only by refill, wh
     private(set) var method: HTTPRequest.Method
     /// The request target as routed: origin form as sent, or the path of an absolute-form target.
     private(set) var target: String
+    /// Where ``target``'s query starts, as the parser saw it.
+    private(set) var query: QueryMark
     /// The absolute-form target's scheme (nil for the origin form).
     private(set) var scheme: String?
     /// The absolute-form target's authority, which replaces `Host` (nil: `Host` is in the field lines); a
@@ -25,9 +27,21 @@ final class HTTPParsedHead: @unchecked Sendable {  // changed only by refill, wh
     private(set) var fieldLines: [UInt8]
     private let built = Mutex<HTTPRequest?>(nil)
 
-    init(method: HTTPRequest.Method, target: String, scheme: String?, targetAuthority: String?, fieldLines: [UInt8]) {
+    /// Where a target's query starts: noted by the parser as it checks the target's bytes, so that the path
+    /// is cut without a second search.
+    enum QueryMark {
+        /// The target has no `?`.
+        case none
+        /// The `?` is this many UTF-8 bytes into the target.
+        case at(Int)
+        /// Not noted (a built head; an absolute-form target): searched for.
+        case unknown
+    }
+
+    init(method: HTTPRequest.Method, target: String, query: QueryMark, scheme: String?, targetAuthority: String?, fieldLines: [UInt8]) {
         self.method = method
         self.target = target
+        self.query = query
         self.scheme = scheme
         self.targetAuthority = targetAuthority
         self.fieldLines = fieldLines
@@ -35,14 +49,15 @@ final class HTTPParsedHead: @unchecked Sendable {  // changed only by refill, wh
 
     /// A head of `fieldLines` (copied): `spare` filled again when it is given (an ended request's head
     /// that nothing else references), else a new one.
-    static func make(method: HTTPRequest.Method, target: String, scheme: String?, targetAuthority: String?,
+    static func make(method: HTTPRequest.Method, target: String, query: QueryMark, scheme: String?, targetAuthority: String?,
                      fieldLines: UnsafeRawBufferPointer, reusing spare: inout HTTPParsedHead?) -> HTTPParsedHead {
         guard let head = spare.take() else {
-            return HTTPParsedHead(method: method, target: target, scheme: scheme, targetAuthority: targetAuthority,
+            return HTTPParsedHead(method: method, target: target, query: query, scheme: scheme, targetAuthority: targetAuthority,
                                   fieldLines: Array(fieldLines))
         }
         head.method = method
         head.target = target
+        head.query = query
         head.scheme = scheme
         head.targetAuthority = targetAuthority
         head.fieldLines.removeAll(keepingCapacity: true)
@@ -55,10 +70,20 @@ final class HTTPParsedHead: @unchecked Sendable {  // changed only by refill, wh
     init(built request: HTTPRequest) {
         method = request.method
         target = request.path ?? "/"
+        query = .unknown
         scheme = request.scheme
         targetAuthority = request.authority
         fieldLines = []
         built.withLock { $0 = request }
+    }
+
+    /// The target without its query: cut where the parser saw the `?`, searched for only when it did not.
+    var path: Substring {
+        switch query {
+        case .none: target[...]
+        case .at(let offset): target[..<target.utf8.index(target.utf8.startIndex, offsetBy: offset)]
+        case .unknown: HTTPServerRequest.withoutQuery(target)
+        }
     }
 
     /// The request: built on the first call, the same value after.

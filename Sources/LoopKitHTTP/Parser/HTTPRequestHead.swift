@@ -47,6 +47,8 @@ public struct HTTPRequestHead: Sendable, Hashable {
 
     /// The request target (`:path`, "/" when it has none), read without building the request.
     var target: String { storage.target }
+    /// The target without its query.
+    var path: Substring { storage.path }
     /// The version the client spoke.
     public var version: HTTPVersion
     /// Whether the connection stays open after the response (HTTP/1.1 unless `Connection: close`;

@@ -94,7 +94,7 @@ public struct HTTPServerRequest: Sendable {
     }
 
     /// The path without the query: the part of the request target before `?`.
-    public var path: Substring { Self.withoutQuery(target) }
+    public var path: Substring { headStorage.path }
 
     /// `target` up to its first `?`: searched with `memchr` on the string's UTF-8 bytes (a generic search
     /// over `String.UTF8View` costs a few hundred instructions a request).

@@ -35,6 +35,8 @@ public final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one
     /// The request id field is `X-Request-ID`, which the HTTP/1 parser flags when a request carries it
     /// (``HTTPRequestHead/mayCarryRequestID``): a request without it needs no lookup.
     let requestIDFieldIsFlagged: Bool
+    /// The request id field responses echo the id in (nil: none).
+    let echoedRequestIDField: HTTPEchoedRequestID.Field?
     /// The access log is on and the logger logs at `info`: decided once, as the logger's level is read
     /// through its handler's existential (a few hundred instructions a request).
     let logsAccessLines: Bool
@@ -72,6 +74,7 @@ public final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one
         self.tracing = tracing
         isTracing = tracing != nil
         requestIDFieldIsFlagged = configuration.requestIDField == HTTPFieldName.requestID
+        echoedRequestIDField = configuration.requestIDField.map(HTTPEchoedRequestID.Field.init)
         logsAccessLines = configuration.logsAccess && logger.logLevel <= .info
         registry = ConnectionRegistry(loop: loop)
         registry.countChanged = configuration.connectionCountChanged
