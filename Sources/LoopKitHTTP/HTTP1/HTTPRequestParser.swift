@@ -315,7 +315,7 @@ public struct HTTPRequestParser: Sendable {
         guard colon < line.count else { throw .missingColon }
         guard colon > 0 else { throw .invalidFieldName }
         let value = Self.trimmedValue(of: line, colon: colon)
-        for byte in value where byte < 0x20 && byte != ASCII.tab || byte == 0x7F { throw .invalidFieldValue }
+        if ASCII.hasInvalidFieldValueByte(value) { throw .invalidFieldValue }
 
         switch KnownField.match(UnsafeRawBufferPointer(rebasing: line[0..<colon])) {
         case .host:
@@ -529,7 +529,7 @@ public struct HTTPRequestParser: Sendable {
                     index += 3
                     continue
                 }
-                guard isRegisteredNameByte(bytes[index]) else { return false }
+                guard ASCII.isRegisteredNameCharacter(bytes[index]) else { return false }
                 index += 1
             }
         }
@@ -588,22 +588,6 @@ public struct HTTPRequestParser: Sendable {
                   octet.reduce(0, { $0 * 10 + Int($1 &- UInt8(ascii: "0")) }) <= 255 else { return false }
         }
         return true
-    }
-
-    /// A byte of a registered name or IPv4 address: unreserved or sub-delimiter (RFC 3986 §3.2.2); `%`
-    /// starts an escape, checked by the caller.
-    @inline(__always)
-    private static func isRegisteredNameByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            true
-        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "!"), UInt8(ascii: "$"),
-             UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"),
-             UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="):
-            true
-        default:
-            false
-        }
     }
 
     // MARK: Chunked body

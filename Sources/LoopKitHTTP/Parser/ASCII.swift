@@ -15,6 +15,43 @@ enum ASCII {
         return byte < 128 && (mask >> UInt64(byte & 63)) & 1 == 1
     }
 
+    /// A byte of RFC 3986's `reg-name` other than `%` (`unreserved` and `sub-delims`), tested like
+    /// ``isTokenCharacter(_:)``.
+    @inline(__always)
+    static func isRegisteredNameCharacter(_ byte: UInt8) -> Bool {
+        let mask: UInt64 = byte < 64 ? 0x2BFF_7FD2_0000_0000 : 0x47FF_FFFE_87FF_FFFE
+        return byte < 128 && (mask >> UInt64(byte & 63)) & 1 == 1
+    }
+
+    /// Whether `value` holds a byte no field value may (RFC 9110 §5.5): a control character other than
+    /// tab, or DEL. Eight bytes are tested at a time, each word for any byte below 0x20 or equal to 0x7F
+    /// (the bit tricks of *Bit Twiddling Hacks*, exact for "any"), and only a word that has one (a tab, as
+    /// a rule) byte by byte.
+    static func hasInvalidFieldValueByte(_ value: UnsafeRawBufferPointer) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        var index = 0
+        while index + 8 <= value.count {
+            let word = value.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+            let below20 = (word &- ones &* 0x20) & ~word & highs
+            let del = word ^ (ones &* 0x7F)
+            let isDEL = (del &- ones) & ~del & highs
+            if below20 | isDEL != 0 {
+                for offset in index..<(index + 8) where isInvalidFieldValueByte(value[offset]) { return true }
+            }
+            index += 8
+        }
+        while index < value.count {
+            if isInvalidFieldValueByte(value[index]) { return true }
+            index += 1
+        }
+        return false
+    }
+
+    @inline(__always)
+    private static func isInvalidFieldValueByte(_ byte: UInt8) -> Bool {
+        byte < 0x20 && byte != tab || byte == 0x7F
+    }
+
     /// The punctuation a token may hold (RFC 9110 §5.6.2).
     static let tokenPunctuation: StaticString = "!#$%&'*+-.^_`|~"
 

@@ -11,20 +11,21 @@ import Synchronization
 /// but the parser, and the built request is kept under a `Mutex`: safe to read from any thread. An HTTP/1
 /// connection's parser fills an ended request's head again for its next request
 /// (``refill(method:target:scheme:targetAuthority:fieldLines:)``), only once nothing else references it, so a
-/// keep-alive request allocates neither the object nor its field lines' array.
+/// keep-alive request allocates neither the object nor its field lines' array. Its properties skip the
+/// runtime's exclusivity checks (`@exclusivity(unchecked)`): the one writer is that refill.
 final class HTTPParsedHead: @unchecked Sendable {  // changed only by refill, while uniquely referenced, on the parser's thread
-    private(set) var method: HTTPRequest.Method
+    @exclusivity(unchecked) private(set) var method: HTTPRequest.Method
     /// The request target as routed: origin form as sent, or the path of an absolute-form target.
-    private(set) var target: String
+    @exclusivity(unchecked) private(set) var target: String
     /// Where ``target``'s query starts, as the parser saw it.
-    private(set) var query: QueryMark
+    @exclusivity(unchecked) private(set) var query: QueryMark
     /// The absolute-form target's scheme (nil for the origin form).
-    private(set) var scheme: String?
+    @exclusivity(unchecked) private(set) var scheme: String?
     /// The absolute-form target's authority, which replaces `Host` (nil: `Host` is in the field lines); a
     /// built head's authority.
-    private(set) var targetAuthority: String?
+    @exclusivity(unchecked) private(set) var targetAuthority: String?
     /// The field lines, each ending in CRLF, without the request line and the empty line.
-    private(set) var fieldLines: [UInt8]
+    @exclusivity(unchecked) private(set) var fieldLines: [UInt8]
     private let built = Mutex<HTTPRequest?>(nil)
 
     /// Where a target's query starts: noted by the parser as it checks the target's bytes, so that the path

@@ -62,24 +62,24 @@ public final class Connection: @unchecked Sendable {  // loop-confined: each ent
 
     @exclusivity(unchecked) var input = InputBuffer()
     @exclusivity(unchecked) var output = OutputQueue()
-    var readWatch: Watch?
-    var writeWatch: Watch?
+    @exclusivity(unchecked) var readWatch: Watch?
+    @exclusivity(unchecked) var writeWatch: Watch?
     /// Whether the read watch is active (mirrors it, to skip calls into the loop on the hot path).
-    var isReadWatchActive = false
-    var isWriteWatchActive = false
+    @exclusivity(unchecked) var isReadWatchActive = false
+    @exclusivity(unchecked) var isWriteWatchActive = false
 
     /// The one handler: lent the bytes, told of input ending, output draining and the close.
     package internal(set) var handler: ConnectionHandler?
     /// The handler takes bytes (false for a closure handler with no read closure, and for none).
-    var handlerReads = false
+    @exclusivity(unchecked) var handlerReads = false
     /// The handler was replaced while it was lent bytes: what it left is offered to the new one.
-    var handlerWasReplaced = false
-    var closeHandlers: [(CloseReason) -> Void] = []
+    @exclusivity(unchecked) var handlerWasReplaced = false
+    @exclusivity(unchecked) var closeHandlers: [(CloseReason) -> Void] = []
     /// The `inbound` consumer, while it waits for bytes.
-    var readWaiter = SingleConsumerWaiter<Bytes, NetError>()
-    var writeWaiters: [UnsafeContinuation<Result<Void, NetError>, Never>] = []
+    @exclusivity(unchecked) var readWaiter = SingleConsumerWaiter<Bytes, NetError>()
+    @exclusivity(unchecked) var writeWaiters: [UnsafeContinuation<Result<Void, NetError>, Never>] = []
     /// A ``sendFile(_:from:count:)`` waiting for the queued output to drain and the socket to take more.
-    var socketWaiter: UnsafeContinuation<Result<Void, NetError>, Never>?
+    @exclusivity(unchecked) var socketWaiter: UnsafeContinuation<Result<Void, NetError>, Never>?
     /// A read may leave input the transport will not announce (``Transport/readsAhead``): looked at
     /// after each read.
     let readsAhead: Bool
@@ -98,20 +98,20 @@ public final class Connection: @unchecked Sendable {  // loop-confined: each ent
     @exclusivity(unchecked) var extras: ConnectionExtras?
 
     /// True while a read handler runs: its writes go into the loop's write batch, sent when it returns.
-    var inReadDispatch = false
+    @exclusivity(unchecked) var inReadDispatch = false
     /// The write batch is this connection's (its read handler runs and the batch was free).
-    var ownsBatch = false
+    @exclusivity(unchecked) var ownsBatch = false
     /// Output went above the write high-water mark and has not drained to the low-water mark yet.
-    var aboveHighWater = false
+    @exclusivity(unchecked) var aboveHighWater = false
     /// Bytes sent so far (``bytesSent``): a write-progress deadline compares it between two looks.
-    var sentByteCount: UInt64 = 0
-    var readingPausedByUser = false
+    @exclusivity(unchecked) var sentByteCount: UInt64 = 0
+    @exclusivity(unchecked) var readingPausedByUser = false
     /// A delivery of buffered input is queued for the next iteration (bytes an in-memory partner pushed,
     /// a read handler set when bytes were already buffered).
-    var deliveryQueued = false
+    @exclusivity(unchecked) var deliveryQueued = false
     /// The input count the read handler was last lent without consuming anything: it is not lent the
     /// same bytes again until more arrive.
-    var declinedCount = 0
+    @exclusivity(unchecked) var declinedCount = 0
 
     /// The connection's own reference, held while it is open.
     var keepAlive: Unmanaged<Connection>?
