@@ -16,7 +16,7 @@ public func makeConfiguration(port: Int = 0) -> HTTPServer.Configuration {
 
 /// The service's routes: start a run, see its status, follow its log as server-sent events or over a WebSocket.
 public func makeRouter(runs: Runs) -> HTTPRouter {
-    func run(_ request: HTTPServerRequest) throws -> Run {
+    @Sendable func run(_ request: HTTPServerRequest) throws -> Run {
         let id = try request.parameters.require("id", as: Int.self)
         guard let run = runs[id] else { throw HTTPError(.notFound, "no run \(id)") }
         return run

@@ -44,7 +44,7 @@ public final class Run: Sendable {
     func start(_ command: Command, maxLineLength: Int, on loop: EventLoop) throws {
         let child = try ChildProcess.spawn(command.executable, arguments: command.arguments, newProcessGroup: true,
                                            standardInput: .null, standardError: .null, on: loop)
-        Task(executorPreference: loop) {
+        Task(executorPreference: loop) { [self] in
             do {
                 for try await line in child.standardOutput!.inbound.lines(maxLength: maxLineLength) { record(.line(line)) }
             } catch {

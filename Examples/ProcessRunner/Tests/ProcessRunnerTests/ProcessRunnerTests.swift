@@ -80,7 +80,7 @@ final class ProcessRunnerTests {
     @Test(arguments: HTTPTestMode.allCases)
     func aWebSocketForNoRunIsRefusedAsJSON(mode: HTTPTestMode) async throws {
         let client = try client(mode)
-        let error = await #expect(throws: WebSocketTestClientError.self) { try await client.webSocket("/runs/9/log") }
+        let error = await #expect(throws: WebSocketTestClientError.self) { _ = try await client.webSocket("/runs/9/log") }
         guard case .notUpgraded(let response)? = error else { return }
         #expect(response.status == .notFound)
         #expect(response.text == #"{"error":{"status":404,"message":"no run 9"}}"#)
