@@ -117,14 +117,14 @@ func example_README_195(router: inout HTTPRouter, configuration: inout HTTPServe
                                             timeout: .seconds(60), on: loop)      // .exited(0), stdout, stderr
 }
 
-// README.md:207
-func example_README_207(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:212
+func example_README_212(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let watcher = try PathWatcher(watching: "/srv/site", recursive: true, on: loop)   // on the loop's thread
     watcher.onEvents { events in for event in events { cache.invalidate(event.path) } }  // one batch per iteration
 }
 
-// README.md:222
-func example_README_222(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:227
+func example_README_227(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let group = try LoopGroup(threads: 1)                                       // loops on threads of their own
     let loop = group.next()
     let watcher = try await loop.perform {                                      // runs on the loop's thread
@@ -137,8 +137,8 @@ func example_README_222(router: inout HTTPRouter, configuration: inout HTTPServe
     try await loop.perform { watcher.close(); socket.close() }                  // closed on the loop too
 }
 
-// README.md:237
-func example_README_237(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:242
+func example_README_242(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
 
     var router = HTTPRouter()
     router.get("/hello") { _ in .text("Hello, World!") }                        // inline: on the loop thread
@@ -154,8 +154,8 @@ func example_README_237(router: inout HTTPRouter, configuration: inout HTTPServe
     try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm], logger: logger).run()
 }
 
-// README.md:312
-func example_README_312(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:317
+func example_README_317(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.webSocket("/ws/echo", .inTask) { request, socket in
         for try await message in socket.messages { try await socket.send(message) }
     }
@@ -170,8 +170,8 @@ func example_README_312(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:332
-func example_README_332(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:337
+func example_README_337(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
 
     let client = HTTPClient(on: loop)                          // one per loop; a handler on it calls with no hop
     let response = try await client.execute(
@@ -180,8 +180,8 @@ func example_README_332(router: inout HTTPRouter, configuration: inout HTTPServe
     let status = try await response.collect(upTo: 1 << 20)     // or: for try await chunk in response.body
 }
 
-// README.md:354
-@Suite("README.md:354") struct Example_README_354 {
+// README.md:359
+@Suite("README.md:359") struct Example_README_359 {
     @Test func timerFiresAfterQueuedWork() throws {
         let driver = try LoopDriver()                 // a loop on a VirtualClock
         let trace = OrderTrace(driver.loop)
@@ -198,8 +198,8 @@ func example_README_332(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:377
-func example_README_377(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:382
+func example_README_382(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try LoopMetrics.record(loop, name: "main")                 // iteration duration, poll wait, queue depth, …
     router.use(HTTPServerMetrics.middleware())                 // http.server.request.duration, …
     HTTPServerMetrics.record(into: &configuration)             // http.server.open_connections
@@ -923,8 +923,37 @@ func example_RunningChildProcesses_19(router: inout HTTPRouter, configuration: i
     let termination = await child.termination                     // .exited(0)
 }
 
-// Sources/LoopKitNet/LoopKitNet.docc/RunningChildProcesses.md:45
-func example_RunningChildProcesses_45(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitNet/LoopKitNet.docc/RunningChildProcesses.md:42
+func example_RunningChildProcesses_42(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    let child = try ChildProcess.spawn("/usr/bin/make", arguments: ["-k"], newProcessGroup: true, on: loop)
+    do {
+        for try await line in child.standardOutput!.inbound.lines(maxLength: 4096) { logger.info("\(line)") }
+    } catch {
+        child.terminate()                // NetError.lineTooLong(limit: 4096): 4 KiB and still no newline
+    }
+    let termination = await child.termination
+}
+
+// Sources/LoopKitNet/LoopKitNet.docc/RunningChildProcesses.md:58
+@Suite("Sources/LoopKitNet/LoopKitNet.docc/RunningChildProcesses.md:58") struct Example_RunningChildProcesses_58 {
+    @Test func aLineOverTheLimitEndsTheLines() async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let loop = group.next()
+        try await Task(executorPreference: loop) {
+            let child = try ChildProcess.spawn("/bin/sh", arguments: ["-c", "echo short; head -c 100 /dev/zero"], on: loop)
+            var lines: [String] = []
+            await #expect(throws: NetError.lineTooLong(limit: 64)) {
+                for try await line in child.standardOutput!.inbound.lines(maxLength: 64) { lines.append(line) }
+            }
+            #expect(lines == ["short"])                                 // the line before it, whole
+            #expect(await child.termination == .exited(0))
+        }.value
+    }
+}
+
+// Sources/LoopKitNet/LoopKitNet.docc/RunningChildProcesses.md:91
+func example_RunningChildProcesses_91(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let build = try await ChildProcess.run("/bin/sh", arguments: ["-c", "make; sleep 600 &"],
                                            timeout: .seconds(60), on: loop)   // returns when make ends, not in 600 s
 }
