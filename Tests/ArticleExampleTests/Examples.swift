@@ -570,13 +570,13 @@ func example_ServingHTTP_278(router: inout HTTPRouter, configuration: inout HTTP
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:334
-func example_ServingHTTP_334(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:335
+func example_ServingHTTP_335(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     configuration.errorRenderer = .json   // {"error":{"status":404,"message":"no todo 7"}}, application/json
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:341
-func example_ServingHTTP_341(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:342
+func example_ServingHTTP_342(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     configuration.errorRenderer = HTTPErrorRenderer { failure in
         (try? .json(["code": failure.status.code], status: failure.status)) ?? .text(failure.message, status: failure.status)
     }
@@ -717,15 +717,15 @@ func example_WebSocketsAndEvents_37(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:50
-func example_WebSocketsAndEvents_50(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:52
+func example_WebSocketsAndEvents_52(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.webSocket("/chat", shouldUpgrade: { request in
         request.head.headerFields[.authorization] == nil ? .refuse(status: .unauthorized) : .accept
     }) { request, socket in }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:65
-func example_WebSocketsAndEvents_65(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:68
+func example_WebSocketsAndEvents_68(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let rooms = ["lobby": Broadcast<String>(replay: 20)]
     router.webSocket("/rooms/:name", .inTask, accepting: { request in
         guard let room = rooms[try request.parameters.require("name")] else { throw HTTPError(.notFound, "no such room") }
@@ -735,8 +735,8 @@ func example_WebSocketsAndEvents_65(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:85
-func example_WebSocketsAndEvents_85(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:88
+func example_WebSocketsAndEvents_88(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let room = Broadcast<String>(replay: 20, bufferLimit: 1_000)   // a late joiner sees the last 20 lines
     router.webSocket("/chat", .inTask) { request, socket in
         let name = try request.require(query: "name")
@@ -752,8 +752,8 @@ func example_WebSocketsAndEvents_85(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:145
-func example_WebSocketsAndEvents_145(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:148
+func example_WebSocketsAndEvents_148(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.get("/clock") { _ in
         .events { events in
             while true {
@@ -764,8 +764,8 @@ func example_WebSocketsAndEvents_145(router: inout HTTPRouter, configuration: in
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:165
-func example_WebSocketsAndEvents_165(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:168
+func example_WebSocketsAndEvents_168(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     actor Jobs {                                  // every loop's handlers reach it with `await`
         var running: [Int: TaskProgress] = [:]
         func progress(of id: Int) -> TaskProgress? { running[id] }
@@ -783,8 +783,8 @@ func example_WebSocketsAndEvents_165(router: inout HTTPRouter, configuration: in
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:197
-func example_WebSocketsAndEvents_197(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:200
+func example_WebSocketsAndEvents_200(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.get("/reports/:id/events") { request in
         let job = try request.loop.process(rows, each: { render($0) }, completion: { _ in })
         return .progressEvents(job.progress, cancelsWhenAbandoned: true)
