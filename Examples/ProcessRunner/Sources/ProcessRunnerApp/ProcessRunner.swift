@@ -40,13 +40,17 @@ public func makeRouter(runs: Runs) -> HTTPRouter {
         }
     }
     router.webSocket("/runs/:id/log", .inTask, accepting: { request in try run(request) }) { _, socket, run in
-        for await event in run.log.subscribe() {
-            switch event {
-            case .line(let line): try await socket.send(.text(line))
-            case .failed(let error): socket.close(code: .messageTooBig, reason: error)
-            case .exited(let termination): socket.close(reason: "\(termination)")  // the close frame tells the exit
+        let sender = Task(executorPreference: socket.loop) {
+            for await event in run.log.subscribe() {
+                switch event {
+                case .line(let line): try await socket.send(.text(line))
+                case .failed(let error): socket.close(code: .messageTooBig, reason: error)
+                case .exited(let termination): socket.close(reason: "\(termination)")  // the close frame tells the exit
+                }
             }
         }
+        defer { sender.cancel() }                      // a client that leaves unsubscribes at once
+        for try await _ in socket.messages {}          // until either side closes
     }
     return router
 }
