@@ -596,8 +596,8 @@ func example_ServingHTTP_342(router: inout HTTPRouter, configuration: inout HTTP
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:44
-@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:44") struct Example_TestingHTTPHandlers_44 {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:45
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:45") struct Example_TestingHTTPHandlers_45 {
     @Test func answersAfterAwaits() async throws {
         let client = try HTTPTestClient(router: router)
         try await Task.sleep(for: .milliseconds(1))               // the test may now be on another thread
@@ -605,27 +605,27 @@ func example_ServingHTTP_342(router: inout HTTPRouter, configuration: inout HTTP
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:62
-func example_TestingHTTPHandlers_62(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:63
+func example_TestingHTTPHandlers_63(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try await client.send("GET /hello HTTP/1.1\r\nHost: t\r\nContent-Length: x\r\n\r\n")
     #expect(try await client.nextResponse().status == .badRequest)
     #expect(try await client.readUntilClosed().isEmpty)
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:73
-func example_TestingHTTPHandlers_73(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:74
+func example_TestingHTTPHandlers_74(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try await client.send("GET /events HTTP/1.1\r\nHost: t\r\n\r\n")
     while !client.receivedText.contains("data: ready") { try #require(try await client.step()) }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:88
-func example_TestingHTTPHandlers_88(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:89
+func example_TestingHTTPHandlers_89(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let events = try await client.execute(.get, "/build/7/log").serverSentEvents
     #expect(events.map(\.data) == ["compiling", "linking", "done"])
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:97
-@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:97") struct Example_TestingHTTPHandlers_97 {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:98
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:98") struct Example_TestingHTTPHandlers_98 {
     @Test(arguments: HTTPTestMode.allCases)
     func theJobStreamsItsProgressToTheEnd(mode: HTTPTestMode) async throws {
         let client = try HTTPTestClient(router: router, mode: mode)
@@ -636,8 +636,8 @@ func example_TestingHTTPHandlers_88(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:117
-@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:117") struct Example_TestingHTTPHandlers_117 {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:118
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:118") struct Example_TestingHTTPHandlers_118 {
     @Test(arguments: HTTPTestMode.allCases)
     func slowHeadIsAnswered408(mode: HTTPTestMode) throws {
         var configuration = HTTPServer.Configuration()
@@ -649,8 +649,8 @@ func example_TestingHTTPHandlers_88(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:147
-@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:147") struct Example_TestingHTTPHandlers_147 {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:148
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:148") struct Example_TestingHTTPHandlers_148 {
     @Test(arguments: HTTPTestMode.allCases)
     func echoAnswers(mode: HTTPTestMode) throws {
         let socket = try HTTPTestClient(router: router, mode: mode).webSocket("/ws/echo")
@@ -660,8 +660,8 @@ func example_TestingHTTPHandlers_88(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:172
-@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:172") struct Example_TestingHTTPHandlers_172 {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:173
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:173") struct Example_TestingHTTPHandlers_173 {
 
     @Test(arguments: HTTPTestMode.everyProtocol)
     func helloAnswersOverBothProtocols(mode: HTTPTestMode) throws {
@@ -672,8 +672,8 @@ func example_TestingHTTPHandlers_88(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:193
-func example_TestingHTTPHandlers_193(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:194
+func example_TestingHTTPHandlers_194(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     var configuration = HTTPServer.Configuration()
     configuration.tls = try TLSContext(.server(certificateChain: .file(chain), privateKey: .file(key)))
     let client = try HTTPTestClient(router: router, configuration: configuration,
@@ -681,8 +681,8 @@ func example_TestingHTTPHandlers_193(router: inout HTTPRouter, configuration: in
     #expect(try await client.execute(.get, "/hello").status == .ok)
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:216
-@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:216") struct Example_TestingHTTPHandlers_216 {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:217
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:217") struct Example_TestingHTTPHandlers_217 {
     @Test(arguments: HTTPTestMode.allCases)
     func aTodoAddedOnOneLoopIsReadOnTheOther(mode: HTTPTestMode) throws {
         let group = try LoopGroup(threads: 2)
