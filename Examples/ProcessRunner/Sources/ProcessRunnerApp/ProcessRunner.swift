@@ -48,6 +48,7 @@ public func makeRouter(runs: Runs) -> HTTPRouter {
                 case .exited(let termination): socket.close(reason: "\(termination)")  // the close frame tells the exit
                 }
             }
+            socket.close(code: .policyViolation, reason: "fell behind the log")  // dropped (no-op after the exit)
         }
         defer { sender.cancel() }                      // a client that leaves unsubscribes at once
         for try await _ in socket.messages {}          // until either side closes

@@ -29,14 +29,14 @@ public struct RunStatus: Codable, Sendable, Equatable {
 }
 
 /// One child process and its log: every event goes to a `Broadcast` whose replay buffer lets a client
-/// that comes late (or after the end) see the whole log. Safe from any thread.
+/// that comes late (or after the end) see the log from its start, or its last `replay` lines. Safe from any thread.
 public final class Run: Sendable {
     public let log: Broadcast<RunEvent>
     private let state: Mutex<RunStatus>
     public var status: RunStatus { state.withLock { $0 } }
 
     init(id: Int, command: String, replay: Int) {
-        log = Broadcast(replay: replay, overflow: .dropSubscriber)  // a log is seen whole or ended
+        log = Broadcast(replay: replay, bufferLimit: replay + 1_000, overflow: .dropSubscriber)  // whole, or ended
         state = Mutex(RunStatus(id: id, command: command))
     }
 

@@ -16,7 +16,11 @@ final class ProcessRunnerTests {
     deinit { group.shutdown() }
 
     func client(_ mode: HTTPTestMode) throws -> HTTPTestClient {
-        try HTTPTestClient(router: router, configuration: makeConfiguration(), mode: mode, group: group)
+        var configuration = makeConfiguration()
+        // Between two requests an async test waits for a thread of Swift's pool, which the whole suite's
+        // blocking tests can hold for over a minute (make test-sanitize): not long enough to close the connection.
+        configuration.idleTimeout = .seconds(600)
+        return try HTTPTestClient(router: router, configuration: configuration, mode: mode, group: group)
     }
 
     /// The events of `path`'s stream, to its end, as `type: data`.
