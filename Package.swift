@@ -234,6 +234,24 @@ let package = Package(
             dependencies: ["TodoServiceApp", "LoopKit", "LoopKitHTTP", "LoopKitHTTPTesting", "LoopKitTesting"],
             path: "Examples/TodoService/Tests/TodoServiceTests"
         ),
+        // Examples/ProcessRunner: allowed commands run as child processes, their output's lines streamed as
+        // server-sent events and over a WebSocket (issue 47's process runner), built and tested with the package.
+        .target(name: "ProcessRunnerApp", dependencies: ["LoopKit", "LoopKitNet", "LoopKitHTTP"],
+                path: "Examples/ProcessRunner/Sources/ProcessRunnerApp"),
+        .executableTarget(
+            name: "ProcessRunner",
+            dependencies: [
+                "ProcessRunnerApp", "LoopKit", "LoopKitHTTP",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Examples/ProcessRunner/Sources/ProcessRunner"
+        ),
+        .testTarget(
+            name: "ProcessRunnerTests",
+            dependencies: ["ProcessRunnerApp", "LoopKit", "LoopKitHTTP", "LoopKitHTTPTesting"],
+            path: "Examples/ProcessRunner/Tests/ProcessRunnerTests"
+        ),
         // Every ```swift block of the README and the DocC articles, compiled (Scripts/article-examples.py).
         .testTarget(
             name: "ArticleExampleTests",

@@ -29,6 +29,20 @@ extension HTTPTestClient {
         if fields[.contentType] == nil { fields[.contentType] = "application/json" }
         return try execute(method, path, headerFields: fields, body: Bytes(JSONEncoder().encode(value)))
     }
+
+    /// Sends `value` encoded as JSON and reads the response, as ``execute(_:_:headerFields:json:)``,
+    /// suspending until it has arrived: for `async` tests, across any `await`.
+    ///
+    /// ```swift
+    /// let created = try await client.execute(.post, "/todos", json: NewTodo(title: "milk"))
+    /// ```
+    nonisolated(nonsending) public func execute(_ method: HTTPRequest.Method, _ path: String, headerFields: HTTPFields = [:],
+                                                json value: some Encodable) async throws -> HTTPTestResponse {
+        var fields = headerFields
+        if fields[.contentType] == nil { fields[.contentType] = "application/json" }
+        let body = try Bytes(JSONEncoder().encode(value))  // encoded here: the value need not be Sendable
+        return try await execute(method, path, headerFields: fields, body: body)
+    }
 }
 
 extension HTTPTestResponse {

@@ -117,14 +117,14 @@ func example_README_195(router: inout HTTPRouter, configuration: inout HTTPServe
                                             timeout: .seconds(60), on: loop)      // .exited(0), stdout, stderr
 }
 
-// README.md:207
-func example_README_207(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:212
+func example_README_212(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let watcher = try PathWatcher(watching: "/srv/site", recursive: true, on: loop)   // on the loop's thread
     watcher.onEvents { events in for event in events { cache.invalidate(event.path) } }  // one batch per iteration
 }
 
-// README.md:222
-func example_README_222(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:227
+func example_README_227(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let group = try LoopGroup(threads: 1)                                       // loops on threads of their own
     let loop = group.next()
     let watcher = try await loop.perform {                                      // runs on the loop's thread
@@ -137,8 +137,8 @@ func example_README_222(router: inout HTTPRouter, configuration: inout HTTPServe
     try await loop.perform { watcher.close(); socket.close() }                  // closed on the loop too
 }
 
-// README.md:237
-func example_README_237(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:242
+func example_README_242(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
 
     var router = HTTPRouter()
     router.get("/hello") { _ in .text("Hello, World!") }                        // inline: on the loop thread
@@ -154,8 +154,8 @@ func example_README_237(router: inout HTTPRouter, configuration: inout HTTPServe
     try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm], logger: logger).run()
 }
 
-// README.md:312
-func example_README_312(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:317
+func example_README_317(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.webSocket("/ws/echo", .inTask) { request, socket in
         for try await message in socket.messages { try await socket.send(message) }
     }
@@ -170,8 +170,8 @@ func example_README_312(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:332
-func example_README_332(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:337
+func example_README_337(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
 
     let client = HTTPClient(on: loop)                          // one per loop; a handler on it calls with no hop
     let response = try await client.execute(
@@ -180,8 +180,8 @@ func example_README_332(router: inout HTTPRouter, configuration: inout HTTPServe
     let status = try await response.collect(upTo: 1 << 20)     // or: for try await chunk in response.body
 }
 
-// README.md:354
-@Suite("README.md:354") struct Example_README_354 {
+// README.md:359
+@Suite("README.md:359") struct Example_README_359 {
     @Test func timerFiresAfterQueuedWork() throws {
         let driver = try LoopDriver()                 // a loop on a VirtualClock
         let trace = OrderTrace(driver.loop)
@@ -198,8 +198,8 @@ func example_README_332(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:377
-func example_README_377(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:382
+func example_README_382(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try LoopMetrics.record(loop, name: "main")                 // iteration duration, poll wait, queue depth, …
     router.use(HTTPServerMetrics.middleware())                 // http.server.request.duration, …
     HTTPServerMetrics.record(into: &configuration)             // http.server.open_connections
@@ -570,13 +570,13 @@ func example_ServingHTTP_278(router: inout HTTPRouter, configuration: inout HTTP
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:334
-func example_ServingHTTP_334(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:335
+func example_ServingHTTP_335(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     configuration.errorRenderer = .json   // {"error":{"status":404,"message":"no todo 7"}}, application/json
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:341
-func example_ServingHTTP_341(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingHTTP.md:342
+func example_ServingHTTP_342(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     configuration.errorRenderer = HTTPErrorRenderer { failure in
         (try? .json(["code": failure.status.code], status: failure.status)) ?? .text(failure.message, status: failure.status)
     }
@@ -596,8 +596,8 @@ func example_ServingHTTP_341(router: inout HTTPRouter, configuration: inout HTTP
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:44
-@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:44") struct Example_TestingHTTPHandlers_44 {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:45
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:45") struct Example_TestingHTTPHandlers_45 {
     @Test func answersAfterAwaits() async throws {
         let client = try HTTPTestClient(router: router)
         try await Task.sleep(for: .milliseconds(1))               // the test may now be on another thread
@@ -605,27 +605,27 @@ func example_ServingHTTP_341(router: inout HTTPRouter, configuration: inout HTTP
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:62
-func example_TestingHTTPHandlers_62(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:63
+func example_TestingHTTPHandlers_63(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try await client.send("GET /hello HTTP/1.1\r\nHost: t\r\nContent-Length: x\r\n\r\n")
     #expect(try await client.nextResponse().status == .badRequest)
     #expect(try await client.readUntilClosed().isEmpty)
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:73
-func example_TestingHTTPHandlers_73(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:74
+func example_TestingHTTPHandlers_74(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try await client.send("GET /events HTTP/1.1\r\nHost: t\r\n\r\n")
     while !client.receivedText.contains("data: ready") { try #require(try await client.step()) }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:88
-func example_TestingHTTPHandlers_88(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:89
+func example_TestingHTTPHandlers_89(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let events = try await client.execute(.get, "/build/7/log").serverSentEvents
     #expect(events.map(\.data) == ["compiling", "linking", "done"])
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:97
-@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:97") struct Example_TestingHTTPHandlers_97 {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:98
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:98") struct Example_TestingHTTPHandlers_98 {
     @Test(arguments: HTTPTestMode.allCases)
     func theJobStreamsItsProgressToTheEnd(mode: HTTPTestMode) async throws {
         let client = try HTTPTestClient(router: router, mode: mode)
@@ -636,8 +636,8 @@ func example_TestingHTTPHandlers_88(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:117
-@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:117") struct Example_TestingHTTPHandlers_117 {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:118
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:118") struct Example_TestingHTTPHandlers_118 {
     @Test(arguments: HTTPTestMode.allCases)
     func slowHeadIsAnswered408(mode: HTTPTestMode) throws {
         var configuration = HTTPServer.Configuration()
@@ -649,8 +649,8 @@ func example_TestingHTTPHandlers_88(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:147
-@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:147") struct Example_TestingHTTPHandlers_147 {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:148
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:148") struct Example_TestingHTTPHandlers_148 {
     @Test(arguments: HTTPTestMode.allCases)
     func echoAnswers(mode: HTTPTestMode) throws {
         let socket = try HTTPTestClient(router: router, mode: mode).webSocket("/ws/echo")
@@ -660,8 +660,8 @@ func example_TestingHTTPHandlers_88(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:172
-@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:172") struct Example_TestingHTTPHandlers_172 {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:173
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:173") struct Example_TestingHTTPHandlers_173 {
 
     @Test(arguments: HTTPTestMode.everyProtocol)
     func helloAnswersOverBothProtocols(mode: HTTPTestMode) throws {
@@ -672,8 +672,8 @@ func example_TestingHTTPHandlers_88(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:193
-func example_TestingHTTPHandlers_193(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:194
+func example_TestingHTTPHandlers_194(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     var configuration = HTTPServer.Configuration()
     configuration.tls = try TLSContext(.server(certificateChain: .file(chain), privateKey: .file(key)))
     let client = try HTTPTestClient(router: router, configuration: configuration,
@@ -681,8 +681,8 @@ func example_TestingHTTPHandlers_193(router: inout HTTPRouter, configuration: in
     #expect(try await client.execute(.get, "/hello").status == .ok)
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:216
-@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:216") struct Example_TestingHTTPHandlers_216 {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:217
+@Suite("Sources/LoopKitHTTP/LoopKitHTTP.docc/TestingHTTPHandlers.md:217") struct Example_TestingHTTPHandlers_217 {
     @Test(arguments: HTTPTestMode.allCases)
     func aTodoAddedOnOneLoopIsReadOnTheOther(mode: HTTPTestMode) throws {
         let group = try LoopGroup(threads: 2)
@@ -717,15 +717,15 @@ func example_WebSocketsAndEvents_37(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:50
-func example_WebSocketsAndEvents_50(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:52
+func example_WebSocketsAndEvents_52(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.webSocket("/chat", shouldUpgrade: { request in
         request.head.headerFields[.authorization] == nil ? .refuse(status: .unauthorized) : .accept
     }) { request, socket in }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:65
-func example_WebSocketsAndEvents_65(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:68
+func example_WebSocketsAndEvents_68(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let rooms = ["lobby": Broadcast<String>(replay: 20)]
     router.webSocket("/rooms/:name", .inTask, accepting: { request in
         guard let room = rooms[try request.parameters.require("name")] else { throw HTTPError(.notFound, "no such room") }
@@ -735,8 +735,8 @@ func example_WebSocketsAndEvents_65(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:85
-func example_WebSocketsAndEvents_85(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:88
+func example_WebSocketsAndEvents_88(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let room = Broadcast<String>(replay: 20, bufferLimit: 1_000)   // a late joiner sees the last 20 lines
     router.webSocket("/chat", .inTask) { request, socket in
         let name = try request.require(query: "name")
@@ -752,8 +752,8 @@ func example_WebSocketsAndEvents_85(router: inout HTTPRouter, configuration: ino
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:145
-func example_WebSocketsAndEvents_145(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:148
+func example_WebSocketsAndEvents_148(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.get("/clock") { _ in
         .events { events in
             while true {
@@ -764,8 +764,8 @@ func example_WebSocketsAndEvents_145(router: inout HTTPRouter, configuration: in
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:165
-func example_WebSocketsAndEvents_165(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:168
+func example_WebSocketsAndEvents_168(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     actor Jobs {                                  // every loop's handlers reach it with `await`
         var running: [Int: TaskProgress] = [:]
         func progress(of id: Int) -> TaskProgress? { running[id] }
@@ -783,8 +783,8 @@ func example_WebSocketsAndEvents_165(router: inout HTTPRouter, configuration: in
     }
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:197
-func example_WebSocketsAndEvents_197(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/WebSocketsAndEvents.md:200
+func example_WebSocketsAndEvents_200(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.get("/reports/:id/events") { request in
         let job = try request.loop.process(rows, each: { render($0) }, completion: { _ in })
         return .progressEvents(job.progress, cancelsWhenAbandoned: true)
@@ -923,8 +923,37 @@ func example_RunningChildProcesses_19(router: inout HTTPRouter, configuration: i
     let termination = await child.termination                     // .exited(0)
 }
 
-// Sources/LoopKitNet/LoopKitNet.docc/RunningChildProcesses.md:45
-func example_RunningChildProcesses_45(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitNet/LoopKitNet.docc/RunningChildProcesses.md:42
+func example_RunningChildProcesses_42(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+    let child = try ChildProcess.spawn("/usr/bin/make", arguments: ["-k"], newProcessGroup: true, on: loop)
+    do {
+        for try await line in child.standardOutput!.inbound.lines(maxLength: 4096) { logger.info("\(line)") }
+    } catch {
+        child.terminate()                // NetError.lineTooLong(limit: 4096): 4 KiB and still no newline
+    }
+    let termination = await child.termination
+}
+
+// Sources/LoopKitNet/LoopKitNet.docc/RunningChildProcesses.md:58
+@Suite("Sources/LoopKitNet/LoopKitNet.docc/RunningChildProcesses.md:58") struct Example_RunningChildProcesses_58 {
+    @Test func aLineOverTheLimitEndsTheLines() async throws {
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let loop = group.next()
+        try await Task(executorPreference: loop) {
+            let child = try ChildProcess.spawn("/bin/sh", arguments: ["-c", "echo short; head -c 100 /dev/zero"], on: loop)
+            var lines: [String] = []
+            await #expect(throws: NetError.lineTooLong(limit: 64)) {
+                for try await line in child.standardOutput!.inbound.lines(maxLength: 64) { lines.append(line) }
+            }
+            #expect(lines == ["short"])                                 // the line before it, whole
+            #expect(await child.termination == .exited(0))
+        }.value
+    }
+}
+
+// Sources/LoopKitNet/LoopKitNet.docc/RunningChildProcesses.md:91
+func example_RunningChildProcesses_91(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     let build = try await ChildProcess.run("/bin/sh", arguments: ["-c", "make; sleep 600 &"],
                                            timeout: .seconds(60), on: loop)   // returns when make ends, not in 600 s
 }

@@ -148,7 +148,11 @@ struct HTTPTestClientHTTP2Tests {
 
     @Test("The async forms work across awaits", arguments: HTTPTestMode.http2Cases)
     func theAsyncForms(mode: HTTPTestMode) async throws {
-        let client = try HTTPTestClient(router: Self.router(), mode: mode)
+        var configuration = HTTPServer.Configuration()
+        // After the yield the test waits for a thread of Swift's pool, which the whole suite's blocking tests
+        // can hold for over a minute (make test-sanitize): not long enough for the server to end the connection.
+        configuration.idleTimeout = .seconds(600)
+        let client = try HTTPTestClient(router: Self.router(), configuration: configuration, mode: mode)
         await Task.yield()
         #expect(try await client.execute(.get, "/version").text == "HTTP/2")
         #expect(try await client.execute(.get, "/async").text == "async on loop: true")

@@ -144,7 +144,7 @@ enum HTTPDispatcher {
                 runChain(request, middleware: middleware, terminal: awaitingResponder(run, body: body, on: stream), on: stream)
             }
         case .webSocket(let webSocketRoute):
-            upgradeRequested(request, upgrader: WebSocketUpgrader(route: webSocketRoute),
+            upgradeRequested(request, upgrader: WebSocketUpgrader(route: webSocketRoute, renderer: stream.context.configuration.errorRenderer),
                              middleware: middleware.isEmpty ? nil : middleware, on: stream)
         case .upgrade(let upgradeRoute):
             upgradeRoute.upgrader.requested(request, on: stream, middleware: middleware.isEmpty ? nil : middleware)

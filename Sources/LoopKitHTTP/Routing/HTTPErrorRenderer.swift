@@ -1,7 +1,9 @@
 import HTTPTypes
 
 /// How the server writes the response to a failure: an error a handler, a middleware or an upgrade check
-/// throws (an ``HTTPError``, or any other error, answered 500), a request no route takes (404, 405, 501),
+/// throws (an ``HTTPError``, or any other error, answered 500), a WebSocket upgrade refused before its `101`
+/// (``WebSocketUpgradeDecision/refuse(status:)``, the handshake's own 400 and 426, all with origin
+/// ``Failure/Origin/thrown``), a request no route takes (404, 405, 501),
 /// and a request the server refuses itself (the parser's 400, 413, 431, 417, 501 and 505, a slow head or
 /// body's 408). One hook for all of them, set on the server's configuration
 /// (``HTTPServer/Configuration/errorRenderer``):

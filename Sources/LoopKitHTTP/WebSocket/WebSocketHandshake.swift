@@ -47,19 +47,21 @@ enum WebSocketHandshake {
         return .success(keys[0])
     }
 
-    /// A refused upgrade: the response to send instead.
+    /// A refused upgrade: the failure to answer instead, rendered by the server's error renderer.
     struct Refusal: Error {
-        var response: HTTPServerResponse
+        var error: HTTPError
 
         static func badRequest(_ text: String) -> Refusal {
-            Refusal(response: .text(text, status: .badRequest))
+            Refusal(error: HTTPError(.badRequest, text))
         }
 
         static func upgradeRequired(_ text: String) -> Refusal {
-            var response = HTTPServerResponse.text(text, status: .upgradeRequired)
-            response.headerFields[WebSocketHandshake.versionField] = "13"
-            response.headerFields[WebSocketHandshake.upgradeField] = "websocket"
-            return Refusal(response: response)
+            Refusal(error: HTTPError(.upgradeRequired, text, headerFields: [versionField: "13", upgradeField: "websocket"]))
+        }
+
+        /// The response `renderer` gives it: the message as the body, the 426's fields kept.
+        func response(_ renderer: HTTPErrorRenderer) -> HTTPServerResponse {
+            renderer.response(for: .init(status: error.status, message: error.message, headerFields: error.headerFields, error: error))
         }
     }
 

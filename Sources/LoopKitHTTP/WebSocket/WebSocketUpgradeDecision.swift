@@ -11,6 +11,8 @@ import HTTPTypes
 /// A value type: safe from any thread.
 public struct WebSocketUpgradeDecision: Sendable {
     let kind: HTTPUpgradeDecision
+    /// The status of a ``refuse(status:)``: the server's error renderer writes the response.
+    var renderedRefusal: HTTPResponse.Status?
 
     /// Accept: `101 Switching Protocols`, with permessage-deflate when the client offered it and the
     /// route allows it.
@@ -22,15 +24,17 @@ public struct WebSocketUpgradeDecision: Sendable {
         WebSocketUpgradeDecision(kind: .accept(headerFields))
     }
 
-    /// Refuse with this response; the connection stays an HTTP connection.
+    /// Refuse with this response, sent as it is; the connection stays an HTTP connection.
     /// - Parameter response: The response (403, 401, …).
     public static func refuse(_ response: HTTPServerResponse) -> WebSocketUpgradeDecision {
         WebSocketUpgradeDecision(kind: .refuse(response))
     }
 
-    /// Refuse with this status and an empty body.
+    /// Refuse with this status, answered as a thrown `HTTPError(status)` is: by the server's
+    /// ``HTTPServer/Configuration/errorRenderer`` (the status's reason phrase as plain text by default,
+    /// `{"error":{"status":401,"message":"Unauthorized"}}` with ``HTTPErrorRenderer/json``).
     /// - Parameter status: The status.
     public static func refuse(status: HTTPResponse.Status) -> WebSocketUpgradeDecision {
-        WebSocketUpgradeDecision(kind: .refuse(HTTPServerResponse(status: status)))
+        WebSocketUpgradeDecision(kind: .refuse(HTTPServerResponse(status: status)), renderedRefusal: status)
     }
 }

@@ -20,16 +20,19 @@ struct WebSocketUpgrader: HTTPUpgrader {
     let route: WebSocketRoute
     /// The handler the route's `accepting` check returns, bound to its value (routes with one only).
     let accepted: AcceptedHandler?
+    /// What writes the body of a handshake the server refuses (the server's configured renderer).
+    let renderer: HTTPErrorRenderer
 
-    init(route: WebSocketRoute) {
+    init(route: WebSocketRoute, renderer: HTTPErrorRenderer = .plainText) {
         self.route = route
+        self.renderer = renderer
         accepted = route.accepting == nil ? nil : AcceptedHandler()
     }
 
     func check(_ head: HTTPRequestHead) -> HTTPUpgradeCheck<Acceptance> {
         switch WebSocketHandshake.validate(head.request, version: head.version, framing: head.framing) {
         case .failure(let refusal):
-            return .refused(refusal.response)
+            return .refused(refusal.response(renderer))
         case .success(let key):
             let offers = head.request.headerFields[values: WebSocketHandshake.extensionsField]
             return .accepted(Acceptance(key: key, deflate: PerMessageDeflate.negotiate(offers, configuration: route.configuration)))
@@ -46,7 +49,10 @@ struct WebSocketUpgrader: HTTPUpgrader {
             return .accept([:])
         }
         guard let shouldUpgrade = route.shouldUpgrade else { return .accept([:]) }
-        return try await shouldUpgrade(request).kind
+        let decision = try await shouldUpgrade(request)
+        // `.refuse(status:)` is answered as a thrown HTTPError of that status is: by the error renderer.
+        if let status = decision.renderedRefusal { throw HTTPError(status) }
+        return decision.kind
     }
 
     func switchingProtocols(_ acceptance: Acceptance, fields: HTTPFields) -> [UInt8] {
