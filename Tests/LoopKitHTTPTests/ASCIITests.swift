@@ -42,4 +42,26 @@ struct ASCIITests {
             }
         }
     }
+
+    /// Against a byte-by-byte reference, for names of every length up to 20 with each position holding
+    /// each byte value in turn: letters match in either case, every other byte only as itself.
+    @Test func caseInsensitiveEqualityMatchesLettersInEitherCaseAndNothingElse() {
+        let literal: StaticString = "x-request-id-abc123z"  // 20 bytes: a word, a half word and a tail
+        let expected = literal.withUTF8Buffer { Array($0) }
+        func reference(_ bytes: [UInt8]) -> Bool {
+            bytes.count == expected.count && zip(bytes, expected).allSatisfy { (byte, want) in
+                byte == want || ((byte | 0x20) == want && (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(want))
+            }
+        }
+        for position in 0..<expected.count {
+            for value in 0...255 {
+                var bytes = expected
+                bytes[position] = UInt8(value)
+                let found = bytes.withUnsafeBytes { ASCII.equalsIgnoringCase($0, literal) }
+                if found != reference(bytes) { Issue.record("byte \(value) at \(position)") }
+            }
+        }
+        #expect(Array("X-Request-ID-ABC123Z".utf8).withUnsafeBytes { ASCII.equalsIgnoringCase($0, literal) })
+        #expect(!Array("x-request-id-abc123".utf8).withUnsafeBytes { ASCII.equalsIgnoringCase($0, literal) })
+    }
 }

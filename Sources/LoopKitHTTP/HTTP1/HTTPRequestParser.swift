@@ -176,8 +176,7 @@ public struct HTTPRequestParser: Sendable {
     /// Parses a complete head: `bytes` ends with CRLFCRLF.
     private mutating func parseHeadLines(_ bytes: UnsafeRawBufferPointer) throws(HTTPRequestError) -> HTTPRequestHead {
         // Request line.
-        var lineEnd = 0
-        while bytes[lineEnd] != ASCII.lf { lineEnd += 1 }
+        let lineEnd = Self.lineFeed(in: bytes, from: 0)
         let requestLine = UnsafeRawBufferPointer(rebasing: bytes[0..<(lineEnd - 1)])
         let (method, target, queryStart, version) = try parseRequestLine(requestLine)
 
@@ -187,8 +186,7 @@ public struct HTTPRequestParser: Sendable {
         var fieldCount = 0
         var position = lineEnd + 1
         while true {
-            var end = position
-            while bytes[end] != ASCII.lf { end += 1 }
+            let end = Self.lineFeed(in: bytes, from: position)
             if end == position + 1 { break }  // the empty line
             fieldCount += 1
             if fieldCount > limits.maxFieldCount { throw .tooManyFields }
@@ -236,6 +234,14 @@ public struct HTTPRequestParser: Sendable {
         return HTTPRequestHead(storage: parsed, version: version, keepAlive: keepAlive,
                                expectsContinue: isHTTP11 && framing.expectsContinue, framing: bodyFraming,
                                mayCarryRequestID: framing.carriesRequestID)
+    }
+
+    /// The index of the first LF at or after `start` in a head ``findHeadEnd(_:from:)`` found whole (so
+    /// there is one), by `memchr`: a byte loop cost about four instructions a byte.
+    @inline(__always)
+    private static func lineFeed(in bytes: UnsafeRawBufferPointer, from start: Int) -> Int {
+        let base = bytes.baseAddress!
+        return base.distance(to: UnsafeRawPointer(memchr(base + start, Int32(ASCII.lf), bytes.count - start)!))
     }
 
     /// The method, the target, where the target's query starts (its `?`, from the target's start; nil
