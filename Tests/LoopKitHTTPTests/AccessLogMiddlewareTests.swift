@@ -13,7 +13,9 @@ struct AccessLogMiddlewareTests {
         let client = try HTTPTestClient(router: router, logger: recordingLogger(records))
         defer { client.shutDown() }
         _ = try client.execute(.get, "/hello?x=1")
-        #expect(records.all.filter { $0.level == .info }.map(\.message) == ["GET /hello?x=1 200"])
+        _ = try client.execute(.delete, "/a/path/longer/than/a/small/string?and=a%20query")
+        #expect(records.all.filter { $0.level == .info }.map(\.message)
+            == ["GET /hello?x=1 200", "DELETE /a/path/longer/than/a/small/string?and=a%20query 404"])
     }
 
     @Test(arguments: HTTPTestMode.allCases)
