@@ -19,6 +19,9 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         // LoopKitHTTP's logger, silenced in the idle keep-alive connection row's child.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // The client peer of LoopKitHTTPClient (Benchmarks/client-bench.sh).
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         .executableTarget(
@@ -134,6 +137,21 @@ let package = Package(
             dependencies: [.product(name: "LoopKit", package: "LoopKit"), .product(name: "LoopKitNet", package: "LoopKit")]
         ),
         .executableTarget(name: "UVSpawnBench", dependencies: ["CPeerUV"]),
+        // The HTTP client figures (Benchmarks/client-bench.sh): 64 concurrent keep-alive GET /hello and a 1 GiB
+        // download with LoopKitHTTPClient and with AsyncHTTPClient, each on one event loop, against LoopDemo serve.
+        .executableTarget(
+            name: "ClientBench",
+            dependencies: [
+                .product(name: "LoopKit", package: "LoopKit"),
+                .product(name: "LoopKitNet", package: "LoopKit"),
+                .product(name: "LoopKitHTTPClient", package: "LoopKit"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
