@@ -44,7 +44,7 @@ DEB_DIR        := .build/deb
 DEB_ARCH       := $(shell dpkg --print-architecture 2>/dev/null)
 DEB_MULTIARCH  := $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 
-.PHONY: all deps demo test test-swift article-examples test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build soak bench bench-core bench-callgrind bench-callgrind-http bench-http bench-h2 bench-compression bench-https bench-ws bench-main bench-pool bench-udp bench-spawn bench-startup wrk docs install install-dynamic lib header-check abi-check abi-update deb clean
+.PHONY: all deps demo test test-swift article-examples test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build soak bench bench-core bench-callgrind bench-callgrind-http bench-http bench-h2 bench-client bench-compression bench-https bench-ws bench-main bench-pool bench-udp bench-spawn bench-startup wrk docs install install-dynamic lib header-check abi-check abi-update deb clean
 
 all: test
 
@@ -253,6 +253,14 @@ bench-h2: deps
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nginx; }
 	$(SWIFT) build -c release --product LoopDemo
 	flock /tmp/loopkit-bench.lock Benchmarks/h2-bench.sh | tee Benchmarks/RESULTS-h2.txt
+
+## bench-client: LoopKitHTTPClient vs AsyncHTTPClient (one event loop each) against LoopDemo serve on core 0, the client
+## on core 1, alternated rounds: 64 concurrent keep-alive GET /hello, a 1 GiB download (MB/s, client RSS growth), and
+## 100 HTTP/2 streams on one connection beside HTTP/1.1
+bench-client: deps
+	$(SWIFT) build -c release --product LoopDemo
+	cd Benchmarks && $(SWIFT) build -c release --product ClientBench
+	flock /tmp/loopkit-bench.lock Benchmarks/client-bench.sh | tee Benchmarks/RESULTS-client.txt
 
 ## bench-https: LoopKitHTTP over TLS vs NIOHTTP1 + NIOSSL and nginx (one certificate, ECDSA P-256): keep-alive,
 ## new connections, idle TLS connection memory, 1 GiB upload; server on core 0, load on core 1
