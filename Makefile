@@ -246,12 +246,15 @@ bench-compression: deps wrk
 	$(SWIFT) build -c release --product LoopDemo
 	flock /tmp/loopkit-bench.lock Benchmarks/compression-bench.sh | tee Benchmarks/RESULTS-compression.txt
 
-## bench-h2: LoopKitHTTP's HTTP/2 (h2c by prior knowledge) vs nginx (one worker, `http2`) with h2load -c 64 -m 100;
-## server on core 0, h2load on core 1, alternated rounds
+## bench-h2: LoopKitHTTP's HTTP/2 vs swift-nio-http2 (NIOHTTP2Peer), nginx (one worker, `http2`) and h2o (one thread) with
+## h2load -c 64 -m 100, h2c then h2 over TLS; server on core 0, h2load on core 1, alternated rounds
 bench-h2: deps
 	@command -v nginx >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nginx; }
+	@command -v h2o >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq h2o; }
 	$(SWIFT) build -c release --product LoopDemo
+	cd Benchmarks && $(SWIFT) build -c release --product NIOHTTP2Peer
 	flock /tmp/loopkit-bench.lock Benchmarks/h2-bench.sh | tee Benchmarks/RESULTS-h2.txt
 
 ## bench-client: LoopKitHTTPClient vs AsyncHTTPClient (one event loop each) against LoopDemo serve on core 0, the client

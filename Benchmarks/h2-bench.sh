@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench-h2: keep-alive GET /hello over HTTP/2 with h2load (nghttp2-client, one thread, -c 64 -m 100) on
-# CLIENT_CORE against LoopKitHTTP (LoopDemo serve), nginx (one worker, `http2`) and h2o (Debian's, one thread),
+# CLIENT_CORE against LoopKitHTTP (LoopDemo serve), a minimal swift-nio-http2 server (Benchmarks' NIOHTTP2Peer, one
+# event loop), nginx (one worker, `http2`) and h2o (Debian's, one thread),
 # each pinned to SERVER_CORE, alternated ROUNDS times (the order rotates each round); the median of the per-round
 # ratios with their spread. First h2c (prior knowledge), then h2 over TLS (ALPN; one throwaway ECDSA P-256
 # certificate made here, as https-bench.sh). h2load is single-threaded: its CPU share is printed beside each run
@@ -9,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source Benchmarks/bench-lib.sh
 LOOPDEMO=${LOOPDEMO:-.build/release/LoopDemo}
+NIO_PEER=${NIO_PEER:-Benchmarks/.build/release/NIOHTTP2Peer}
 ROUNDS=${ROUNDS:-5}
 REQUESTS=${REQUESTS:-200000}
 PORT_BASE=${PORT_BASE:-18300}
@@ -29,26 +31,28 @@ h2load_rps() {
     echo "$rps $cpu"
 }
 
-# launch WHO PORT TRANSPORT: starts LoopKitHTTP (lk), nginx or h2o on PORT, h2c (plain) or h2 over TLS (tls).
+# launch WHO PORT TRANSPORT: starts LoopKitHTTP (lk), swift-nio-http2 (nio), nginx or h2o on PORT, h2c (plain) or h2 over TLS (tls).
 launch() {
     local who=$1 port=$2 transport=$3
     if [ "$transport" = tls ]; then export TLS_CERT=$work/cert.pem TLS_KEY=$work/key.pem; else unset TLS_CERT TLS_KEY; fi
     case $who in
         lk) if [ "$transport" = tls ]; then start "$port" "$LOOPDEMO" serve --log-level warning --tls-cert "$TLS_CERT" --tls-key "$TLS_KEY"
             else start "$port" "$LOOPDEMO" serve --log-level warning; fi ;;
+        nio) if [ "$transport" = tls ]; then start "$port" "$NIO_PEER" --tls-cert "$TLS_CERT" --tls-key "$TLS_KEY"
+             else start "$port" "$NIO_PEER"; fi ;;
         nginx) start "$port" sh Benchmarks/nginx-h2-peer.sh ;;
         h2o) start "$port" sh Benchmarks/h2o-h2-peer.sh ;;
     esac
 }
 
-declare -A label=([lk]="LoopKitHTTP" [nginx]="nginx 1.22" [h2o]="h2o 2.2.5")
-declare -A offset=([lk]=1 [nginx]=2 [h2o]=3)
+declare -A label=([lk]="LoopKitHTTP" [nio]="swift-nio-http2" [nginx]="nginx 1.22" [h2o]="h2o 2.2.5")
+declare -A offset=([lk]=1 [nio]=4 [nginx]=2 [h2o]=3)
 for transport in plain tls; do
     if [ "$transport" = plain ]; then scheme=http; name=h2c; else scheme=https; name="h2 over TLS"; fi
     echo "$name, h2load -n $REQUESTS -c 64 -m 100 GET /hello; server on core $SERVER_CORE, h2load on core $CLIENT_CORE; $ROUNDS rounds"
-    lk=(); nginx=(); h2o=()
+    lk=(); nio=(); nginx=(); h2o=()
     for round in $(seq 1 "$ROUNDS"); do
-        case $((round % 3)) in 1) order="lk nginx h2o" ;; 2) order="nginx h2o lk" ;; 0) order="h2o lk nginx" ;; esac
+        case $((round % 4)) in 1) order="lk nio nginx h2o" ;; 2) order="nio nginx h2o lk" ;; 3) order="nginx h2o lk nio" ;; 0) order="h2o lk nio nginx" ;; esac
         line=""
         for who in $order; do
             port=$((PORT_BASE + ${offset[$who]})); [ "$transport" = tls ] && port=$((port + 10))
@@ -60,11 +64,12 @@ for transport in plain tls; do
         done
         echo "  round $round:$line"
     done
-    for who in lk nginx h2o; do
+    for who in lk nio nginx h2o; do
         declare -n values=$who
         printf '  %-28s %10.0f req/s median\n' "${label[$who]} ($name)" "$(printf '%s\n' "${values[@]}" | median)"
         unset -n values
     done
-    echo "  LoopKitHTTP / nginx ($name): $(ratio_summary lk nginx)"
+    echo "  LoopKitHTTP / swift-nio-http2 ($name): $(ratio_summary lk nio)   (goal >= 2)"
+    echo "  LoopKitHTTP / nginx ($name): $(ratio_summary lk nginx)   (goal >= 1)"
     echo "  LoopKitHTTP / h2o ($name): $(ratio_summary lk h2o)"
 done
