@@ -10,9 +10,9 @@ dir=$(mktemp -d)
 mkdir -p "$dir/www"
 printf 'Hello, World!' > "$dir/www/hello"
 if [ -n "${TLS_CERT:-}" ]; then
-    ssl="    ssl:
-      certificate-file: $TLS_CERT
-      key-file: $TLS_KEY"
+    ssl="      ssl:
+        certificate-file: $TLS_CERT
+        key-file: $TLS_KEY"
     scheme=https
 else
     ssl=""
