@@ -31,6 +31,7 @@ import LoopKit
 import LoopKitHTTPClient
 import LoopKitNet
 import NIOCore
+import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import Synchronization
