@@ -2,8 +2,8 @@
 # make bench-client: LoopKitHTTPClient against AsyncHTTPClient (Benchmarks/Sources/ClientBench), each on one event
 # loop, the client process pinned to CLIENT_CORE, `LoopDemo serve` (release) pinned to SERVER_CORE; the two clients
 # alternated ROUNDS times (the first of each round swaps), the median of the per-round ratios with their spread.
-#   1. 64 concurrent keep-alive GET /hello, REQUESTS each run: requests/s, p50 and p99 latency, and the server's CPU
-#      share (near 100 %: the server is the limit, not the client).
+#   1. 64 concurrent keep-alive GET /hello, REQUESTS each run: requests/s, p50 and p99 latency, the client's CPU time
+#      a request, and the server's CPU share (near 100 %: the server is the limit, not the client).
 #   2. One GET of a 1 GiB file (random bytes, made in /tmp, deleted at the end) served by `serve --root`: MB/s and
 #      the client's RSS growth (VmHWM after the download less VmRSS before it).
 #   3. HTTP/2, 100 concurrent streams on one connection, beside HTTP/1.1 with 100 connections: LoopKit over h2c
@@ -49,18 +49,18 @@ echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (a shared machine: other sessions' 
 echo "64 concurrent keep-alive GET /hello from one loop, $REQUESTS requests a run after a warm-up; LoopDemo serve on core $SERVER_CORE, the client on core $CLIENT_CORE; $ROUNDS rounds"
 port=$((PORT_BASE + 1))
 start "$port" "$LOOPDEMO" serve --log-level warning
-lk_rps=(); lk_p50=(); lk_p99=(); ahc_rps=(); ahc_p50=(); ahc_p99=()
+lk_rps=(); lk_p50=(); lk_p99=(); lk_cpu=(); ahc_rps=(); ahc_p50=(); ahc_p99=(); ahc_cpu=()
 for round in $(seq 1 "$ROUNDS"); do
     order="loopkit ahc"; [ $((round % 2)) -eq 0 ] && order="ahc loopkit"
     line=""
     for who in $order; do
         out=$(run_client "$port" --client "$who" --mode hello --count "$REQUESTS" --concurrency 64)
         if [ "$who" = loopkit ]; then
-            lk_rps+=("$(field rps "$out")"); lk_p50+=("$(field p50_us "$out")"); lk_p99+=("$(field p99_us "$out")")
+            lk_rps+=("$(field rps "$out")"); lk_p50+=("$(field p50_us "$out")"); lk_p99+=("$(field p99_us "$out")"); lk_cpu+=("$(field cpu_us "$out")")
         else
-            ahc_rps+=("$(field rps "$out")"); ahc_p50+=("$(field p50_us "$out")"); ahc_p99+=("$(field p99_us "$out")")
+            ahc_rps+=("$(field rps "$out")"); ahc_p50+=("$(field p50_us "$out")"); ahc_p99+=("$(field p99_us "$out")"); ahc_cpu+=("$(field cpu_us "$out")")
         fi
-        line+="  $who $(field rps "$out") req/s p50 $(field p50_us "$out") us p99 $(field p99_us "$out") us (server $(field server_cpu "$out") %);"
+        line+="  $who $(field rps "$out") req/s p50 $(field p50_us "$out") us p99 $(field p99_us "$out") us, client $(field cpu_us "$out") us CPU a request (server $(field server_cpu "$out") %);"
     done
     echo "  round $round:$line"
 done
@@ -71,7 +71,10 @@ summary "LoopKitHTTPClient p50" lk_p50 "us"
 summary "AsyncHTTPClient p50" ahc_p50 "us"
 summary "LoopKitHTTPClient p99" lk_p99 "us"
 summary "AsyncHTTPClient p99" ahc_p99 "us"
+summary "LoopKitHTTPClient client CPU a request" lk_cpu "us"
+summary "AsyncHTTPClient client CPU a request" ahc_cpu "us"
 echo "  LoopKitHTTPClient / AsyncHTTPClient req/s: $(ratio_summary lk_rps ahc_rps)   (goal >= 2)"
+echo "  AsyncHTTPClient / LoopKitHTTPClient client CPU a request: $(ratio_summary ahc_cpu lk_cpu)"
 
 # 2. A 1 GiB download
 mkdir -p "$work/root"

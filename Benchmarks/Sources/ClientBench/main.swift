@@ -6,7 +6,8 @@
 //
 // `hello`: C workers, each a chain of keep-alive `GET /hello` on the client's loop (the next one issued when
 // the previous body is in), N requests in all after a warm-up of C × 20; every response is checked (200,
-// "Hello, World!"). Prints `rps R p50_us A p99_us B requests N`.
+// "Hello, World!"). Prints `rps R p50_us A p99_us B cpu_us C requests N`: C is the client process's CPU time
+// (user + system, getrusage) per request, a figure the machine's other load moves far less than R.
 //
 // `download`: one `GET PATH`, the body streamed and counted (never kept). Prints `mbps M bytes B
 // rss_before_kib R hwm_after_kib H` (VmRSS before the request, VmHWM after: the growth the download caused).
@@ -66,6 +67,15 @@ func now() -> UInt64 {
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }
 
+/// The process's user + system CPU time so far, in nanoseconds.
+func cpuTime() -> UInt64 {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    let user = UInt64(usage.ru_utime.tv_sec) * 1_000_000_000 + UInt64(usage.ru_utime.tv_usec) * 1000
+    let system = UInt64(usage.ru_stime.tv_sec) * 1_000_000_000 + UInt64(usage.ru_stime.tv_usec) * 1000
+    return user + system
+}
+
 /// A field of /proc/self/status in KiB (`VmRSS`, `VmHWM`).
 func status(_ field: String) -> Int {
     guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return -1 }
@@ -105,14 +115,15 @@ final class Tally: Sendable {
     func workerDone() -> Bool { state.withLock { $0.finished += 1; return $0.finished == workers } }
 }
 
-func report(_ tally: Tally, elapsed: UInt64) {
+func report(_ tally: Tally, elapsed: UInt64, cpu: UInt64) {
     let (latencies, failure) = tally.state.withLock { ($0.latencies.sorted(), $0.failure) }
     if let failure { fail(failure) }
     guard !latencies.isEmpty else { fail("no requests") }
     let rps = Double(latencies.count) / (Double(elapsed) / 1e9)
     let p50 = Double(latencies[latencies.count / 2]) / 1000
     let p99 = Double(latencies[min(latencies.count - 1, latencies.count * 99 / 100)]) / 1000
-    print(String(format: "rps %.0f p50_us %.0f p99_us %.0f requests %d", rps, p50, p99, latencies.count))
+    let cpuPerRequest = Double(cpu) / 1000 / Double(latencies.count)
+    print(String(format: "rps %.0f p50_us %.0f p99_us %.0f cpu_us %.1f requests %d", rps, p50, p99, cpuPerRequest, latencies.count))
 }
 
 // MARK: LoopKit
@@ -162,8 +173,9 @@ func runLoopKit() {
         }
         _ = batch(Tally(requests: warmup, workers: concurrency))
         let tally = Tally(requests: count, workers: concurrency)
+        let cpu = cpuTime()
         let elapsed = batch(tally)
-        report(tally, elapsed: elapsed)
+        report(tally, elapsed: elapsed, cpu: cpuTime() - cpu)
     case "download":
         let request = HTTPRequest(method: .get, scheme: scheme, authority: authority, path: path)
         let result = Mutex<(bytes: Int, elapsed: UInt64, rss: Int, failure: String?)>((0, 0, 0, nil))
@@ -270,8 +282,9 @@ func runAHC() {
         }
         _ = batch(Tally(requests: warmup, workers: concurrency))
         let tally = Tally(requests: count, workers: concurrency)
+        let cpu = cpuTime()
         let elapsed = batch(tally)
-        report(tally, elapsed: elapsed)
+        report(tally, elapsed: elapsed, cpu: cpuTime() - cpu)
     case "download":
         let request: AsyncHTTPClient.HTTPClient.Request
         do { request = try .init(url: url + path) } catch { fail("request: \(error)") }
