@@ -7,7 +7,8 @@
 #   2. One GET of a 1 GiB file (random bytes, made in /tmp, deleted at the end) served by `serve --root`: MB/s and
 #      the client's RSS growth (VmHWM after the download less VmRSS before it).
 #   3. HTTP/2, 100 concurrent streams on one connection, beside HTTP/1.1 with 100 connections: LoopKit over h2c
-#      (prior knowledge); both clients over TLS (ALPN h2; AsyncHTTPClient has no h2c), one certificate made here.
+#      (prior knowledge) when the system's libcurl can reuse such a connection; both clients over TLS (ALPN h2;
+#      AsyncHTTPClient has no h2c), one certificate made here.
 #   LOOPDEMO, CLIENT: the release binaries.  ROUNDS (5), REQUESTS (200000), H2_REQUESTS (100000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -113,13 +114,24 @@ plain=$((PORT_BASE + 3)); tls=$((PORT_BASE + 4))
 declare -A rows=()
 names=("LoopKit h2c, 1 connection" "LoopKit HTTP/1.1, 100 connections" "LoopKit h2 (TLS), 1 connection"
        "AHC h2 (TLS), 1 connection" "LoopKit HTTP/1.1 (TLS), 100 connections" "AHC HTTP/1.1 (TLS), 100 connections")
+# h2c by prior knowledge needs a libcurl that reuses such a connection: Debian 12's 7.88.1 fails the second request
+# on it with CURLE_HTTP2 (16), against nginx as well. Checked here with the curl tool on the same libcurl.
+start "$plain" "$LOOPDEMO" serve --log-level warning
+plain_pair=loopkit-h1
+if curl -sf --http2-prior-knowledge -o /dev/null "http://127.0.0.1:$plain/hello" -o /dev/null "http://127.0.0.1:$plain/hello"; then
+    plain_pair="loopkit-h2 loopkit-h1"
+else
+    echo "  LoopKit h2c: not measured: $(curl --version | head -1 | cut -d' ' -f1-3) fails the second request on a reused h2c (prior knowledge) connection (CURLE_HTTP2), against nginx too; h2 over TLS below"
+    names=("${names[@]:1}")
+fi
+cleanup
 for round in $(seq 1 "$ROUNDS"); do
     line=""
     start "$plain" "$LOOPDEMO" serve --log-level warning
-    for who in loopkit-h2 loopkit-h1; do
+    for who in $plain_pair; do
         case $who in
-            loopkit-h2) name=${names[0]}; out=$(run_client "$plain" --client loopkit --mode hello --http2 --count "$H2_REQUESTS" --concurrency 100) ;;
-            loopkit-h1) name=${names[1]}; out=$(run_client "$plain" --client loopkit --mode hello --count "$H2_REQUESTS" --concurrency 100) ;;
+            loopkit-h2) name="LoopKit h2c, 1 connection"; out=$(run_client "$plain" --client loopkit --mode hello --http2 --count "$H2_REQUESTS" --concurrency 100) ;;
+            loopkit-h1) name="LoopKit HTTP/1.1, 100 connections"; out=$(run_client "$plain" --client loopkit --mode hello --count "$H2_REQUESTS" --concurrency 100) ;;
         esac
         rows[$name]+="$(field rps "$out") "; line+="  $who $(field rps "$out") (server $(field server_cpu "$out") %);"
     done
@@ -127,7 +139,8 @@ for round in $(seq 1 "$ROUNDS"); do
     start "$tls" "$LOOPDEMO" serve --log-level warning --tls-cert "$work/cert.pem" --tls-key "$work/key.pem"
     order="loopkit ahc"; [ $((round % 2)) -eq 0 ] && order="ahc loopkit"
     for who in $order; do
-        if [ "$who" = loopkit ]; then n2=${names[2]}; n1=${names[4]}; else n2=${names[3]}; n1=${names[5]}; fi
+        if [ "$who" = loopkit ]; then n2="LoopKit h2 (TLS), 1 connection"; n1="LoopKit HTTP/1.1 (TLS), 100 connections"
+        else n2="AHC h2 (TLS), 1 connection"; n1="AHC HTTP/1.1 (TLS), 100 connections"; fi
         out=$(run_client "$tls" --client "$who" --mode hello --http2 --tls-ca "$work/cert.pem" --count "$H2_REQUESTS" --concurrency 100)
         rows[$n2]+="$(field rps "$out") "; line+="  $who-h2-tls $(field rps "$out") (server $(field server_cpu "$out") %);"
         out=$(run_client "$tls" --client "$who" --mode hello --tls-ca "$work/cert.pem" --count "$H2_REQUESTS" --concurrency 100)
@@ -140,7 +153,11 @@ for name in "${names[@]}"; do
     read -r -a values <<< "${rows[$name]}"
     summary "$name" values "req/s"
 done
-read -r -a a <<< "${rows[${names[2]}]}"; read -r -a b <<< "${rows[${names[3]}]}"
+read -r -a a <<< "${rows["LoopKit h2 (TLS), 1 connection"]}"; read -r -a b <<< "${rows["AHC h2 (TLS), 1 connection"]}"
 echo "  LoopKit / AHC, h2 over TLS: $(ratio_summary a b)"
-read -r -a a <<< "${rows[${names[0]}]}"; read -r -a b <<< "${rows[${names[1]}]}"
-echo "  LoopKit h2c / LoopKit HTTP/1.1: $(ratio_summary a b)"
+read -r -a b <<< "${rows["LoopKit HTTP/1.1 (TLS), 100 connections"]}"
+echo "  LoopKit h2 (TLS, 1 connection) / LoopKit HTTP/1.1 (TLS, 100 connections): $(ratio_summary a b)"
+if [ -n "${rows["LoopKit h2c, 1 connection"]:-}" ]; then
+    read -r -a a <<< "${rows["LoopKit h2c, 1 connection"]}"; read -r -a b <<< "${rows["LoopKit HTTP/1.1, 100 connections"]}"
+    echo "  LoopKit h2c / LoopKit HTTP/1.1: $(ratio_summary a b)"
+fi
