@@ -150,8 +150,8 @@ for round in $(seq 1 "$ROUNDS"); do
     echo "  round $round:$line"
 done
 for name in "${names[@]}"; do
-    read -r -a values <<< "${rows[$name]}"
-    summary "$name" values "req/s"
+    read -r -a row_values <<< "${rows[$name]}"
+    summary "$name" row_values "req/s"
 done
 read -r -a a <<< "${rows["LoopKit h2 (TLS), 1 connection"]}"; read -r -a b <<< "${rows["AHC h2 (TLS), 1 connection"]}"
 echo "  LoopKit / AHC, h2 over TLS: $(ratio_summary a b)"
