@@ -4,8 +4,8 @@
 # alternated ROUNDS times (the first of each round swaps), the median of the per-round ratios with their spread.
 #   1. 64 concurrent keep-alive GET /hello, REQUESTS each run: requests/s, p50 and p99 latency, the client's CPU time
 #      a request, and the server's CPU share (near 100 %: the server is the limit, not the client).
-#   2. One GET of a 1 GiB file (random bytes, made in /tmp, deleted at the end) served by `serve --root`: MB/s and
-#      the client's RSS growth (VmHWM after the download less VmRSS before it).
+#   2. One GET of a 1 GiB file (random bytes, made in /tmp, deleted at the end) served by `serve --root`: MB/s, the
+#      client's CPU time for it and its RSS growth (VmHWM after the download less VmRSS before it).
 #   3. HTTP/2, 100 concurrent streams on one connection, beside HTTP/1.1 with 100 connections: LoopKit over h2c
 #      (prior knowledge) when the system's libcurl can reuse such a connection; both clients over TLS (ALPN h2;
 #      AsyncHTTPClient has no h2c), one certificate made here.
@@ -84,7 +84,7 @@ echo "GET /files/big.bin, 1 GiB of random bytes (page cache warm), streamed and 
 port=$((PORT_BASE + 2))
 start "$port" "$LOOPDEMO" serve --log-level warning --root "$work/root"
 curl -s -o /dev/null "http://127.0.0.1:$port/files/big.bin"
-lk_mbps=(); lk_rss=(); ahc_mbps=(); ahc_rss=()
+lk_mbps=(); lk_rss=(); lk_dcpu=(); ahc_mbps=(); ahc_rss=(); ahc_dcpu=()
 for round in $(seq 1 "$ROUNDS"); do
     order="loopkit ahc"; [ $((round % 2)) -eq 0 ] && order="ahc loopkit"
     line=""
@@ -92,9 +92,9 @@ for round in $(seq 1 "$ROUNDS"); do
         out=$(run_client "$port" --client "$who" --mode download --path /files/big.bin)
         [ "$(field bytes "$out")" = $((1 << 30)) ] || { echo "$who: $out" >&2; exit 1; }
         growth=$(( ($(field hwm_after_kib "$out") - $(field rss_before_kib "$out")) / 1024 ))
-        if [ "$who" = loopkit ]; then lk_mbps+=("$(field mbps "$out")"); lk_rss+=("$growth")
-        else ahc_mbps+=("$(field mbps "$out")"); ahc_rss+=("$growth"); fi
-        line+="  $who $(field mbps "$out") MB/s, RSS +$growth MiB (server $(field server_cpu "$out") %);"
+        if [ "$who" = loopkit ]; then lk_mbps+=("$(field mbps "$out")"); lk_rss+=("$growth"); lk_dcpu+=("$(field cpu_ms_per_gib "$out")")
+        else ahc_mbps+=("$(field mbps "$out")"); ahc_rss+=("$growth"); ahc_dcpu+=("$(field cpu_ms_per_gib "$out")"); fi
+        line+="  $who $(field mbps "$out") MB/s, client $(field cpu_ms_per_gib "$out") ms CPU, RSS +$growth MiB (server $(field server_cpu "$out") %);"
     done
     echo "  round $round:$line"
 done
@@ -104,7 +104,10 @@ summary "LoopKitHTTPClient" lk_mbps "MB/s"
 summary "AsyncHTTPClient" ahc_mbps "MB/s"
 summary "LoopKitHTTPClient RSS growth" lk_rss "MiB"
 summary "AsyncHTTPClient RSS growth" ahc_rss "MiB"
+summary "LoopKitHTTPClient client CPU for the GiB" lk_dcpu "ms"
+summary "AsyncHTTPClient client CPU for the GiB" ahc_dcpu "ms"
 echo "  LoopKitHTTPClient / AsyncHTTPClient MB/s: $(ratio_summary lk_mbps ahc_mbps)   (goals: >= 1, RSS growth < 32 MiB)"
+echo "  AsyncHTTPClient / LoopKitHTTPClient client CPU for the GiB: $(ratio_summary ahc_dcpu lk_dcpu)"
 
 # 3. HTTP/2: 100 streams on one connection beside HTTP/1.1 with 100 connections
 echo "100 concurrent GET /hello, $H2_REQUESTS requests a run: HTTP/2 streams on one connection and HTTP/1.1 on 100 connections; $ROUNDS rounds"

@@ -10,7 +10,8 @@
 // (user + system, getrusage) per request, a figure the machine's other load moves far less than R.
 //
 // `download`: one `GET PATH`, the body streamed and counted (never kept). Prints `mbps M bytes B
-// rss_before_kib R hwm_after_kib H` (VmRSS before the request, VmHWM after: the growth the download caused).
+// cpu_ms_per_gib C rss_before_kib R hwm_after_kib H` (the client's CPU time per GiB; VmRSS before the request,
+// VmHWM after: the growth the download caused).
 //
 // LoopKit: an `HTTPClient` on the one loop of a `LoopGroup(threads: 1)`; the workers are tasks with that loop as
 // their executor preference (`Task(executorPreference: loop)`), so requests, bodies and continuations stay on
@@ -126,6 +127,13 @@ func report(_ tally: Tally, elapsed: UInt64, cpu: UInt64) {
     print(String(format: "rps %.0f p50_us %.0f p99_us %.0f cpu_us %.1f requests %d", rps, p50, p99, cpuPerRequest, latencies.count))
 }
 
+/// The download's line: MB/s, the client's CPU milliseconds per GiB, the bytes, VmRSS before and VmHWM now.
+func printDownload(bytes: Int, elapsed: UInt64, cpu: UInt64, rss: Int) {
+    let mbps = Double(bytes) / 1e6 / (Double(elapsed) / 1e9)
+    let cpuPerGiB = Double(cpu) / 1e6 / (Double(bytes) / Double(1 << 30))
+    print(String(format: "mbps %.1f cpu_ms_per_gib %.0f bytes %d rss_before_kib %d hwm_after_kib %d", mbps, cpuPerGiB, bytes, rss, status("VmHWM")))
+}
+
 // MARK: LoopKit
 
 func runLoopKit() {
@@ -179,6 +187,7 @@ func runLoopKit() {
     case "download":
         let request = HTTPRequest(method: .get, scheme: scheme, authority: authority, path: path)
         let result = Mutex<(bytes: Int, elapsed: UInt64, rss: Int, failure: String?)>((0, 0, 0, nil))
+        let cpu = cpuTime()
         Task(executorPreference: loop) {
             let rss = status("VmRSS")
             let begin = now()
@@ -197,7 +206,7 @@ func runLoopKit() {
         done.wait()
         let (bytes, elapsed, rss, failure) = result.withLock { $0 }
         if let failure { fail(failure) }
-        print(String(format: "mbps %.1f bytes %d rss_before_kib %d hwm_after_kib %d", Double(bytes) / 1e6 / (Double(elapsed) / 1e9), bytes, rss, status("VmHWM")))
+        printDownload(bytes: bytes, elapsed: elapsed, cpu: cpuTime() - cpu, rss: rss)
     default: fail("unknown mode \(mode)")
     }
     httpClient.shutdown()
@@ -289,13 +298,14 @@ func runAHC() {
         let request: AsyncHTTPClient.HTTPClient.Request
         do { request = try .init(url: url + path) } catch { fail("request: \(error)") }
         let rss = status("VmRSS")
+        let cpu = cpuTime()
         let begin = now()
         let bytes: Int
         do {
             bytes = try httpClient.execute(request: request, delegate: CountingDelegate(), eventLoop: .delegateAndChannel(on: loop)).wait()
         } catch { fail("\(error)") }
         let elapsed = now() - begin
-        print(String(format: "mbps %.1f bytes %d rss_before_kib %d hwm_after_kib %d", Double(bytes) / 1e6 / (Double(elapsed) / 1e9), bytes, rss, status("VmHWM")))
+        printDownload(bytes: bytes, elapsed: elapsed, cpu: cpuTime() - cpu, rss: rss)
     default: fail("unknown mode \(mode)")
     }
     do { try httpClient.syncShutdown() } catch { fail("shutdown: \(error)") }
