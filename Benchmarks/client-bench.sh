@@ -164,3 +164,4 @@ if [ -n "${rows["LoopKit h2c, 1 connection"]:-}" ]; then
     read -r -a a <<< "${rows["LoopKit h2c, 1 connection"]}"; read -r -a b <<< "${rows["LoopKit HTTP/1.1, 100 connections"]}"
     echo "  LoopKit h2c / LoopKit HTTP/1.1: $(ratio_summary a b)"
 fi
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg) at the end"

@@ -27,6 +27,7 @@ h2load_rps() {
     local ok; ok=$(sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p' <<< "$out")
     local cpu; cpu=$(sed -n 's/^cpu=\([0-9]*\)%/\1/p' <<< "$out")
     [ "$ok" = "$REQUESTS" ] || { echo "h2load: $ok of $REQUESTS succeeded" >&2; echo "$out" >&2; exit 1; }
+    grep -q "^status codes: $REQUESTS 2xx" <<< "$out" || { echo "h2load: not all 2xx" >&2; echo "$out" >&2; exit 1; }
     grep -q "^Application protocol: h2" <<< "$out" || { echo "h2load: not h2" >&2; echo "$out" >&2; exit 1; }
     echo "$rps $cpu"
 }
@@ -45,6 +46,7 @@ launch() {
     esac
 }
 
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg) at the start (a shared machine: other sessions' builds may run; rounds alternate the servers)"
 declare -A label=([lk]="LoopKitHTTP" [nio]="swift-nio-http2" [nginx]="nginx 1.22" [h2o]="h2o 2.2.5")
 declare -A offset=([lk]=1 [nio]=4 [nginx]=2 [h2o]=3)
 for transport in plain tls; do
@@ -73,3 +75,4 @@ for transport in plain tls; do
     echo "  LoopKitHTTP / nginx ($name): $(ratio_summary lk nginx)   (goal >= 1)"
     echo "  LoopKitHTTP / h2o ($name): $(ratio_summary lk h2o)"
 done
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg) at the end"
