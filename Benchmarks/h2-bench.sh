@@ -57,10 +57,13 @@ for transport in plain tls; do
         case $((round % 4)) in 1) order="lk nio nginx h2o" ;; 2) order="nio nginx h2o lk" ;; 3) order="nginx h2o lk nio" ;; 0) order="h2o lk nio nginx" ;; esac
         line=""
         for who in $order; do
+            rps=""
             port=$((PORT_BASE + ${offset[$who]})); [ "$transport" = tls ] && port=$((port + 10))
             launch "$who" "$port" "$transport"
-            read -r rps cpu < <(h2load_rps "$scheme://127.0.0.1:$port/hello")
+            read -r rps cpu < <(h2load_rps "$scheme://127.0.0.1:$port/hello") || true
             cleanup
+            # h2load_rps runs in a process substitution: its exit does not end this script, an empty figure does.
+            [ -n "${rps:-}" ] || { echo "no figure for ${label[$who]}" >&2; exit 1; }
             declare -n into=$who; into+=("$rps"); unset -n into
             line+="  ${label[$who]} $rps req/s (h2load $cpu %);"
         done
