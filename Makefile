@@ -44,7 +44,7 @@ DEB_DIR        := .build/deb
 DEB_ARCH       := $(shell dpkg --print-architecture 2>/dev/null)
 DEB_MULTIARCH  := $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 
-.PHONY: all deps demo test test-swift article-examples test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build soak bench bench-core bench-callgrind bench-callgrind-http bench-http bench-h2 bench-compression bench-https bench-ws bench-main bench-pool bench-udp bench-spawn bench-startup wrk docs install install-dynamic lib header-check abi-check abi-update deb clean
+.PHONY: all deps demo test test-swift article-examples test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build soak bench bench-core bench-callgrind bench-callgrind-http bench-http bench-h2 bench-client bench-compression bench-https bench-ws bench-main bench-pool bench-udp bench-spawn bench-startup wrk docs install install-dynamic lib header-check abi-check abi-update deb clean
 
 all: test
 
@@ -246,13 +246,24 @@ bench-compression: deps wrk
 	$(SWIFT) build -c release --product LoopDemo
 	flock /tmp/loopkit-bench.lock Benchmarks/compression-bench.sh | tee Benchmarks/RESULTS-compression.txt
 
-## bench-h2: LoopKitHTTP's HTTP/2 (h2c by prior knowledge) vs nginx (one worker, `http2`) with h2load -c 64 -m 100;
-## server on core 0, h2load on core 1, alternated rounds
+## bench-h2: LoopKitHTTP's HTTP/2 vs swift-nio-http2 (NIOHTTP2Peer), nginx (one worker, `http2`) and h2o (one thread) with
+## h2load -c 64 -m 100, h2c then h2 over TLS; server on core 0, h2load on core 1, alternated rounds
 bench-h2: deps
 	@command -v nginx >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nginx; }
+	@command -v h2o >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq h2o; }
 	$(SWIFT) build -c release --product LoopDemo
+	cd Benchmarks && $(SWIFT) build -c release --product NIOHTTP2Peer
 	flock /tmp/loopkit-bench.lock Benchmarks/h2-bench.sh | tee Benchmarks/RESULTS-h2.txt
+
+## bench-client: LoopKitHTTPClient vs AsyncHTTPClient (one event loop each) against LoopDemo serve on core 0, the client
+## on core 1, alternated rounds: 64 concurrent keep-alive GET /hello, a 1 GiB download (MB/s, client RSS growth), and
+## 100 HTTP/2 streams on one connection beside HTTP/1.1
+bench-client: deps
+	$(SWIFT) build -c release --product LoopDemo
+	cd Benchmarks && $(SWIFT) build -c release --product ClientBench
+	flock /tmp/loopkit-bench.lock Benchmarks/client-bench.sh | tee Benchmarks/RESULTS-client.txt
 
 ## bench-https: LoopKitHTTP over TLS vs NIOHTTP1 + NIOSSL and nginx (one certificate, ECDSA P-256): keep-alive,
 ## new connections, idle TLS connection memory, 1 GiB upload; server on core 0, load on core 1

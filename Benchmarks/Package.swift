@@ -19,6 +19,11 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         // LoopKitHTTP's logger, silenced in the idle keep-alive connection row's child.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // The client peer of LoopKitHTTPClient (Benchmarks/client-bench.sh).
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // The HTTP/2 server peer of LoopKitHTTP (Benchmarks/h2-bench.sh).
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
     ],
     targets: [
         .executableTarget(
@@ -134,6 +139,33 @@ let package = Package(
             dependencies: [.product(name: "LoopKit", package: "LoopKit"), .product(name: "LoopKitNet", package: "LoopKit")]
         ),
         .executableTarget(name: "UVSpawnBench", dependencies: ["CPeerUV"]),
+        // A minimal swift-nio-http2 server (one event loop, h2c by prior knowledge or h2 over TLS): GET /hello.
+        .executableTarget(
+            name: "NIOHTTP2Peer",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        // The HTTP client figures (Benchmarks/client-bench.sh): 64 concurrent keep-alive GET /hello and a 1 GiB
+        // download with LoopKitHTTPClient and with AsyncHTTPClient, each on one event loop, against LoopDemo serve.
+        .executableTarget(
+            name: "ClientBench",
+            dependencies: [
+                .product(name: "LoopKit", package: "LoopKit"),
+                .product(name: "LoopKitNet", package: "LoopKit"),
+                .product(name: "LoopKitHTTPClient", package: "LoopKit"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
