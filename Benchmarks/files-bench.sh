@@ -5,7 +5,7 @@
 # core 1, one server at a time, alternated round by round.
 #   1. A 1 KiB file, keep-alive, wrk -t1 -c64 -d DURATION, ROUNDS rounds (default 5): median req/s, and the
 #      median of the per-round ratios with their min-max.
-#   2. A 100 MiB file over one connection: curl fetches it REPEAT times (default 4) on one keep-alive
+#   2. A 100 MiB file over one connection: curl fetches it REPEAT times (default 8) on one keep-alive
 #      connection, BIG_ROUNDS rounds (default 3): median MB/s (10^6 bytes), and the server's CPU seconds
 #      (utime + stime, /proc/PID/stat) per GiB sent, summed over the round.
 #   LOOPDEMO: the release binary (default .build/release/LoopDemo).
@@ -13,7 +13,7 @@ set -euo pipefail
 DURATION=${DURATION:-5s}
 ROUNDS=${ROUNDS:-5}
 BIG_ROUNDS=${BIG_ROUNDS:-3}
-REPEAT=${REPEAT:-4}
+REPEAT=${REPEAT:-8}
 LOOPDEMO=${LOOPDEMO:-.build/release/LoopDemo}
 PORT_BASE=${PORT_BASE:-18470}
 # shellcheck source=bench-lib.sh
@@ -90,9 +90,9 @@ big_round() {
     start "$port" "$@"
     local url="http://127.0.0.1:$port/files/big.bin"
     local urls=() before after out
-    for _ in $(seq 1 "$REPEAT"); do urls+=("$url"); done
+    for _ in $(seq 1 "$REPEAT"); do urls+=(-o /dev/null "$url"); done  # curl's -o goes with one URL each
     before=$(server_ticks)
-    out=$(taskset -c "$CLIENT_CORE" curl -s -o /dev/null -w '%{http_code} %{size_download} %{time_total} %{num_connects}\n' "${urls[@]}")
+    out=$(taskset -c "$CLIENT_CORE" curl -s -w '%{http_code} %{size_download} %{time_total} %{num_connects}\n' "${urls[@]}")
     after=$(server_ticks)
     cleanup
     awk -v ticks=$((after - before)) -v hz="$(getconf CLK_TCK)" -v want=$((100 * 1024 * 1024)) '
@@ -117,9 +117,11 @@ printf '  LoopKitHTTP / nginx: %s\n' "$(ratio_summary lk ngx)"
 lk_rate=(); lk_cpu=(); ngx_rate=(); ngx_cpu=()
 for round in $(seq 1 "$BIG_ROUNDS"); do
     read -r rate cpu < <(big_round $((PORT_BASE + 3)) "$LOOPDEMO" serve --log-level warning --root "$root")
-    lk_rate+=("$rate"); lk_cpu+=("$cpu")
+    [ -n "${cpu:-}" ] || { echo "a LoopKit round of the 100 MiB file failed" >&2; exit 1; }
+    lk_rate+=("$rate"); lk_cpu+=("$cpu"); rate=""; cpu=""
     read -r rate cpu < <(big_round $((PORT_BASE + 4)) sh "$nginx_dir/peer.sh")
-    ngx_rate+=("$rate"); ngx_cpu+=("$cpu")
+    [ -n "${cpu:-}" ] || { echo "an nginx round of the 100 MiB file failed" >&2; exit 1; }
+    ngx_rate+=("$rate"); ngx_cpu+=("$cpu"); rate=""; cpu=""
 done
 echo "A 100 MiB file, $REPEAT fetches on one connection with curl ($BIG_ROUNDS alternated rounds; median MB/s, server CPU s per GiB)"
 printf '  LoopKitHTTP  %6.0f MB/s   %6.3f CPU s/GiB   rounds: %s MB/s\n' "$(printf '%s\n' "${lk_rate[@]}" | median)" \
