@@ -14,8 +14,10 @@ import LoopKitNet
 /// thread), and the body streams from the open file with the connection's backpressure, framed by its
 /// `Content-Length`: the same over HTTP/1.1 and HTTP/2. On a plain HTTP/1 connection a body (or a single
 /// range) that is not compressed goes with `sendfile(2)` from the loop, with no read on the pool;
-/// over TLS, HTTP/2, for multiple ranges and behind ``CompressionMiddleware`` it is read in chunks. A file that shrinks while it is sent ends the
-/// connection (the client sees a body shorter than its length); one that grows is sent as it was.
+/// over TLS, HTTP/2, for multiple ranges and behind ``CompressionMiddleware`` it is read in chunks. A file of
+/// at most ``smallFileLimit`` bytes is read whole in the pool task that opens it, and goes with the head in
+/// one write. A file that shrinks while it is sent ends the connection (the client sees a body shorter than
+/// its length); one that grows is sent as it was.
 ///
 /// A plain value; safe from any thread.
 struct HTTPFileServer: Sendable {
@@ -81,34 +83,50 @@ struct HTTPFileServer: Sendable {
         }
         let servedPath = coding.map { path + "." + $0.fileExtension } ?? path
 
-        // Links must not lead out of the root (checked on the pool: realpath walks the file system).
-        if !options.followsSymbolicLinksOutOfRoot {
-            let root = root
-            let inside = try await request.loop.offload(to: files.pool) {
+        // Links must not lead out of the root (checked on the pool: realpath walks the file system), then
+        // the file is opened and, when small, read whole: one task on the pool.
+        let root = root, checksRoot = !options.followsSymbolicLinksOutOfRoot
+        let found: FileSystem.FileToSend?
+        do {
+            found = try await files.openToSend(servedPath, readingWholeUpTo: Self.smallFileLimit) {
+                guard checksRoot else { return true }
                 guard let canonicalRoot = HTTPFilePath.canonical(root) else { return false }
                 return HTTPFilePath.isInside(servedPath, canonicalRoot: canonicalRoot)
             }
-            guard inside else { return Self.notFound }
-        }
-
-        let file: OpenFile
-        do {
-            file = try await files.open(servedPath)
         } catch let error as FileError {
             return try Self.refusal(for: error)
         }
-        let opened = try await file.info()  // the file as opened: its validators describe the bytes sent
-        guard opened.kind == .regularFile else {
-            await Self.close(file, logger: request.logger)
+        switch found {
+        case nil:
             return Self.notFound
+        case .read(let contents, let opened)?:
+            return response(to: request, body: .contents(contents), info: opened, name: name, coding: coding)
+        case .open(let file, let opened)?:  // the file as opened: its validators describe the bytes sent
+            guard opened.kind == .regularFile else {
+                await Self.close(file, logger: request.logger)
+                return Self.notFound
+            }
+            let response = self.response(to: request, body: .file(file), info: opened, name: name, coding: coding)
+            if request.head.method == .head || response.body.isBytes { await Self.close(file, logger: request.logger) }  // no stream reads it
+            return response
         }
-        let response = self.response(to: request, file: file, info: opened, name: name, coding: coding)
-        if request.head.method == .head || response.body.isBytes { await Self.close(file, logger: request.logger) }  // no stream reads it
-        return response
+    }
+
+    /// The largest file read whole on the pool and sent with its response's head in one write, rather
+    /// than sent from its descriptor (`sendfile(2)`, or reads in chunks) after the head: one task on the
+    /// pool instead of three, and one write instead of two.
+    static let smallFileLimit = 16 * 1024
+
+    /// Where a response's body comes from.
+    private enum Source {
+        /// The open file, read (or sent with `sendfile(2)`) as the body streams.
+        case file(OpenFile)
+        /// The whole file, read already.
+        case contents(Bytes)
     }
 
     /// The response for an open file: `304`, `412`, `416`, `206` or `200`, with its validators.
-    private func response(to request: HTTPServerRequest, file: OpenFile, info: FileInfo, name: Substring,
+    private func response(to request: HTTPServerRequest, body source: Source, info: FileInfo, name: Substring,
                           coding: HTTPContentCoding?) -> HTTPServerResponse {
         let tag = HTTPEntityTag(inode: info.inode, size: info.size, modificationTime: info.modificationTime)
         let modified = Int(info.modificationTime.components.seconds)
@@ -160,6 +178,15 @@ struct HTTPFileServer: Sendable {
             return HTTPServerResponse(status: status, headerFields: fields, body: .bytes(Bytes()))
                 .withDeclaredLength(length)
         }
+        let file: OpenFile
+        switch source {
+        case .contents(let contents):
+            fields[.contentLength] = nil  // the server frames a body of bytes itself
+            return HTTPServerResponse(status: status, headerFields: fields,
+                                      body: .bytes(Self.body(of: contents, ranges: ranges, parts: parts)))
+        case .file(let open):
+            file = open
+        }
         let chunkSize = options.chunkSize
         let sentRanges = ranges, sentParts = parts, logger = request.logger
         return HTTPServerResponse(status: status, headerFields: fields, body: .stream { writer in
@@ -179,6 +206,18 @@ struct HTTPFileServer: Sendable {
             }
             await Self.close(file, logger: logger)
         })
+    }
+
+    /// The body of `ranges` of a file read whole: the range itself, or the parts of a `multipart/byteranges`.
+    private static func body(of contents: Bytes, ranges: [Range<Int64>], parts: (heads: [Bytes], end: Bytes)?) -> Bytes {
+        guard let parts else { return ranges.count == 1 ? contents[Int(ranges[0].lowerBound)..<Int(ranges[0].upperBound)] : contents }
+        var joined: [Bytes] = []
+        for (index, range) in ranges.enumerated() {
+            joined.append(parts.heads[index])
+            joined.append(contents[Int(range.lowerBound)..<Int(range.upperBound)])
+        }
+        joined.append(parts.end)
+        return Bytes(joining: joined)
     }
 
     /// Sends `range` of `file` with `sendfile(2)` when the writer goes straight to a plain socket; returns
