@@ -8,7 +8,8 @@
 #   2. A 100 MiB file over one connection: curl fetches it REPEAT times (default 8) on one keep-alive
 #      connection, BIG_ROUNDS rounds (default 3): median MB/s (10^6 bytes), and the server's CPU seconds
 #      (utime + stime, /proc/PID/stat) per GiB sent, summed over the round.
-#   LOOPDEMO: the release binary (default .build/release/LoopDemo).
+#   LOOPDEMO: the release binary (default .build/release/LoopDemo).  LOOPDEMO_BEFORE: another build of it
+#   (the one before a change), run in the same rounds of the 1 KiB file when set.
 set -euo pipefail
 DURATION=${DURATION:-5s}
 ROUNDS=${ROUNDS:-5}
@@ -104,15 +105,22 @@ big_round() {
 }
 
 echo "Static files, LoopDemo serve --root (release) vs nginx (one process, sendfile on), server on core $SERVER_CORE, clients on core $CLIENT_CORE"
-lk=(); ngx=()
+lk=(); ngx=(); prior=()
 for round in $(seq 1 "$ROUNDS"); do
     lk+=("$(small_round $((PORT_BASE + 1)) "$LOOPDEMO" serve --log-level warning --root "$root")")
     ngx+=("$(small_round $((PORT_BASE + 2)) sh "$nginx_dir/peer.sh")")
+    if [ -n "${LOOPDEMO_BEFORE:-}" ]; then
+        prior+=("$(small_round $((PORT_BASE + 5)) "$LOOPDEMO_BEFORE" serve --log-level warning --root "$root")")
+    fi
 done
 echo "A 1 KiB file, keep-alive, wrk -t1 -c64 ($ROUNDS alternated rounds of $DURATION; median req/s)"
 printf '  LoopKitHTTP  %10.0f req/s   rounds: %s\n' "$(printf '%s\n' "${lk[@]}" | median)" "${lk[*]}"
 printf '  nginx        %10.0f req/s   rounds: %s\n' "$(printf '%s\n' "${ngx[@]}" | median)" "${ngx[*]}"
 printf '  LoopKitHTTP / nginx: %s\n' "$(ratio_summary lk ngx)"
+if [ ${#prior[@]} -gt 0 ]; then
+    printf '  before (%s) %8.0f req/s   rounds: %s\n' "$LOOPDEMO_BEFORE" "$(printf '%s\n' "${prior[@]}" | median)" "${prior[*]}"
+    printf '  LoopKitHTTP / before: %s; before / nginx: %s\n' "$(ratio_summary lk prior)" "$(ratio_summary prior ngx)"
+fi
 
 lk_rate=(); lk_cpu=(); ngx_rate=(); ngx_cpu=()
 for round in $(seq 1 "$BIG_ROUNDS"); do
