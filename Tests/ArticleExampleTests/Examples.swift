@@ -154,8 +154,8 @@ func example_README_237(router: inout HTTPRouter, configuration: inout HTTPServe
     try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm], logger: logger).run()
 }
 
-// README.md:312
-func example_README_312(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:314
+func example_README_314(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.webSocket("/ws/echo", .inTask) { request, socket in
         for try await message in socket.messages { try await socket.send(message) }
     }
@@ -170,8 +170,8 @@ func example_README_312(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:332
-func example_README_332(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:334
+func example_README_334(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
 
     let client = HTTPClient(on: loop)                          // one per loop; a handler on it calls with no hop
     let response = try await client.execute(
@@ -180,8 +180,8 @@ func example_README_332(router: inout HTTPRouter, configuration: inout HTTPServe
     let status = try await response.collect(upTo: 1 << 20)     // or: for try await chunk in response.body
 }
 
-// README.md:354
-@Suite("README.md:354") struct Example_README_354 {
+// README.md:356
+@Suite("README.md:356") struct Example_README_356 {
     @Test func timerFiresAfterQueuedWork() throws {
         let driver = try LoopDriver()                 // a loop on a VirtualClock
         let trace = OrderTrace(driver.loop)
@@ -198,8 +198,8 @@ func example_README_332(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:377
-func example_README_377(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:379
+func example_README_379(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try LoopMetrics.record(loop, name: "main")                 // iteration duration, poll wait, queue depth, …
     router.use(HTTPServerMetrics.middleware())                 // http.server.request.duration, …
     HTTPServerMetrics.record(into: &configuration)             // http.server.open_connections
@@ -421,8 +421,8 @@ func example_ServingFiles_9(router: inout HTTPRouter, configuration: inout HTTPS
                  options: HTTPFileOptions(cacheControl: "public, max-age=31536000, immutable", indexFile: nil))
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingFiles.md:62
-func example_ServingFiles_62(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingFiles.md:64
+func example_ServingFiles_64(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     var types = HTTPContentTypes.standard
     types["glb"] = "model/gltf-binary"
     router.files("/models", root: "/srv/models", options: HTTPFileOptions(contentTypes: types))
