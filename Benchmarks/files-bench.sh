@@ -75,14 +75,20 @@ server_ticks() {
     awk '{print $14 + $15}' "/proc/$serving/stat"
 }
 
-# small_round PORT SERVER...: one wrk run against /files/small.bin; prints req/s.
+# small_round PORT SERVER...: one wrk run against /files/small.bin; prints "req/s server-CPU-us-per-request"
+# (user + system time of the server over the run, over the requests wrk counted).
 small_round() {
     local port=$1; shift
     start "$port" "$@"
-    local url="http://127.0.0.1:$port/files/small.bin"
+    local url="http://127.0.0.1:$port/files/small.bin" before after out
     [ "$(curl -s -o /dev/null -w '%{http_code} %{size_download}' "$url")" = "200 1024" ] || { echo "bad answer from $*" >&2; exit 1; }
-    taskset -c "$CLIENT_CORE" wrk -t1 -c64 -d"$DURATION" "$url" | awk '/^Requests\/sec:/ {print $2}'
+    before=$(server_ticks)
+    out=$(taskset -c "$CLIENT_CORE" wrk -t1 -c64 -d"$DURATION" "$url")
+    after=$(server_ticks)
     cleanup
+    awk -v ticks=$((after - before)) -v hz="$(getconf CLK_TCK)" '
+        /^Requests\/sec:/ { rps = $2 } / requests in / { requests = $1 }
+        END { printf "%s %.1f\n", rps, (requests > 0 ? ticks / hz / requests * 1e6 : 0) }' <<< "$out"
 }
 
 # big_round PORT SERVER...: REPEAT fetches of /files/big.bin on one connection; prints "MB/s cpu-s-per-GiB".
@@ -105,21 +111,25 @@ big_round() {
 }
 
 echo "Static files, LoopDemo serve --root (release) vs nginx (one process, sendfile on), server on core $SERVER_CORE, clients on core $CLIENT_CORE"
-lk=(); ngx=(); prior=()
+lk=(); ngx=(); prior=(); lk_us=(); ngx_us=(); prior_us=()
 for round in $(seq 1 "$ROUNDS"); do
-    lk+=("$(small_round $((PORT_BASE + 1)) "$LOOPDEMO" serve --log-level warning --root "$root")")
-    ngx+=("$(small_round $((PORT_BASE + 2)) sh "$nginx_dir/peer.sh")")
+    read -r rps us < <(small_round $((PORT_BASE + 1)) "$LOOPDEMO" serve --log-level warning --root "$root")
+    lk+=("$rps"); lk_us+=("$us")
+    read -r rps us < <(small_round $((PORT_BASE + 2)) sh "$nginx_dir/peer.sh")
+    ngx+=("$rps"); ngx_us+=("$us")
     if [ -n "${LOOPDEMO_BEFORE:-}" ]; then
-        prior+=("$(small_round $((PORT_BASE + 5)) "$LOOPDEMO_BEFORE" serve --log-level warning --root "$root")")
+        read -r rps us < <(small_round $((PORT_BASE + 5)) "$LOOPDEMO_BEFORE" serve --log-level warning --root "$root")
+        prior+=("$rps"); prior_us+=("$us")
     fi
 done
-echo "A 1 KiB file, keep-alive, wrk -t1 -c64 ($ROUNDS alternated rounds of $DURATION; median req/s)"
-printf '  LoopKitHTTP  %10.0f req/s   rounds: %s\n' "$(printf '%s\n' "${lk[@]}" | median)" "${lk[*]}"
-printf '  nginx        %10.0f req/s   rounds: %s\n' "$(printf '%s\n' "${ngx[@]}" | median)" "${ngx[*]}"
-printf '  LoopKitHTTP / nginx: %s\n' "$(ratio_summary lk ngx)"
+echo "A 1 KiB file, keep-alive, wrk -t1 -c64 ($ROUNDS alternated rounds of $DURATION; median req/s, median server CPU per request)"
+printf '  LoopKitHTTP  %10.0f req/s   %5.1f us CPU/req   rounds: %s\n' "$(printf '%s\n' "${lk[@]}" | median)" "$(printf '%s\n' "${lk_us[@]}" | median)" "${lk[*]}"
+printf '  nginx        %10.0f req/s   %5.1f us CPU/req   rounds: %s\n' "$(printf '%s\n' "${ngx[@]}" | median)" "$(printf '%s\n' "${ngx_us[@]}" | median)" "${ngx[*]}"
+printf '  LoopKitHTTP / nginx, req/s: %s; CPU per request: %s\n' "$(ratio_summary lk ngx)" "$(ratio_summary lk_us ngx_us)"
 if [ ${#prior[@]} -gt 0 ]; then
-    printf '  before (%s) %8.0f req/s   rounds: %s\n' "$LOOPDEMO_BEFORE" "$(printf '%s\n' "${prior[@]}" | median)" "${prior[*]}"
-    printf '  LoopKitHTTP / before: %s; before / nginx: %s\n' "$(ratio_summary lk prior)" "$(ratio_summary prior ngx)"
+    printf '  before       %10.0f req/s   %5.1f us CPU/req   rounds: %s   (%s)\n' "$(printf '%s\n' "${prior[@]}" | median)" \
+        "$(printf '%s\n' "${prior_us[@]}" | median)" "${prior[*]}" "$LOOPDEMO_BEFORE"
+    printf '  LoopKitHTTP / before, req/s: %s; CPU per request: %s\n' "$(ratio_summary lk prior)" "$(ratio_summary lk_us prior_us)"
 fi
 
 lk_rate=(); lk_cpu=(); ngx_rate=(); ngx_cpu=()

@@ -8,6 +8,7 @@
 # `gzip on`). LoopDemo's pool threads are counted with it (callgrind runs every thread).
 #   LOOPDEMO: the release binary.  LOOPDEMO_BEFORE: another build (the one before a change), counted too when
 #   set.  N: requests of the 1 KiB row (default 2000; the gzip row takes N / 25).  CONNECTIONS: default 4.
+#   ROWS: small, gzip or both (the default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LOOPDEMO=${LOOPDEMO:-.build/release/LoopDemo}
@@ -119,5 +120,5 @@ row() {
             printf "%-44s | %-28s | %13.0f | %8.2f\n", s, r, (i2 - i1) / n, (a2 - a1) / n }'
     done
 }
-row /files/small.bin "1 KiB file" "$N"
-row /files/data.json "100 KiB JSON, gzip" $((N / 25)) "Accept-Encoding: gzip"
+[ "${ROWS:-both}" = gzip ] || row /files/small.bin "1 KiB file" "$N"
+[ "${ROWS:-both}" = small ] || row /files/data.json "100 KiB JSON, gzip" $((N / 25)) "Accept-Encoding: gzip"

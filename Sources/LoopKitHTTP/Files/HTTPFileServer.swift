@@ -56,6 +56,13 @@ struct HTTPFileServer: Sendable {
             return Self.notFound
         }
         var path = relative.isEmpty ? root : root + "/" + relative
+        let accept = HTTPAcceptEncoding(request.head.headerFields[.acceptEncoding])
+        // The common request, for a file with no variant the client takes: opened at once, with no `stat`
+        // before. Anything else (a directory, a refusal, an error) is looked at step by step below.
+        if case .identity = accept.preferred(among: []), !options.precompressed.contains(where: { accept.quality(of: $0.token) > 0 }),
+           let answer = try await send(path, coding: nil, to: request, files: files, nilUnlessSent: true) {
+            return answer
+        }
         guard var info = try await Self.info(at: path, files) else { return Self.notFound }
         if info.kind == .directory {
             guard request.path.hasSuffix("/") else { return redirectToDirectory(request) }
@@ -65,11 +72,9 @@ struct HTTPFileServer: Sendable {
             info = index
         }
         guard info.kind == .regularFile else { return Self.notFound }
-        let name = path[(path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex)...]
 
         // The variants there are (regular files beside the file), then the coding the client prefers.
         var variants: [HTTPContentCoding] = []
-        let accept = HTTPAcceptEncoding(request.head.headerFields[.acceptEncoding])
         for coding in options.precompressed where accept.quality(of: coding.token) > 0 {
             if let variant = try await Self.info(at: path + "." + coding.fileExtension, files), variant.kind == .regularFile {
                 variants.append(coding)
@@ -81,10 +86,17 @@ struct HTTPFileServer: Sendable {
         case .identity: coding = nil
         case .notAcceptable: return .text("no acceptable content coding\n", status: .notAcceptable)
         }
-        let servedPath = coding.map { path + "." + $0.fileExtension } ?? path
+        return try await send(path, coding: coding, to: request, files: files, nilUnlessSent: false) ?? Self.notFound
+    }
 
-        // Links must not lead out of the root (checked on the pool: realpath walks the file system), then
-        // the file is opened and, when small, read whole: one task on the pool.
+    /// Sends the file at `path` (its variant of `coding`, when given). Links must not lead out of the root
+    /// (checked on the pool: realpath walks the file system), then the file is opened and, when small, read
+    /// whole: one task on the pool. With `nilUnlessSent`, anything but a regular file sent or checked
+    /// (`304`, `412`, `416`) returns nil rather than its answer.
+    private func send(_ path: String, coding: HTTPContentCoding?, to request: HTTPServerRequest, files: FileSystem,
+                      nilUnlessSent: Bool) async throws -> HTTPServerResponse? {
+        let name = path[(path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex)...]
+        let servedPath = coding.map { path + "." + $0.fileExtension } ?? path
         let root = root, checksRoot = !options.followsSymbolicLinksOutOfRoot
         let found: FileSystem.FileToSend?
         do {
@@ -94,17 +106,17 @@ struct HTTPFileServer: Sendable {
                 return HTTPFilePath.isInside(servedPath, canonicalRoot: canonicalRoot)
             }
         } catch let error as FileError {
-            return try Self.refusal(for: error)
+            return nilUnlessSent ? nil : try Self.refusal(for: error)
         }
         switch found {
         case nil:
-            return Self.notFound
+            return nilUnlessSent ? nil : Self.notFound
         case .read(let contents, let opened)?:
             return response(to: request, body: .contents(contents), info: opened, name: name, coding: coding)
         case .open(let file, let opened)?:  // the file as opened: its validators describe the bytes sent
             guard opened.kind == .regularFile else {
                 await Self.close(file, logger: request.logger)
-                return Self.notFound
+                return nilUnlessSent ? nil : Self.notFound
             }
             let response = self.response(to: request, body: .file(file), info: opened, name: name, coding: coding)
             if request.head.method == .head || response.body.isBytes { await Self.close(file, logger: request.logger) }  // no stream reads it
