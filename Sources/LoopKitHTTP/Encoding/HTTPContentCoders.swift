@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 import CBrotli
 import CZlib
 import CZstd
@@ -95,19 +90,20 @@ private func emit(_ scratch: UnsafeMutableRawBufferPointer, count: Int, into out
 
 /// gzip (RFC 1952) on zlib's `deflate`, window 2^15, with `Z_SYNC_FLUSH` for a flush.
 final class GzipEncoder: HTTPContentEncoder {
-    private let stream: UnsafeMutablePointer<z_stream>
+    private let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: outputChunk, alignment: 1)
-    private let level: Int32
 
-    /// A stream this thread's loop used before, reset, or a new one. The corresponding zlib call is
-    /// `deflateInit2` (window bits 15 + 16: a gzip header and trailer).
+    /// The corresponding zlib call is `deflateInit2` (window bits 15 + 16: a gzip header and trailer).
     init(level: Int) {
-        self.level = Int32(max(1, min(9, level)))
-        stream = GzipStreams.current.take(level: self.level)
+        stream.initialize(to: z_stream())
+        let result = loopkit_deflateInit2(stream, Int32(max(1, min(9, level))), 15 + 16, 8)
+        precondition(result == Z_OK, "zlib refused deflateInit2 (\(result))")
     }
 
     deinit {
-        GzipStreams.current.put(stream, level: level)
+        deflateEnd(stream)
+        stream.deinitialize(count: 1)
+        stream.deallocate()
         scratch.deallocate()
     }
 
@@ -133,64 +129,6 @@ final class GzipEncoder: HTTPContentEncoder {
             // Done once the input is taken and zlib left room in the buffer (nothing more is pending).
             if stream.pointee.avail_in == 0 && stream.pointee.avail_out > 0 { return }
         }
-    }
-}
-
-/// The idle gzip streams of one thread (a loop's: encoders are loop-confined), kept for the next body:
-/// `deflateReset` rather than `deflateEnd` and `deflateInit2`, which allocate and free zlib's 256 KiB of
-/// state for each response. At most ``limit`` are kept; they end with the thread.
-///
-/// Confined to its thread (a pthread key holds it): ``current`` is this thread's.
-final class GzipStreams {
-    /// The most idle streams a thread keeps (about 270 KiB each).
-    static let limit = 4
-
-    private var idle: [(level: Int32, stream: UnsafeMutablePointer<z_stream>)] = []
-
-    /// The key of each thread's cache; its destructor releases the cache when the thread exits.
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        let result = pthread_key_create(&key) { cache in
-            if let cache { Unmanaged<GzipStreams>.fromOpaque(cache).release() }
-        }
-        precondition(result == 0, "pthread_key_create failed (\(result))")
-        return key
-    }()
-
-    /// This thread's cache.
-    static var current: GzipStreams {
-        if let cache = pthread_getspecific(key) { return Unmanaged<GzipStreams>.fromOpaque(cache).takeUnretainedValue() }
-        let cache = GzipStreams()
-        pthread_setspecific(key, Unmanaged.passRetained(cache).toOpaque())
-        return cache
-    }
-
-    /// An idle stream of `level`, or a new one. The corresponding zlib call is `deflateInit2`.
-    func take(level: Int32) -> UnsafeMutablePointer<z_stream> {
-        if let index = idle.lastIndex(where: { $0.level == level }) { return idle.remove(at: index).stream }
-        let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
-        stream.initialize(to: z_stream())
-        let result = loopkit_deflateInit2(stream, level, 15 + 16, 8)
-        precondition(result == Z_OK, "zlib refused deflateInit2 (\(result))")
-        return stream
-    }
-
-    /// A body's stream is done with: reset and kept, or ended when ``limit`` are kept already. The
-    /// corresponding zlib calls are `deflateReset` and `deflateEnd`.
-    func put(_ stream: UnsafeMutablePointer<z_stream>, level: Int32) {
-        if idle.count < Self.limit, deflateReset(stream) == Z_OK {
-            idle.append((level, stream))
-        } else {
-            Self.end(stream)
-        }
-    }
-
-    deinit { for entry in idle { Self.end(entry.stream) } }
-
-    private static func end(_ stream: UnsafeMutablePointer<z_stream>) {
-        deflateEnd(stream)
-        stream.deinitialize(count: 1)
-        stream.deallocate()
     }
 }
 
