@@ -125,8 +125,8 @@ struct HTTPFileServer: Sendable {
     }
 
     /// The largest file read whole on the pool and sent with its response's head in one write, rather
-    /// than sent from its descriptor (`sendfile(2)`, or reads in chunks) after the head: one task on the
-    /// pool instead of three, and one write instead of two.
+    /// than sent from its descriptor (`sendfile(2)`, or reads in chunks) after the head: no task on the
+    /// pool to close it, and one write instead of two.
     static let smallFileLimit = 16 * 1024
 
     /// Where a response's body comes from.
