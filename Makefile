@@ -44,7 +44,7 @@ DEB_DIR        := .build/deb
 DEB_ARCH       := $(shell dpkg --print-architecture 2>/dev/null)
 DEB_MULTIARCH  := $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 
-.PHONY: all deps demo test test-swift article-examples test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build soak bench bench-core bench-callgrind bench-callgrind-http bench-http bench-h2 bench-client bench-compression bench-https bench-ws bench-main bench-pool bench-udp bench-spawn bench-startup wrk docs install install-dynamic lib header-check abi-check abi-update deb clean
+.PHONY: all deps demo test test-swift article-examples test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build soak bench bench-core bench-callgrind bench-callgrind-http bench-http bench-h2 bench-client bench-compression bench-files bench-files-callgrind bench-https bench-ws bench-main bench-pool bench-udp bench-spawn bench-startup wrk docs install install-dynamic lib header-check abi-check abi-update deb clean
 
 all: test
 
@@ -245,6 +245,22 @@ bench-compression: deps wrk
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nginx; }
 	$(SWIFT) build -c release --product LoopDemo
 	flock /tmp/loopkit-bench.lock Benchmarks/compression-bench.sh | tee Benchmarks/RESULTS-compression.txt
+
+## bench-files: a 1 KiB file (wrk -t1 -c64, keep-alive) and a 100 MiB file over one connection (curl: MB/s, server CPU
+## per GiB) served by LoopDemo serve --root against nginx (one process, sendfile on); server on core 0, client on core 1
+bench-files: deps wrk
+	@command -v nginx >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nginx; }
+	$(SWIFT) build -c release --product LoopDemo
+	flock /tmp/loopkit-bench.lock Benchmarks/files-bench.sh | tee Benchmarks/RESULTS-files.txt
+
+## bench-files-callgrind: instructions and allocations per keep-alive file request (1 KiB; 100 KiB JSON as gzip),
+## LoopDemo serve --root against nginx, each under callgrind for N and 2N requests from h2load
+bench-files-callgrind: deps
+	@command -v valgrind >/dev/null 2>&1 && command -v nginx >/dev/null 2>&1 && command -v h2load >/dev/null 2>&1 || { \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq valgrind nginx nghttp2-client; }
+	$(SWIFT) build -c release --product LoopDemo
+	flock /tmp/loopkit-bench.lock Benchmarks/files-callgrind.sh | tee Benchmarks/RESULTS-callgrind-files.txt
 
 ## bench-h2: LoopKitHTTP's HTTP/2 vs swift-nio-http2 (NIOHTTP2Peer), nginx (one worker, `http2`) and h2o (one thread) with
 ## h2load -c 64 -m 100, h2c then h2 over TLS; server on core 0, h2load on core 1, alternated rounds

@@ -5,7 +5,8 @@
 # zlib level, 6, so the gzip rows compare the same work; nginx has no br or zstd without extra modules).
 # Server pinned to core 0, wrk -t1 -c64 to core 1 with `Accept-Encoding: CODING`; servers alternated round
 # by round (ROUNDS, default 3); the ratio is the body's bytes over the file's, measured with curl.
-#   LOOPDEMO: the release binary.  DURATION: wrk's -d (default 5s).
+#   LOOPDEMO: the release binary.  DURATION: wrk's -d (default 5s).  LOOPDEMO_BEFORE: another build of it
+#   (the one before a change), run in the same rounds of the gzip row when set.  CODINGS: the rows to run.
 set -euo pipefail
 DURATION=${DURATION:-5s}
 ROUNDS=${ROUNDS:-3}
@@ -87,14 +88,18 @@ one_run() {
 
 echo "Response compression of a ${file_bytes}-byte JSON file, wrk -t1 -c64, server on core $SERVER_CORE, wrk on core $CLIENT_CORE"
 echo "($ROUNDS alternated rounds of $DURATION; median req/s; ratio = compressed bytes / file bytes)"
-for coding in identity gzip br zstd; do
-    lk=(); ngx=(); lk_bytes=0; ngx_bytes=0
+for coding in ${CODINGS:-identity gzip br zstd}; do
+    lk=(); ngx=(); prior=(); lk_bytes=0; ngx_bytes=0
     for round in $(seq 1 "$ROUNDS"); do
         read -r rps bytes < <(one_run $((PORT_BASE + 1)) "$coding" "$LOOPDEMO" serve --log-level warning --root "$root")
         lk+=("$rps"); lk_bytes=$bytes
         if [ "$coding" = identity ] || [ "$coding" = gzip ]; then
             read -r rps bytes < <(one_run $((PORT_BASE + 2)) "$coding" sh "$nginx_dir/peer.sh")
             ngx+=("$rps"); ngx_bytes=$bytes
+        fi
+        if [ "$coding" = gzip ] && [ -n "${LOOPDEMO_BEFORE:-}" ]; then
+            read -r rps bytes < <(one_run $((PORT_BASE + 3)) "$coding" "$LOOPDEMO_BEFORE" serve --log-level warning --root "$root")
+            prior+=("$rps")
         fi
     done
     awk -v c="$coding" -v r="$(printf '%s\n' "${lk[@]}" | median)" -v b="$lk_bytes" -v f="$file_bytes" \
@@ -103,5 +108,9 @@ for coding in identity gzip br zstd; do
         awk -v c="$coding" -v r="$(printf '%s\n' "${ngx[@]}" | median)" -v b="$ngx_bytes" -v f="$file_bytes" \
             'BEGIN { printf "  nginx       %-9s %10.0f req/s   %7d bytes   ratio %.3f\n", c, r, b, b / f }'
         printf '  LoopKitHTTP / nginx, %s: %s\n' "$coding" "$(ratio_summary lk ngx)"
+    fi
+    if [ ${#prior[@]} -gt 0 ]; then
+        printf '  before (%s) %-9s %10.0f req/s   rounds: %s\n' "$LOOPDEMO_BEFORE" "$coding" "$(printf '%s\n' "${prior[@]}" | median)" "${prior[*]}"
+        printf '  LoopKitHTTP / before, %s: %s; before / nginx: %s\n' "$coding" "$(ratio_summary lk prior)" "$(ratio_summary prior ngx)"
     fi
 done

@@ -59,6 +59,28 @@ struct FileRangeTests {
         }
     }
 
+    /// A file beyond ``HTTPFileServer/smallFileLimit`` is not read whole: its parts stream from the open
+    /// file (read in chunks, or sent with `sendfile(2)` live), and come out as a small file's do.
+    @Test(arguments: HTTPTestMode.allCases)
+    func severalRangesOfAFileBeyondTheSmallFileLimitStreamFromTheFile(mode: HTTPTestMode) throws {
+        let size = HTTPFileServer.smallFileLimit + 5_000
+        let contents = (0..<size).map { UInt8(ascii: "a") + UInt8($0 % 26) }
+        try withFiles(mode: mode, { try $0.write("big.txt", contents) }) { client, _ throws in
+            let last = size - 1
+            let response = try client.get("/static/big.txt", [.range: "bytes=0-1, \(last - 2)-"])
+            #expect(response.status == .partialContent)
+            let type = try #require(response.headerFields[.contentType])
+            let boundary = String(type.dropFirst("multipart/byteranges; boundary=".count))
+            let tail = String(decoding: contents[(last - 2)...], as: UTF8.self)
+            #expect(response.text == "\r\n--\(boundary)\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Range: bytes 0-1/\(size)\r\n\r\nab"
+                    + "\r\n--\(boundary)\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Range: bytes \(last - 2)-\(last)/\(size)\r\n\r\n\(tail)"
+                    + "\r\n--\(boundary)--\r\n")
+            let whole = try client.get("/static/big.txt")
+            #expect(Array(whole.body) == contents)
+            #expect(whole.field(.contentLength) == String(size))
+        }
+    }
+
     @Test func overlappingRangesAreMerged() throws {
         try withFiles(Self.setUp) { client, _ throws in
             let response = try client.get("/static/d.txt", [.range: "bytes=5-9, 0-6, 8-10"])

@@ -215,7 +215,8 @@ struct ResponseCompressionTests {
         defer { client.shutDown() }
         let whole = try client.get("/static/page.txt", [.acceptEncoding: "br"])
         #expect(whole.field(.contentEncoding) == "br")
-        #expect(whole.field(.contentLength) == nil)
+        // A small file is read whole and compressed whole: framed by the compressed length, not the file's.
+        #expect(whole.field(.contentLength) == String(whole.body.count))
         #expect(whole.field(.eTag)?.hasPrefix("W/\"") == true)
         #expect(Self.decode(whole.body, "br")?.utf8String == text)
         let range = try client.get("/static/page.txt", [.acceptEncoding: "br", .range: "bytes=0-9"])
@@ -226,6 +227,27 @@ struct ResponseCompressionTests {
         let notModified = try client.get("/static/page.txt", [.acceptEncoding: "br", .ifNoneMatch: whole.field(.eTag) ?? ""])
         #expect(notModified.status == .notModified)
         #expect(notModified.field(.contentEncoding) == nil)
+    }
+
+    /// A file beyond ``HTTPFileServer/smallFileLimit`` is read in chunks and compressed as it streams:
+    /// chunked, no length, the same text once decoded.
+    @Test func aLargerFileIsCompressedAsItStreams() throws {
+        let fixture = try FileFixture()
+        defer { fixture.remove() }
+        let text = String(repeating: "static file text, compressible; ", count: 1_000)  // 32,000 bytes
+        #expect(text.utf8.count > HTTPFileServer.smallFileLimit)
+        try fixture.write("page.txt", text)
+        var router = HTTPRouter()
+        router.use(CompressionMiddleware())
+        router.files("/static", root: fixture.root)
+        let group = try LoopGroup(threads: 1)
+        defer { group.shutdown() }
+        let client = try HTTPTestClient(router: router, group: group)
+        defer { client.shutDown() }
+        let response = try client.get("/static/page.txt", [.acceptEncoding: "gzip"])
+        #expect(response.field(.contentEncoding) == "gzip")
+        #expect(response.field(.contentLength) == nil)
+        #expect(Self.decode(response.body, "gzip")?.utf8String == text)
     }
 
     // MARK: Live, with other decoders

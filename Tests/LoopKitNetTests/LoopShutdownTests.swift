@@ -1,5 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import LoopKit
-import LoopKitNet
+@testable import LoopKitNet
 import LoopKitNetTesting
 import LoopKitTesting
 import Testing
@@ -61,6 +64,41 @@ struct LoopShutdownTests {
             "reader: \(NetError.connectionClosed(.shutDown))",
         ])
         _ = reader
+    }
+
+    /// A file send (`sendfile(2)`) waiting for a client that reads nothing is a waiter like a reader or a
+    /// writer: the loop's shutdown resumes it with the error they get, `connectionClosed(.shutDown)`.
+    @Test func aFileSendWaitingForTheSocketEndsWithTheLoopAsReadersDo() async throws {
+        var template = Array("/tmp/loopkit-sendfile-XXXXXX".utf8CString)
+        let file = mkstemp(&template)
+        try #require(file >= 0)
+        unlink(template)  // the descriptor keeps it; nothing is left on disk
+        defer { close(file) }
+        let size: Int64 = 32 * 1024 * 1024  // far more than a client that never reads lets the buffers hold
+        try #require(ftruncate(file, off_t(size)) == 0)
+        let serverGroup = try LoopGroup(threads: 1)
+        let clientGroup = try LoopGroup(threads: 1)
+        defer { clientGroup.shutdown() }
+        let serverLoop = serverGroup.loops[0], clientLoop = clientGroup.loops[0]
+        let events = Recorder<String>()
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: serverLoop) { connection in
+            events.record("sending")  // from here to the send's wait, the loop's thread runs on: no shutdown between
+            do {
+                let sent = try await connection.sendFile(file, from: 0, count: size)
+                events.record("sent \(sent)")
+            } catch {
+                events.record("\(error) after \(connection.sentByteCount > 0 ? "some" : "no") bytes")
+            }
+        }
+        let client = try await onLoop(clientLoop) { try await Connection.connect(to: listener.localAddress, on: clientLoop) }
+        #expect(await eventually { events.all == ["sending"] })
+
+        serverGroup.shutdown()
+
+        #expect(events.all == ["sending", "\(NetError.connectionClosed(.shutDown)) after some bytes"])
+        #expect(listener.connectionCount == 0)
+        try await onLoop(clientLoop) { client.abort() }
+        await listener.shutdown()
     }
 
     @Test func aConnectInFlightWhenItsLoopShutsDownFailsWithLoopShutDown() async throws {

@@ -14,8 +14,10 @@ import LoopKitNet
 /// thread), and the body streams from the open file with the connection's backpressure, framed by its
 /// `Content-Length`: the same over HTTP/1.1 and HTTP/2. On a plain HTTP/1 connection a body (or a single
 /// range) that is not compressed goes with `sendfile(2)` from the loop, with no read on the pool;
-/// over TLS, HTTP/2, for multiple ranges and behind ``CompressionMiddleware`` it is read in chunks. A file that shrinks while it is sent ends the
-/// connection (the client sees a body shorter than its length); one that grows is sent as it was.
+/// over TLS, HTTP/2, for multiple ranges and behind ``CompressionMiddleware`` it is read in chunks. A file of
+/// at most ``smallFileLimit`` bytes is read whole in the pool task that opens it, and goes with the head in
+/// one write. A file that shrinks while it is sent ends the connection (the client sees a body shorter than
+/// its length); one that grows is sent as it was.
 ///
 /// A plain value; safe from any thread.
 struct HTTPFileServer: Sendable {
@@ -54,6 +56,13 @@ struct HTTPFileServer: Sendable {
             return Self.notFound
         }
         var path = relative.isEmpty ? root : root + "/" + relative
+        let accept = HTTPAcceptEncoding(request.head.headerFields[.acceptEncoding])
+        // The common request, for a file with no variant the client takes: opened at once, with no `stat`
+        // before. Anything else (a directory, a refusal, an error) is looked at step by step below.
+        if case .identity = accept.preferred(among: []), !options.precompressed.contains(where: { accept.quality(of: $0.token) > 0 }),
+           let answer = try await send(path, coding: nil, to: request, files: files, nilUnlessSent: true) {
+            return answer
+        }
         guard var info = try await Self.info(at: path, files) else { return Self.notFound }
         if info.kind == .directory {
             guard request.path.hasSuffix("/") else { return redirectToDirectory(request) }
@@ -63,11 +72,9 @@ struct HTTPFileServer: Sendable {
             info = index
         }
         guard info.kind == .regularFile else { return Self.notFound }
-        let name = path[(path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex)...]
 
         // The variants there are (regular files beside the file), then the coding the client prefers.
         var variants: [HTTPContentCoding] = []
-        let accept = HTTPAcceptEncoding(request.head.headerFields[.acceptEncoding])
         for coding in options.precompressed where accept.quality(of: coding.token) > 0 {
             if let variant = try await Self.info(at: path + "." + coding.fileExtension, files), variant.kind == .regularFile {
                 variants.append(coding)
@@ -79,36 +86,59 @@ struct HTTPFileServer: Sendable {
         case .identity: coding = nil
         case .notAcceptable: return .text("no acceptable content coding\n", status: .notAcceptable)
         }
-        let servedPath = coding.map { path + "." + $0.fileExtension } ?? path
+        return try await send(path, coding: coding, to: request, files: files, nilUnlessSent: false) ?? Self.notFound
+    }
 
-        // Links must not lead out of the root (checked on the pool: realpath walks the file system).
-        if !options.followsSymbolicLinksOutOfRoot {
-            let root = root
-            let inside = try await request.loop.offload(to: files.pool) {
+    /// Sends the file at `path` (its variant of `coding`, when given). Links must not lead out of the root
+    /// (checked on the pool: realpath walks the file system), then the file is opened and, when small, read
+    /// whole: one task on the pool. With `nilUnlessSent`, anything but a regular file sent or checked
+    /// (`304`, `412`, `416`) returns nil rather than its answer.
+    private func send(_ path: String, coding: HTTPContentCoding?, to request: HTTPServerRequest, files: FileSystem,
+                      nilUnlessSent: Bool) async throws -> HTTPServerResponse? {
+        let name = path[(path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex)...]
+        let servedPath = coding.map { path + "." + $0.fileExtension } ?? path
+        let root = root, checksRoot = !options.followsSymbolicLinksOutOfRoot
+        let found: FileSystem.FileToSend?
+        do {
+            found = try await files.openToSend(servedPath, readingWholeUpTo: Self.smallFileLimit) {
+                guard checksRoot else { return true }
                 guard let canonicalRoot = HTTPFilePath.canonical(root) else { return false }
                 return HTTPFilePath.isInside(servedPath, canonicalRoot: canonicalRoot)
             }
-            guard inside else { return Self.notFound }
-        }
-
-        let file: OpenFile
-        do {
-            file = try await files.open(servedPath)
         } catch let error as FileError {
-            return try Self.refusal(for: error)
+            return nilUnlessSent ? nil : try Self.refusal(for: error)
         }
-        let opened = try await file.info()  // the file as opened: its validators describe the bytes sent
-        guard opened.kind == .regularFile else {
-            await Self.close(file, logger: request.logger)
-            return Self.notFound
+        switch found {
+        case nil:
+            return nilUnlessSent ? nil : Self.notFound
+        case .read(let contents, let opened)?:
+            return response(to: request, body: .contents(contents), info: opened, name: name, coding: coding)
+        case .open(let file, let opened)?:  // the file as opened: its validators describe the bytes sent
+            guard opened.kind == .regularFile else {
+                await Self.close(file, logger: request.logger)
+                return nilUnlessSent ? nil : Self.notFound
+            }
+            let response = self.response(to: request, body: .file(file), info: opened, name: name, coding: coding)
+            if request.head.method == .head || response.body.isBytes { await Self.close(file, logger: request.logger) }  // no stream reads it
+            return response
         }
-        let response = self.response(to: request, file: file, info: opened, name: name, coding: coding)
-        if request.head.method == .head || response.body.isBytes { await Self.close(file, logger: request.logger) }  // no stream reads it
-        return response
+    }
+
+    /// The largest file read whole on the pool and sent with its response's head in one write, rather
+    /// than sent from its descriptor (`sendfile(2)`, or reads in chunks) after the head: no task on the
+    /// pool to close it, and one write instead of two.
+    static let smallFileLimit = 16 * 1024
+
+    /// Where a response's body comes from.
+    private enum Source {
+        /// The open file, read (or sent with `sendfile(2)`) as the body streams.
+        case file(OpenFile)
+        /// The whole file, read already.
+        case contents(Bytes)
     }
 
     /// The response for an open file: `304`, `412`, `416`, `206` or `200`, with its validators.
-    private func response(to request: HTTPServerRequest, file: OpenFile, info: FileInfo, name: Substring,
+    private func response(to request: HTTPServerRequest, body source: Source, info: FileInfo, name: Substring,
                           coding: HTTPContentCoding?) -> HTTPServerResponse {
         let tag = HTTPEntityTag(inode: info.inode, size: info.size, modificationTime: info.modificationTime)
         let modified = Int(info.modificationTime.components.seconds)
@@ -160,6 +190,15 @@ struct HTTPFileServer: Sendable {
             return HTTPServerResponse(status: status, headerFields: fields, body: .bytes(Bytes()))
                 .withDeclaredLength(length)
         }
+        let file: OpenFile
+        switch source {
+        case .contents(let contents):
+            fields[.contentLength] = nil  // the server frames a body of bytes itself
+            return HTTPServerResponse(status: status, headerFields: fields,
+                                      body: .bytes(Self.body(of: contents, ranges: ranges, parts: parts)))
+        case .file(let open):
+            file = open
+        }
         let chunkSize = options.chunkSize
         let sentRanges = ranges, sentParts = parts, logger = request.logger
         return HTTPServerResponse(status: status, headerFields: fields, body: .stream { writer in
@@ -179,6 +218,18 @@ struct HTTPFileServer: Sendable {
             }
             await Self.close(file, logger: logger)
         })
+    }
+
+    /// The body of `ranges` of a file read whole: the range itself, or the parts of a `multipart/byteranges`.
+    private static func body(of contents: Bytes, ranges: [Range<Int64>], parts: (heads: [Bytes], end: Bytes)?) -> Bytes {
+        guard let parts else { return ranges.count == 1 ? contents[Int(ranges[0].lowerBound)..<Int(ranges[0].upperBound)] : contents }
+        var joined: [Bytes] = []
+        for (index, range) in ranges.enumerated() {
+            joined.append(parts.heads[index])
+            joined.append(contents[Int(range.lowerBound)..<Int(range.upperBound)])
+        }
+        joined.append(parts.end)
+        return Bytes(joining: joined)
     }
 
     /// Sends `range` of `file` with `sendfile(2)` when the writer goes straight to a plain socket; returns
