@@ -44,7 +44,7 @@ DEB_DIR        := .build/deb
 DEB_ARCH       := $(shell dpkg --print-architecture 2>/dev/null)
 DEB_MULTIARCH  := $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 
-.PHONY: all deps demo test test-swift article-examples test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build soak bench bench-core bench-callgrind bench-callgrind-http bench-http bench-h2 bench-client bench-compression bench-files bench-files-callgrind bench-https bench-ws bench-main bench-pool bench-udp bench-spawn bench-startup wrk docs install install-dynamic lib header-check abi-check abi-update deb clean
+.PHONY: all deps demo test test-swift article-examples test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build soak bench bench-core bench-callgrind bench-callgrind-http bench-callgrind-h2 bench-http bench-h2 bench-client bench-compression bench-files bench-files-callgrind bench-https bench-ws bench-main bench-pool bench-udp bench-spawn bench-startup wrk docs install install-dynamic lib header-check abi-check abi-update deb clean
 
 all: test
 
@@ -245,6 +245,14 @@ bench-compression: deps wrk
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nginx; }
 	$(SWIFT) build -c release --product LoopDemo
 	flock /tmp/loopkit-bench.lock Benchmarks/compression-bench.sh | tee Benchmarks/RESULTS-compression.txt
+
+## bench-callgrind-h2: the same count over HTTP/2 (h2c by prior knowledge, one stream in flight per connection), LoopKit
+## against nginx (`listen … http2`)
+bench-callgrind-h2: deps
+	@command -v valgrind >/dev/null 2>&1 && command -v nginx >/dev/null 2>&1 && command -v h2load >/dev/null 2>&1 || { \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq valgrind nginx nghttp2-client; }
+	$(SWIFT) build -c release --product LoopDemo
+	PROTOCOL=h2c SIDES="loopkit nginx" flock /tmp/loopkit-bench.lock Benchmarks/server-callgrind.sh | tee Benchmarks/RESULTS-callgrind-h2.txt
 
 ## bench-files: a 1 KiB file (wrk -t1 -c64, keep-alive) and a 100 MiB file over one connection (curl: MB/s, server CPU
 ## per GiB) served by LoopDemo serve --root against nginx (one process, sendfile on); server on core 0, client on core 1

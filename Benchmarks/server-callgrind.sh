@@ -8,12 +8,20 @@
 #   LOOPDEMO: the release binary (default .build/release/LoopDemo).  N: requests (default 20000).
 #   CONNECTIONS: the connection counts to run (default "4 1").  NGINX_PEER: nginx's launcher.
 #   SIDES: the servers to count (default "loopkit loopkit-info nginx").
+#   PROTOCOL: h1 (default) or h2c (HTTP/2 by prior knowledge, one stream in flight per connection; nginx with
+#   `listen … http2`): `make bench-callgrind-h2`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LOOPDEMO=${LOOPDEMO:-.build/release/LoopDemo}
 N=${N:-20000}
 CONNECTIONS=${CONNECTIONS:-4 1}
 PORT=${PORT:-18490}
+PROTOCOL=${PROTOCOL:-h1}
+case $PROTOCOL in
+    h1) H2LOAD_PROTOCOL=(--h1); NGINX_LISTEN="" ;;
+    h2c) H2LOAD_PROTOCOL=(); NGINX_LISTEN=" http2" ;;
+    *) echo "PROTOCOL is h1 or h2c" >&2; exit 1 ;;
+esac
 export SWIFT_DETERMINISTIC_HASHING=1
 for tool in valgrind h2load nginx callgrind_annotate; do
     command -v "$tool" >/dev/null 2>&1 || { echo "$tool not found" >&2; exit 1; }
@@ -40,7 +48,7 @@ http {
     keepalive_requests 100000000;
     client_body_temp_path $out/nginx;
     server {
-        listen 127.0.0.1:$PORT;
+        listen 127.0.0.1:$PORT$NGINX_LISTEN;
         location = /hello { default_type text/plain; return 200 "Hello, World!"; }
     }
 }
@@ -59,7 +67,7 @@ profile() {
     esac
     server=$!
     for _ in $(seq 1 600); do curl -s -o /dev/null "http://127.0.0.1:$PORT/hello" && break; sleep 0.1; done
-    h2load --h1 -n "$requests" -c "$connections" -m 1 "http://127.0.0.1:$PORT/hello" > "$out/h2load" 2>&1
+    h2load "${H2LOAD_PROTOCOL[@]}" -n "$requests" -c "$connections" -m 1 "http://127.0.0.1:$PORT/hello" > "$out/h2load" 2>&1
     grep -q "succeeded, 0 failed" "$out/h2load" || grep -q "$requests succeeded" "$out/h2load" || { cat "$out/h2load" >&2; exit 1; }
     stop_server
     local instructions
@@ -82,7 +90,7 @@ profile() {
         }' "$file"
 }
 
-echo "Per keep-alive GET /hello (callgrind, (I(2N) - I(N)) / N, N = $N; h2load --h1 -m 1); valgrind $(valgrind --version | sed 's/valgrind-//'), $(nproc) cores"
+echo "Per keep-alive GET /hello over $PROTOCOL (callgrind, (I(2N) - I(N)) / N, N = $N; h2load ${H2LOAD_PROTOCOL[*]} -m 1); valgrind $(valgrind --version | sed 's/valgrind-//'), $(nproc) cores"
 echo
 printf '%-40s | %11s | %13s | %8s | %8s | %s\n' "server" "connections" "instructions" "allocs" "retains" "releases"
 printf '%s\n' "-----------------------------------------|-------------|---------------|----------|----------|---------"

@@ -74,11 +74,23 @@ public final class HTTPClient: Sendable {
         let request = Self.traced(request)
         let handle = HTTPClientRequestHandle()
         let engine = engine
+        #if LOOPKIT_TSAN
+        // Swift's runtime does not tell the thread sanitizer that a continuation resumed on the loop's thread
+        // happens before the awaiting task goes on: say so, or what the loop made for the response (its
+        // body's reader) is reported when the task reads it (as `WorkPool.run` does).
+        let handOver = SanitizerKey()
+        defer { handOver.acquired() }
+        #endif
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPClientResponse, any Error>) in
                     let start: @Sendable () -> Void = {
-                        engine.start(request, body: body, deadline: deadline, handle: handle) { continuation.resume(with: $0) }
+                        engine.start(request, body: body, deadline: deadline, handle: handle) { result in
+                            #if LOOPKIT_TSAN
+                            handOver.releasing()
+                            #endif
+                            continuation.resume(with: result)
+                        }
                     }
                     if engine.loop.isCurrent {
                         start()
