@@ -161,8 +161,7 @@ func checkAbsoluteForm(_ target: [UInt8]) {
 
 /// The query's lookups against a byte-level split and the reference decoder, for names from the query.
 func checkQuery(_ head: HTTPRequest, rawQuery: [UInt8]) {
-    let request = HTTPServerRequest(head: head, version: .http1_1, body: [], parameters: HTTPPathParameters(), loop: fuzzLoop,
-                                    context: HTTPRequestContext(id: "fuzz", startTime: .now, route: nil, serviceContext: nil),
+    let request = HTTPServerRequest(head: head, version: .http1_1, body: [], parameters: HTTPPathParameters(), id: "fuzz",
                                     server: fuzzServer)
     // Pairs split at "&", empty ones dropped; the name before the first "=".
     let pairs: [(name: [UInt8], value: [UInt8])] = rawQuery.split(separator: UInt8(ascii: "&")).map { pair in

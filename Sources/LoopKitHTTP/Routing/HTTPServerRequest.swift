@@ -93,6 +93,20 @@ public struct HTTPServerRequest: Sendable {
         self.server = server
     }
 
+    /// A request of a built head, with no exchange behind it (for the fuzzers and tests): id `id`, started
+    /// now, routed by no route.
+    init(head: HTTPRequest, version: HTTPVersion, body: Bytes, parameters: HTTPPathParameters, id: String, server: HTTPLoopContext) {
+        headStorage = HTTPParsedHead(built: head)
+        self.version = version
+        self.body = body
+        self.parameters = parameters
+        loop = server.loop
+        self.id = id
+        startTime = .now
+        route = nil
+        self.server = server
+    }
+
     /// The path without the query: the part of the request target before `?`.
     public var path: Substring { headStorage.path }
 
