@@ -48,7 +48,7 @@ enum HTTPDispatcher {
                             pattern: router.routes[found.index].pattern)
         } else {
             plan = BodyPlan(limit: context.configuration.maxBodySize, streams: false)
-            exchange.unrouted(router.unrouted(head.method, path: routed))
+            exchange.unmatched(router.unrouted(head.method, path: routed))
         }
         if context.isTracing { traceRequest(in: exchange, path: path, context: context) }
         return plan

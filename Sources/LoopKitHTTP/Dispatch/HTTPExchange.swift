@@ -82,7 +82,7 @@ final class HTTPExchange {
 
     /// An exchange for a request whose head arrived, with id `id`, started now: `spare` (an ended exchange
     /// of the same stream) begun again, or a new one. The dispatcher then tells it where the request was
-    /// routed (``routed(to:parameters:chain:pattern:)`` or ``unrouted(_:)``).
+    /// routed (``routed(to:parameters:chain:pattern:)`` or ``unmatched(_:)``).
     static func begin(_ head: HTTPRequestHead, id: String, reusing spare: inout HTTPExchange?) -> HTTPExchange {
         guard let exchange = spare.take() else { return HTTPExchange(head: head, id: id) }
         exchange.head = head
@@ -107,7 +107,7 @@ final class HTTPExchange {
     }
 
     /// No route took the request: it resolved to `resolution` (404, 405, `OPTIONS`, 501).
-    func unrouted(_ resolution: HTTPRouter.Resolution) {
+    func unmatched(_ resolution: HTTPRouter.Resolution) {
         handler = nil
         parameters = HTTPPathParameters()
         chain = nil

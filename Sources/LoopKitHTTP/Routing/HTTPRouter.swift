@@ -149,24 +149,8 @@ public struct HTTPRouter: Sendable {
     ///   - path: The request's path, without the query (`*` for `OPTIONS *`).
     /// - Returns: The route, or what to answer instead.
     public func resolve(_ method: HTTPRequest.Method, path: Substring) -> Resolution {
-        lookup(method, path: path).resolution
-    }
-
-    /// ``resolve(_:path:)``, and the pattern of the route found (nil when none is).
-    func lookup(_ method: HTTPRequest.Method, path: Substring) -> Lookup {
-        if let found = matchRoute(method, path: path) {
-            return Lookup(resolution: .found(routes[found.index].handler, found.parameters), pattern: routes[found.index].pattern,
-                          chain: routes[found.index].chain)
-        }
-        return Lookup(resolution: unrouted(method, path: path), pattern: nil, chain: nil)
-    }
-
-    /// What ``lookup(_:path:)`` found: the resolution, the route's pattern and, for a route in a group with
-    /// middleware, its chain (so the dispatcher need not look the route up again for it).
-    struct Lookup {
-        var resolution: Resolution
-        var pattern: String?
-        var chain: HTTPMiddlewareChain?
+        guard let found = matchRoute(method, path: path) else { return unrouted(method, path: path) }
+        return .found(routes[found.index].handler, found.parameters)
     }
 
     /// A route that matched: its index in ``routes`` and the parameters it bound. A struct, not a tuple,
@@ -176,6 +160,7 @@ public struct HTTPRouter: Sendable {
         var parameters: HTTPPathParameters
     }
 
+    /// What a request no route took resolves to: 405 or `OPTIONS` with the path's methods, 501, or 404.
     func unrouted(_ method: HTTPRequest.Method, path: Substring) -> Resolution {
         let allowed: [HTTPRequest.Method]
         if method == .options && path == "*" {
@@ -205,6 +190,7 @@ public struct HTTPRouter: Sendable {
         matchRoute(method, path: path).map { (routes[$0.index].handler, $0.parameters) }
     }
 
+    /// The route that takes `method` and `path` (`HEAD` falls back to `GET`), nil when none does.
     func matchRoute(_ method: HTTPRequest.Method, path: Substring) -> Found? {
         if let found = match(exactly: method, path: path) { return found }
         if method == .head { return match(exactly: .get, path: path) }
