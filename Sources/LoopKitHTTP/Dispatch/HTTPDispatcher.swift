@@ -86,8 +86,8 @@ enum HTTPDispatcher {
             }
             return
         }
-        run(handler, makeRequest(body: body, parameters: exchange.parameters, on: stream), streamedBody: nil,
-            middleware: middleware, on: stream)
+        let request = makeRequest(body: body, parameters: exchange.parameters, on: stream)
+        run(handler, consume request, streamedBody: nil, middleware: middleware, on: stream)
     }
 
     /// The request of the exchange, as a handler gets it.

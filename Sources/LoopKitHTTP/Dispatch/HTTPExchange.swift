@@ -52,12 +52,13 @@ final class HTTPExchange {
     @exclusivity(unchecked) var chain: HTTPMiddlewareChain?
     /// What the request resolved to when no route took it (404, 405, OPTIONS, 501).
     @exclusivity(unchecked) var unrouted: HTTPRouter.Resolution
-    /// The request's id: the client's when valid, else one the loop made.
-    @exclusivity(unchecked) private(set) var requestID: String
+    /// The request's id: the client's when valid, else one the loop made. Kept in the head, with the
+    /// start and the route (``HTTPParsedHead``), where the request reads them.
+    var requestID: String { head.storage.id }
     /// When the request's head arrived.
-    @exclusivity(unchecked) private(set) var startTime: ContinuousClock.Instant
+    var startTime: ContinuousClock.Instant { head.storage.startTime }
     /// The pattern of the route that took the request (nil: none did).
-    @exclusivity(unchecked) private(set) var routePattern: String?
+    var routePattern: String? { head.storage.route }
     /// The response has begun (its head is written, or a refusal went out): a later response is dropped.
     @exclusivity(unchecked) var responseStarted = false
     /// The status sent.
@@ -73,10 +74,8 @@ final class HTTPExchange {
     /// The rarely needed parts (nil until one is; then kept, emptied, for the exchange's next request).
     @exclusivity(unchecked) private(set) var extras: Extras?
 
-    private init(head: HTTPRequestHead, id: String) {
+    private init(head: HTTPRequestHead) {
         self.head = head
-        requestID = id
-        startTime = .now
         unrouted = .notFound
     }
 
@@ -84,10 +83,9 @@ final class HTTPExchange {
     /// of the same stream) begun again, or a new one. The dispatcher then tells it where the request was
     /// routed (``routed(to:parameters:chain:pattern:)`` or ``unmatched(_:)``).
     static func begin(_ head: HTTPRequestHead, id: String, reusing spare: inout HTTPExchange?) -> HTTPExchange {
-        guard let exchange = spare.take() else { return HTTPExchange(head: head, id: id) }
+        head.storage.identify(id: id, startTime: .now)
+        guard let exchange = spare.take() else { return HTTPExchange(head: head) }
         exchange.head = head
-        exchange.requestID = id
-        exchange.startTime = .now
         exchange.responseStarted = false
         exchange.responseStatus = nil
         exchange.responseTask = nil
@@ -102,7 +100,7 @@ final class HTTPExchange {
         self.handler = handler
         self.parameters = parameters
         self.chain = chain
-        routePattern = pattern
+        head.storage.route = pattern
         unrouted = .notFound
     }
 
@@ -111,7 +109,6 @@ final class HTTPExchange {
         handler = nil
         parameters = HTTPPathParameters()
         chain = nil
-        routePattern = nil
         unrouted = resolution
     }
 

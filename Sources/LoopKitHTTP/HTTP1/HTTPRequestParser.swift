@@ -217,7 +217,9 @@ public struct HTTPRequestParser: Sendable {
         var path = target
         var scheme: String?
         var query: HTTPParsedHead.QueryMark = queryStart.map { .at($0) } ?? .none
-        if let (targetScheme, authority, targetPath) = Self.splitAbsoluteForm(target) {
+        // The origin form ("/…", every ordinary request) is told from the first byte, without the string.
+        if requestLine[targetStart(of: requestLine)] != UInt8(ascii: "/"),
+           let (targetScheme, authority, targetPath) = Self.splitAbsoluteForm(target) {
             guard Self.isValidAuthority(authority.utf8) else { throw .invalidTarget }
             scheme = targetScheme
             targetAuthority = authority
@@ -242,6 +244,13 @@ public struct HTTPRequestParser: Sendable {
     private static func lineFeed(in bytes: UnsafeRawBufferPointer, from start: Int) -> Int {
         let base = bytes.baseAddress!
         return base.distance(to: UnsafeRawPointer(memchr(base + start, Int32(ASCII.lf), bytes.count - start)!))
+    }
+
+    /// Where the target starts in a request line ``parseRequestLine(_:)`` accepted: after the method's space.
+    @inline(__always)
+    private func targetStart(of line: UnsafeRawBufferPointer) -> Int {
+        let base = line.baseAddress!
+        return base.distance(to: UnsafeRawPointer(memchr(base, Int32(ASCII.space), line.count)!)) + 1
     }
 
     /// The method, the target, where the target's query starts (its `?`, from the target's start; nil
@@ -511,6 +520,22 @@ public struct HTTPRequestParser: Sendable {
 
     /// ``isValidAuthority(_:)`` on the value's bytes.
     static func isValidAuthority(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        // One pass over a name or an IPv4 address with an optional port, the common case; anything else
+        // (an IPv6 literal, a `%` escape, a second colon) goes the general way below.
+        var index = 0
+        while index < bytes.count, ASCII.isRegisteredNameCharacter(bytes[index]) { index += 1 }
+        if index == bytes.count { return true }
+        if bytes[index] == UInt8(ascii: ":") {
+            let portStart = index + 1
+            index = portStart
+            while index < bytes.count, ASCII.isDigit(bytes[index]) { index += 1 }
+            if index == bytes.count { return index - portStart <= 5 }
+        }
+        return isValidAuthorityInGeneral(bytes)
+    }
+
+    /// ``isValidAuthority(bytes:)`` for every form.
+    private static func isValidAuthorityInGeneral(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var portStart: Int?
         if bytes.first == UInt8(ascii: "[") {
             guard let close = bytes.firstIndex(of: UInt8(ascii: "]")), close > 1,

@@ -12,8 +12,14 @@ import Synchronization
 /// connection's parser fills an ended request's head again for its next request
 /// (``refill(method:target:scheme:targetAuthority:fieldLines:)``), only once nothing else references it, so a
 /// keep-alive request allocates neither the object nor its field lines' array. Its properties skip the
-/// runtime's exclusivity checks (`@exclusivity(unchecked)`): the one writer is that refill.
-final class HTTPParsedHead: @unchecked Sendable {  // changed only by refill, while uniquely referenced, on the parser's thread
+/// runtime's exclusivity checks (`@exclusivity(unchecked)`): the writers are that refill and the
+/// dispatcher, which gives the head its request's identity (``identify(id:startTime:)``, ``route``) before
+/// any request is made of it.
+///
+/// The identity lives here, not in ``HTTPServerRequest``: a request then copies one reference for its head,
+/// id, start and route, and holds no value of a resilient type (`ContinuousClock.Instant`), so the
+/// compiler copies and destroys it inline instead of through its value witnesses.
+final class HTTPParsedHead: @unchecked Sendable {  // changed only by refill and identify, while no request references it, on the loop's thread
     @exclusivity(unchecked) private(set) var method: HTTPRequest.Method
     /// The request target as routed: origin form as sent, or the path of an absolute-form target.
     @exclusivity(unchecked) private(set) var target: String
@@ -24,9 +30,20 @@ final class HTTPParsedHead: @unchecked Sendable {  // changed only by refill, wh
     /// The absolute-form target's authority, which replaces `Host` (nil: `Host` is in the field lines); a
     /// built head's authority.
     @exclusivity(unchecked) private(set) var targetAuthority: String?
-    /// The field lines, each ending in CRLF, without the request line and the empty line.
-    @exclusivity(unchecked) private(set) var fieldLines: [UInt8]
+    /// The field lines, each ending in CRLF, without the request line and the empty line: bytes the head
+    /// owns, `fieldLineCount` of them in room for `fieldLineCapacity`, kept between the requests it is
+    /// filled for (a refill is one `memcpy`; an array's `removeAll` and `append` went through generic
+    /// code of about 150 instructions).
+    @exclusivity(unchecked) private var fieldLineBytes: UnsafeMutableRawPointer?
+    @exclusivity(unchecked) private var fieldLineCount = 0
+    @exclusivity(unchecked) private var fieldLineCapacity = 0
     private let built = Mutex<HTTPRequest?>(nil)
+    /// The request's id (``HTTPServerRequest/id``); empty until the dispatcher gives it one.
+    @exclusivity(unchecked) private(set) var id = ""
+    /// When the request's head arrived (``HTTPServerRequest/startTime``).
+    @exclusivity(unchecked) private(set) var startTime: ContinuousClock.Instant
+    /// The pattern of the route that took the request (nil: none did, or not routed yet).
+    @exclusivity(unchecked) var route: String?
 
     /// Where a target's query starts: noted by the parser as it checks the target's bytes, so that the path
     /// is cut without a second search.
@@ -39,13 +56,32 @@ final class HTTPParsedHead: @unchecked Sendable {  // changed only by refill, wh
         case unknown
     }
 
-    init(method: HTTPRequest.Method, target: String, query: QueryMark, scheme: String?, targetAuthority: String?, fieldLines: [UInt8]) {
+    init(method: HTTPRequest.Method, target: String, query: QueryMark, scheme: String?, targetAuthority: String?,
+         fieldLines: UnsafeRawBufferPointer) {
         self.method = method
         self.target = target
         self.query = query
         self.scheme = scheme
         self.targetAuthority = targetAuthority
-        self.fieldLines = fieldLines
+        startTime = .now
+        storeFieldLines(fieldLines)
+    }
+
+    deinit {
+        fieldLineBytes?.deallocate()
+    }
+
+    /// Copies `lines` into the head's room for field lines, made larger when they do not fit.
+    private func storeFieldLines(_ lines: UnsafeRawBufferPointer) {
+        if lines.count > fieldLineCapacity {
+            fieldLineBytes?.deallocate()
+            fieldLineCapacity = Swift.max(lines.count, 256)
+            fieldLineBytes = UnsafeMutableRawPointer.allocate(byteCount: fieldLineCapacity, alignment: 1)
+        }
+        if let source = lines.baseAddress, lines.count > 0 {
+            fieldLineBytes!.copyMemory(from: source, byteCount: lines.count)
+        }
+        fieldLineCount = lines.count
     }
 
     /// A head of `fieldLines` (copied): `spare` filled again when it is given (an ended request's head
@@ -54,34 +90,44 @@ final class HTTPParsedHead: @unchecked Sendable {  // changed only by refill, wh
                      fieldLines: UnsafeRawBufferPointer, reusing spare: inout HTTPParsedHead?) -> HTTPParsedHead {
         guard let head = spare.take() else {
             return HTTPParsedHead(method: method, target: target, query: query, scheme: scheme, targetAuthority: targetAuthority,
-                                  fieldLines: Array(fieldLines))
+                                  fieldLines: fieldLines)
         }
         head.method = method
         head.target = target
         head.query = query
         head.scheme = scheme
         head.targetAuthority = targetAuthority
-        head.fieldLines.removeAll(keepingCapacity: true)
-        head.fieldLines.append(contentsOf: fieldLines)
+        head.storeFieldLines(fieldLines)
         head.built.withLock { $0 = nil }
         return head
     }
 
-    /// A head whose request is already built (an HTTP/2 stream's, or one a caller set).
-    init(built request: HTTPRequest) {
+    /// A head whose request is already built (an HTTP/2 stream's, or one a caller set), with the identity
+    /// of `replaced` when it replaces a request's head.
+    init(built request: HTTPRequest, replacing replaced: HTTPParsedHead? = nil) {
         method = request.method
         target = request.path ?? "/"
         query = .unknown
         scheme = request.scheme
         targetAuthority = request.authority
-        fieldLines = []
         built.withLock { $0 = request }
+        id = replaced?.id ?? ""
+        startTime = replaced?.startTime ?? .now
+        route = replaced?.route
+    }
+
+    /// Gives the head its request's id and start (the dispatcher, when the head arrives), and forgets
+    /// any route of an earlier request.
+    func identify(id: String, startTime: ContinuousClock.Instant) {
+        self.id = id
+        self.startTime = startTime
+        route = nil
     }
 
     /// The target without its query: cut where the parser saw the `?`, searched for only when it did not.
     var path: Substring {
         switch query {
-        case .none: target[...]
+        case .none: Substring(target)
         case .at(let offset): target[..<target.utf8.index(target.utf8.startIndex, offsetBy: offset)]
         case .unknown: HTTPServerRequest.withoutQuery(target)
         }
@@ -100,7 +146,8 @@ final class HTTPParsedHead: @unchecked Sendable {  // changed only by refill, wh
     private func makeRequest() -> HTTPRequest {
         var fields = HTTPFields()
         var host: String?
-        fieldLines.withUnsafeBytes { bytes in
+        do {
+            let bytes = UnsafeRawBufferPointer(start: fieldLineBytes, count: fieldLineCount)
             var position = 0
             while position < bytes.count {
                 var end = position

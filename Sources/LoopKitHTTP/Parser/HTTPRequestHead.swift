@@ -39,7 +39,7 @@ public struct HTTPRequestHead: Sendable, Hashable {
     /// parser builds it on first access (once: later reads get the same value).
     public var request: HTTPRequest {
         get { storage.request }
-        set { storage = HTTPParsedHead(built: newValue) }
+        set { storage = HTTPParsedHead(built: newValue, replacing: storage) }
     }
 
     /// The method, read without building the request.

@@ -20,9 +20,9 @@ public struct HTTPServerRequest: Sendable {
     /// ``path``, ``query(_:)`` or its parameters never builds it); every read gets the same value.
     public var head: HTTPRequest {
         get { headStorage.request }
-        set { headStorage = HTTPParsedHead(built: newValue) }
+        set { headStorage = HTTPParsedHead(built: newValue, replacing: headStorage) }
     }
-    /// The head, built or still as parsed: one reference.
+    /// The head, built or still as parsed, and the request's id, start and route: one reference.
     private var headStorage: HTTPParsedHead
     /// The request target (`:path`), read without building the head.
     private var target: String { headStorage.target }
@@ -33,16 +33,16 @@ public struct HTTPServerRequest: Sendable {
     /// Values of the route's `:name` segments.
     public var parameters: HTTPPathParameters
     /// The loop the connection lives on: the handler runs on its thread.
-    public let loop: EventLoop
+    public var loop: EventLoop { server.loop }
     /// The request's id: the client's ``HTTPServer/Configuration/requestIDField`` (`X-Request-ID`) when
     /// it is 1 to 128 characters of visible ASCII, else one the server made (unique in the process; the
     /// in-memory test client's host makes `memory-1`, `memory-2`…, the same in every run). The response
     /// carries it in the same field.
-    public let id: String
+    public var id: String { headStorage.id }
     /// When the request's head arrived (for durations: `ContinuousClock.now - request.startTime`).
-    public let startTime: ContinuousClock.Instant
+    public var startTime: ContinuousClock.Instant { headStorage.startTime }
     /// The pattern of the route that matched (`/users/:id`), nil when none did (404, 405, `OPTIONS`).
-    public let route: String?
+    public var route: String? { headStorage.route }
     /// The request's trace context: extracted from its `traceparent` and `tracestate` by the installed
     /// instrument (a malformed `traceparent` is ignored), and holding the request's server span when a
     /// tracer is bootstrapped; `.topLevel` when none is. Start child spans with it:
@@ -85,10 +85,6 @@ public struct HTTPServerRequest: Sendable {
         version = exchange.head.version
         self.body = body
         self.parameters = parameters
-        loop = server.loop
-        id = exchange.requestID
-        startTime = exchange.startTime
-        route = exchange.routePattern
         if let serviceContext = exchange.extras?.serviceContext { changes = Changes(serviceContext: serviceContext, logger: nil) }
         self.server = server
     }
@@ -97,13 +93,10 @@ public struct HTTPServerRequest: Sendable {
     /// now, routed by no route.
     init(head: HTTPRequest, version: HTTPVersion, body: Bytes, parameters: HTTPPathParameters, id: String, server: HTTPLoopContext) {
         headStorage = HTTPParsedHead(built: head)
+        headStorage.identify(id: id, startTime: .now)
         self.version = version
         self.body = body
         self.parameters = parameters
-        loop = server.loop
-        self.id = id
-        startTime = .now
-        route = nil
         self.server = server
     }
 
