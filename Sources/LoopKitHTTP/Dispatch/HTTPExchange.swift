@@ -79,11 +79,16 @@ final class HTTPExchange {
         unrouted = .notFound
     }
 
-    /// An exchange for a request whose head arrived, with id `id`, started now: `spare` (an ended exchange
+    /// An exchange for a request whose head arrived, with the client's id `id` (nil: the next of
+    /// `context`'s), started now: `spare` (an ended exchange
     /// of the same stream) begun again, or a new one. The dispatcher then tells it where the request was
     /// routed (``routed(to:parameters:chain:pattern:)`` or ``unmatched(_:)``).
-    static func begin(_ head: HTTPRequestHead, id: String, reusing spare: inout HTTPExchange?) -> HTTPExchange {
-        head.storage.identify(id: id, startTime: .now)
+    static func begin(_ head: HTTPRequestHead, id: String?, context: HTTPLoopContext, reusing spare: inout HTTPExchange?) -> HTTPExchange {
+        if let id {
+            head.storage.identify(id: id, startTime: .now)
+        } else {
+            head.storage.identify(number: context.requestIDs.nextNumber(), prefix: context.requestIDs.prefix, startTime: .now)
+        }
         guard let exchange = spare.take() else { return HTTPExchange(head: head) }
         exchange.head = head
         exchange.responseStarted = false

@@ -8,14 +8,14 @@ import Tracing
 // middleware's `responseEnded` told what went out), for a response, a refusal, an upgrade or a close.
 
 extension HTTPDispatcher {
-    /// The id of a request whose head has arrived: the client's when it sent a valid one, else a new one.
-    static func requestID(for head: HTTPRequestHead, context: HTTPLoopContext) -> String {
+    /// The client's id of a request whose head has arrived, when it sent a valid one (nil: the loop makes one).
+    static func givenRequestID(in head: HTTPRequestHead, context: HTTPLoopContext) -> String? {
         if head.mayCarryRequestID || !context.requestIDFieldIsFlagged,
            let field = context.configuration.requestIDField, let given = head.request.headerFields[field],
            HTTPRequestIDGenerator.isValid(given) {
             return given
         }
-        return context.requestIDs.next()
+        return nil
     }
 
     /// Tracing is on: the request's trace context, extracted from its fields, and, when the tracer starts
@@ -40,7 +40,7 @@ extension HTTPDispatcher {
     /// server echoes none.
     static func echoedRequestID(on stream: some HTTPStream) -> HTTPEchoedRequestID? {
         guard let field = stream.context.echoedRequestIDField, let exchange = stream.exchange else { return nil }
-        return HTTPEchoedRequestID(field: field, value: exchange.requestID)
+        return HTTPEchoedRequestID(field: field, head: exchange.head.storage)
     }
 
     /// The exchange's request id, nil when there is no exchange (a refusal before any head).

@@ -58,7 +58,14 @@ struct HTTPResponseEncoder {
             appendField(name: name.rawName, value: field.value)
         }
         if echoesID, let requestID {  // the request id, echoed: a field the handler did not set
-            appendField(name: requestID.name.rawName, value: requestID.value)
+            appendUTF8(of: requestID.name.rawName)
+            append(": ")
+            if requestID.head.givenID == nil, let prefix = requestID.head.idPrefix {
+                appendMadeID(requestID.head.madeID, prefix: prefix)  // written from its number, in place
+            } else {
+                appendUTF8(of: requestID.value)
+            }
+            appendLineEnd()
         }
         date.withUnsafeBytes { append($0) }
         switch framing {
@@ -213,6 +220,16 @@ struct HTTPResponseEncoder {
             }
         }
         count += digits
+    }
+
+    /// Appends the id numbered `number` of the generator whose prefix is `prefix`.
+    private mutating func appendMadeID(_ number: UInt64, prefix: HTTPRequestIDGenerator.Prefix) {
+        let length = prefix.count + HTTPRequestIDGenerator.Prefix.digitCount(of: number)
+        if count + length <= capacity {
+            (base! + count).copyMemory(from: prefix.start, byteCount: prefix.count)
+            HTTPRequestIDGenerator.Prefix.writeDigits(of: number, to: base! + count + prefix.count)
+        }
+        count += length
     }
 
     private mutating func appendHex(_ value: Int) {

@@ -38,8 +38,12 @@ final class HTTPParsedHead: @unchecked Sendable {  // changed only by refill and
     @exclusivity(unchecked) private var fieldLineCount = 0
     @exclusivity(unchecked) private var fieldLineCapacity = 0
     private let built = Mutex<HTTPRequest?>(nil)
-    /// The request's id (``HTTPServerRequest/id``); empty until the dispatcher gives it one.
-    @exclusivity(unchecked) private(set) var id = ""
+    /// The request's id as the client gave it (nil: the server made it, or none was given yet).
+    @exclusivity(unchecked) private(set) var givenID: String?
+    /// The number of a made id and the prefix of the generator that made it (nil: no id made): the id
+    /// itself is written only where it is read.
+    @exclusivity(unchecked) private(set) var madeID: UInt64 = 0
+    @exclusivity(unchecked) private(set) var idPrefix: HTTPRequestIDGenerator.Prefix?
     /// When the request's head arrived (``HTTPServerRequest/startTime``).
     @exclusivity(unchecked) private(set) var startTime: ContinuousClock.Instant
     /// The pattern of the route that took the request (nil: none did, or not routed yet).
@@ -111,17 +115,34 @@ final class HTTPParsedHead: @unchecked Sendable {  // changed only by refill and
         scheme = request.scheme
         targetAuthority = request.authority
         built.withLock { $0 = request }
-        id = replaced?.id ?? ""
+        givenID = replaced?.givenID
+        madeID = replaced?.madeID ?? 0
+        idPrefix = replaced?.idPrefix
         startTime = replaced?.startTime ?? .now
         route = replaced?.route
     }
 
-    /// Gives the head its request's id and start (the dispatcher, when the head arrives), and forgets
-    /// any route of an earlier request.
+    /// The request's id (``HTTPServerRequest/id``); empty until the dispatcher gives it one.
+    var id: String {
+        if let givenID { return givenID }
+        return idPrefix?.id(madeID) ?? ""
+    }
+
+    /// Gives the head its request's id, the client's, and start (the dispatcher, when the head arrives),
+    /// and forgets any route of an earlier request.
     func identify(id: String, startTime: ContinuousClock.Instant) {
-        self.id = id
+        givenID = id
         self.startTime = startTime
         route = nil
+    }
+
+    /// Gives the head the id numbered `number` of the generator whose prefix is `prefix`, and its start.
+    func identify(number: UInt64, prefix: HTTPRequestIDGenerator.Prefix, startTime: ContinuousClock.Instant) {
+        if givenID != nil { givenID = nil }
+        madeID = number
+        if idPrefix !== prefix { idPrefix = prefix }  // a connection's heads keep their loop's: no retain
+        self.startTime = startTime
+        if route != nil { route = nil }
     }
 
     /// The target without its query: cut where the parser saw the `?`, searched for only when it did not.
