@@ -119,8 +119,8 @@ bulk_round() {
         "${label[$who]}" "$mbs" "$cpu" "$client" "$growth" "$peak" "$before"
 }
 
-# column N ROWS...: the Nth field of each row, one a line.
-column() { local n=$1; shift; for row in "$@"; do awk -v n="$n" '{print $n}' <<< "$row"; done; }
+# field N ROWS...: the Nth field of each row, one a line.
+field() { local n=$1; shift; for row in "$@"; do awk -v n="$n" '{print $n}' <<< "$row"; done; }
 
 if [[ " $PARTS " == *" bulk "* ]]; then
     bulk_file=$(mktemp "$BULK_DIR/loopkit-h2-upload.XXXXXX")
@@ -131,13 +131,13 @@ if [[ " $PARTS " == *" bulk "* ]]; then
         if [ $((round % 2)) = 1 ]; then bulk_round lk; bulk_round nio; else bulk_round nio; bulk_round lk; fi
     done
     lkmbs=(); niombs=(); lkcpu=(); niocpu=()
-    mapfile -t lkmbs < <(column 1 "${lk_bulk[@]}"); mapfile -t niombs < <(column 1 "${nio_bulk[@]}")
-    mapfile -t lkcpu < <(column 2 "${lk_bulk[@]}"); mapfile -t niocpu < <(column 2 "${nio_bulk[@]}")
+    mapfile -t lkmbs < <(field 1 "${lk_bulk[@]}"); mapfile -t niombs < <(field 1 "${nio_bulk[@]}")
+    mapfile -t lkcpu < <(field 2 "${lk_bulk[@]}"); mapfile -t niocpu < <(field 2 "${nio_bulk[@]}")
     for who in lk nio; do
         declare -n rows=${who}_bulk
         printf '  %-16s %5s MB/s median   server CPU %s s median   nghttp CPU %s %% median   RSS growth %s MiB median (max %s)\n' \
-            "${label[$who]}" "$(column 1 "${rows[@]}" | median)" "$(column 2 "${rows[@]}" | median)" \
-            "$(column 3 "${rows[@]}" | median)" "$(column 4 "${rows[@]}" | median)" "$(column 4 "${rows[@]}" | sort -g | tail -1)"
+            "${label[$who]}" "$(field 1 "${rows[@]}" | median)" "$(field 2 "${rows[@]}" | median)" \
+            "$(field 3 "${rows[@]}" | median)" "$(field 4 "${rows[@]}" | median)" "$(field 4 "${rows[@]}" | sort -g | tail -1)"
         unset -n rows
     done
     echo "  LoopKitHTTP / swift-nio-http2, MB/s: $(ratio_summary lkmbs niombs)"
