@@ -271,7 +271,8 @@ bench-files-callgrind: deps
 	flock /tmp/loopkit-bench.lock Benchmarks/files-callgrind.sh | tee Benchmarks/RESULTS-callgrind-files.txt
 
 ## bench-h2: LoopKitHTTP's HTTP/2 vs swift-nio-http2 (NIOHTTP2Peer), nginx (one worker, `http2`) and h2o (one thread) with
-## h2load -c 64 -m 100, h2c then h2 over TLS; server on core 0, h2load on core 1, alternated rounds
+## h2load -c 64 -m 100, h2c then h2 over TLS; then against swift-nio-http2 a 1 GiB upload on one h2c stream (nghttp -d:
+## MB/s, RSS growth) and memory per idle h2c connection (10,000); server on core 0, load on core 1, alternated rounds
 bench-h2: deps
 	@command -v nginx >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nginx; }

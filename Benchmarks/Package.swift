@@ -139,10 +139,12 @@ let package = Package(
             dependencies: [.product(name: "LoopKit", package: "LoopKit"), .product(name: "LoopKitNet", package: "LoopKit")]
         ),
         .executableTarget(name: "UVSpawnBench", dependencies: ["CPeerUV"]),
-        // A minimal swift-nio-http2 server (one event loop, h2c by prior knowledge or h2 over TLS): GET /hello.
+        // A minimal swift-nio-http2 server (one event loop, h2c by prior knowledge or h2 over TLS): GET /hello and a
+        // streamed POST /upload (count + SHA-256).
         .executableTarget(
             name: "NIOHTTP2Peer",
             dependencies: [
+                "CPeerOpenSSL",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -7,35 +7,65 @@
 // offering h2 only. Each stream is a child channel (NIOHTTP2Handler's multiplexer) with
 // HTTP2FramePayloadToHTTP1ServerCodec, so the handler sees HTTP/1-style request parts as NIO's examples do.
 // Prints `listening on HOST:PORT` when ready.
+import CPeerOpenSSL
 import NIOCore
 import NIOHTTP1
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
 
-/// Answers each request at its end: /hello with the greeting, anything else 404. Runs on the stream's loop.
+/// Answers each request at its end: /hello with the greeting, /upload with its body's count and digest, anything else
+/// 404. An upload's chunks are hashed as they arrive and dropped: its stream's window reopens as NIO delivers them
+/// (the child channel reads automatically), nothing is buffered. Runs on the stream's loop.
 final class HelloHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
     private var isHello = false
+    /// The body counted and hashed so far, while a POST /upload is under way.
+    private var upload: (count: Int, digest: OpaquePointer)?
     private let greeting = ByteBuffer(string: "Hello, World!")
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
             isHello = head.method == .GET && head.uri == "/hello"
-        case .body:
-            break
+            if head.method == .POST && head.uri == "/upload" {
+                let digest = EVP_MD_CTX_new()!
+                EVP_DigestInit_ex(digest, EVP_sha256(), nil)
+                upload = (0, digest)
+            }
+        case .body(let buffer):
+            guard let (count, digest) = upload else { return }
+            buffer.withUnsafeReadableBytes { _ = EVP_DigestUpdate(digest, $0.baseAddress, $0.count) }
+            upload = (count + buffer.readableBytes, digest)
         case .end:
+            let body: ByteBuffer
+            let status: HTTPResponseStatus
+            if let (count, digest) = upload {
+                upload = nil
+                var bytes = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+                var length: UInt32 = 0
+                EVP_DigestFinal_ex(digest, &bytes, &length)
+                EVP_MD_CTX_free(digest)
+                let digits = Array("0123456789abcdef")
+                let hex = String(bytes[..<Int(length)].flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] })
+                (body, status) = (ByteBuffer(string: "received \(count) sha256 \(hex)\n"), .ok)
+            } else {
+                (body, status) = isHello ? (greeting, .ok) : (ByteBuffer(string: "not found\n"), .notFound)
+            }
             var headers = HTTPHeaders()
-            let body = isHello ? greeting : ByteBuffer(string: "not found\n")
             headers.add(name: "content-type", value: "text/plain")
             headers.add(name: "content-length", value: String(body.readableBytes))
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http2, status: isHello ? .ok : .notFound, headers: headers))), promise: nil)
+            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http2, status: status, headers: headers))), promise: nil)
             context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        if let (_, digest) = upload { EVP_MD_CTX_free(digest) }  // a stream reset mid-upload
+        upload = nil
     }
 }
 
