@@ -38,19 +38,27 @@ typealias LibEventCallback = @convention(c) (Int32, Int16, UnsafeMutableRawPoint
 
 /// An `event_base`, owned by LoopKit or borrowed from a host that drives it.
 ///
-/// libevent locks each base itself once ``LibEvent/threadingEnabled`` has run, so the calls made
-/// here from other threads (`event_active`, `event_add`) are safe; the unchecked conformance
-/// records that libevent, not Swift, provides the synchronisation.
+/// Only the loop's thread calls libevent on a base (other threads write the loop's eventfd): LoopKit's
+/// own base is made without libevent's lock; a host's keeps whatever the host chose.
 final class LibEventBase: @unchecked Sendable {  // libevent's base: touched on the loop's thread only (made before it is shared)
     /// The raw `struct event_base *`.
     let raw: OpaquePointer
     /// Whether LoopKit created the base and frees it.
     let isOwned: Bool
 
-    /// Creates a base of LoopKit's own. The corresponding libevent call is `event_base_new`.
+    /// Creates a base of LoopKit's own, without libevent's lock (`EVENT_BASE_FLAG_NOLOCK`): only the loop's
+    /// thread ever calls libevent on it (other threads wake it through its eventfd, ``LoopEvents/wake()``,
+    /// and reach it only through LoopKit's queue), so the lock was three uncontended lock and unlock pairs
+    /// an iteration guarding nothing. The corresponding libevent calls are `event_config_new`,
+    /// `event_config_set_flag` and `event_base_new_with_config`.
     init() throws(EventLoopError) {
         guard LibEvent.threadingEnabled else { throw .libevent("evthread_use_pthreads", errno: errno) }
-        guard let base = event_base_new() else { throw .libevent("event_base_new", errno: errno) }
+        guard let config = event_config_new() else { throw .libevent("event_config_new", errno: errno) }
+        defer { event_config_free(config) }
+        guard event_config_set_flag(config, Int32(EVENT_BASE_FLAG_NOLOCK.rawValue)) == 0 else {
+            throw .libevent("event_config_set_flag", errno: errno)
+        }
+        guard let base = event_base_new_with_config(config) else { throw .libevent("event_base_new_with_config", errno: errno) }
         raw = base
         isOwned = true
     }
@@ -97,9 +105,7 @@ final class LibEventBase: @unchecked Sendable {  // libevent's base: touched on 
 
 /// One libevent `struct event`, freed with its owner.
 ///
-/// libevent serialises every operation on an event under its base's lock, so an `event_active` from
-/// another thread is safe; the unchecked conformance records that libevent provides the
-/// synchronisation.
+/// Added, removed and freed on its loop's thread only (LoopKit's base has no lock of libevent's).
 final class LibEventHandle: @unchecked Sendable {  // one libevent event: added, removed and freed on the loop's thread only
     private let raw: OpaquePointer
 
