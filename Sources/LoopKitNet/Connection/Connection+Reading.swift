@@ -66,7 +66,7 @@ extension Connection {
         isReadWatchActive = wanted
         if wanted, readsAhead, transport.hasUnannouncedInput { queueUnannouncedRead() }  // what the socket will not announce
         if wanted {
-            timeouts?.readingResumed(at: loop.clockNanoseconds)
+            extras?.timeouts?.readingResumed(at: loop.clockNanoseconds)
             do {
                 try readWatch.resume()
             } catch {
@@ -94,7 +94,7 @@ extension Connection {
             let limit = min(shared.readCapacity, profile.options.readHighWaterMark)
             transfer = readSome(into: shared.read, count: limit)
             if case .moved(let count) = transfer {
-                timeouts?.read(at: loop.clockNanoseconds)
+                extras?.timeouts?.read(at: loop.clockNanoseconds)
                 deliver(UnsafeRawBufferPointer(start: shared.read, count: count), fromSharedBuffer: true)
                 afterReadAhead()
                 return
@@ -108,7 +108,7 @@ extension Connection {
                 return (0, transfer)
             }
             if case .moved = transfer {
-                timeouts?.read(at: loop.clockNanoseconds)
+                extras?.timeouts?.read(at: loop.clockNanoseconds)
                 deliverInput()
                 afterReadAhead()
                 return
@@ -253,7 +253,7 @@ extension Connection {
 
     /// The peer ended its side (end of file).
     func peerEndedOutput() {
-        timeouts?.read(at: loop.clockNanoseconds)
+        extras?.timeouts?.read(at: loop.clockNanoseconds)
         let inputPending = !handlerReads && !input.isEmpty
         if handlerReads { input.release() }  // the handler declined those bytes: they stay unread
         perform(machine.peerEnded(allowsHalfClosure: profile.options.allowsHalfClosure, inputPending: inputPending,

@@ -39,7 +39,7 @@ extension Connection {
             if moved > 0 {
                 sent += Int64(moved)
                 sentByteCount &+= UInt64(moved)
-                timeouts?.wrote(at: loop.clockNanoseconds)
+                extras?.timeouts?.wrote(at: loop.clockNanoseconds)
             } else if moved == 0 {
                 return sent  // the file ended before `count`: it shrank
             } else {

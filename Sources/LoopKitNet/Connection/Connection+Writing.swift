@@ -285,7 +285,7 @@ extension Connection {
         switch transfer {
         case .moved(let sent):
             sentByteCount &+= UInt64(sent)
-            timeouts?.wrote(at: loop.clockNanoseconds)
+            extras?.timeouts?.wrote(at: loop.clockNanoseconds)
             return sent
         case .wouldBlock, .endOfFile:
             return 0
@@ -323,7 +323,7 @@ extension Connection {
     /// Watches for the socket to take more (in memory, the transport says when the partner made room).
     func watchForWritable() {
         guard watchesDescriptor, !isWriteWatchActive, fd >= 0 else { return }
-        timeouts?.outputStarted(at: loop.clockNanoseconds)
+        extras?.timeouts?.outputStarted(at: loop.clockNanoseconds)
         do {
             if let writeWatch {
                 try writeWatch.resume()

@@ -69,7 +69,7 @@ public final class Connection: @unchecked Sendable {  // loop-confined: each ent
     @exclusivity(unchecked) var isWriteWatchActive = false
 
     /// The one handler: lent the bytes, told of input ending, output draining and the close.
-    package internal(set) var handler: ConnectionHandler?
+    @exclusivity(unchecked) package internal(set) var handler: ConnectionHandler?
     /// The handler takes bytes (false for a closure handler with no read closure, and for none).
     @exclusivity(unchecked) var handlerReads = false
     /// The handler was replaced while it was lent bytes: what it left is offered to the new one.
@@ -441,17 +441,18 @@ final class ConnectionProfile: Sendable {
     }
 }
 
-/// A connection's rarely used state. Loop-confined, like its connection.
+/// A connection's rarely used state. Loop-confined, like its connection: its properties skip the runtime's
+/// exclusivity checks too.
 final class ConnectionExtras {
-    var remoteAddress: SocketAddress?
-    var localAddress: SocketAddress?
-    var connectWaiter: UnsafeContinuation<Result<Connection, NetError>, Never>?
-    var connectTimer: ScheduledTimer?
+    @exclusivity(unchecked) var remoteAddress: SocketAddress?
+    @exclusivity(unchecked) var localAddress: SocketAddress?
+    @exclusivity(unchecked) var connectWaiter: UnsafeContinuation<Result<Connection, NetError>, Never>?
+    @exclusivity(unchecked) var connectTimer: ScheduledTimer?
     /// Timeouts: when bytes were last read, output last moved, anything last happened (loop clock), and
     /// the timer of a connection no registry sweeps.
-    var timeouts: TimeoutState?
+    @exclusivity(unchecked) var timeouts: TimeoutState?
     /// A send failed with this reason; the connection ends once the sending code has let go of its queue.
-    var writeFailure: CloseReason?
+    @exclusivity(unchecked) var writeFailure: CloseReason?
     /// Output left waiting for the peer: the sent-byte count and the loop's clock when it last moved (or
     /// began waiting). Stamped only on the slow path, when the transport did not take a write whole.
     var outputWait: (sent: UInt64, since: UInt64)?
@@ -489,6 +490,8 @@ extension Connection {
         get { extras?.connectTimer }
         set { if newValue != nil || extras != nil { ensuredExtras.connectTimer = newValue } }
     }
+    /// The timeouts. A mutation through this property copies them out and back (with a retain of their
+    /// timer): the read and write paths stamp them in place instead, `extras?.timeouts?.read(at:)`.
     var timeouts: TimeoutState? {
         get { extras?.timeouts }
         set { if newValue != nil || extras != nil { ensuredExtras.timeouts = newValue } }
