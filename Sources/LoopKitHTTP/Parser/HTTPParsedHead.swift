@@ -97,6 +97,31 @@ final class HTTPParsedHead: @unchecked Sendable {  // changed only by refill, wh
         }
     }
 
+    /// Whether a field is named one of `names` (canonical, lowercase): read from the field lines' bytes
+    /// while the request is not built, so that a handler that only needs to know that no such field came
+    /// does not build it.
+    func hasField(namedAnyOf names: [HTTPField.Name]) -> Bool {
+        if let built = built.withLock({ $0 }) { return names.contains { built.headerFields.contains($0) } }
+        return fieldLines.withUnsafeBytes { bytes in
+            var position = 0
+            while position < bytes.count {
+                var colon = position
+                while colon < bytes.count, bytes[colon] != UInt8(ascii: ":"), bytes[colon] != ASCII.lf { colon += 1 }
+                let name = UnsafeRawBufferPointer(rebasing: bytes[position..<colon])
+                for candidate in names where candidate.canonicalName.utf8.count == name.count {
+                    let matches = candidate.canonicalName.utf8.elementsEqual(name) { lowercase, byte in
+                        (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte) == lowercase
+                    }
+                    if matches { return true }
+                }
+                var end = colon
+                while end < bytes.count, bytes[end] != ASCII.lf { end += 1 }
+                position = end + 1
+            }
+            return false
+        }
+    }
+
     private func makeRequest() -> HTTPRequest {
         var fields = HTTPFields()
         var host: String?
