@@ -85,7 +85,7 @@ public struct HTTPRouter: Sendable {
         }.joined(separator: "/")
         let isLiteral = segments.allSatisfy { if case .literal = $0 { true } else { false } }
         // An earlier route of the method that matches this path would win the scan: then no shortcut.
-        let shadowed = routes.contains { $0.method == method && bind($0, pattern[...]) != nil }
+        let shadowed = routes.contains { $0.method == method && bind($0.segments, pattern[...]) != nil }
         if isLiteral, !shadowed { literalRoutes.add(method, path: pattern, route: routes.count) }
         routes.append(Route(method: method, segments: segments, handler: handler, pattern: pattern, groupMiddleware: groupMiddleware))
     }
@@ -166,7 +166,7 @@ public struct HTTPRouter: Sendable {
         if method == .options && path == "*" {
             allowed = routes.map(\.method)
         } else {
-            allowed = routes.filter { bind($0, path) != nil }.map(\.method)
+            allowed = routes.filter { bind($0.segments, path) != nil }.map(\.method)
         }
         if !allowed.isEmpty {
             var allow: [HTTPRequest.Method] = []
@@ -201,17 +201,28 @@ public struct HTTPRouter: Sendable {
         if let index = literalRoutes.route(method, path: path) {
             return Found(index: index, parameters: HTTPPathParameters())
         }
-        for (index, route) in routes.enumerated() where route.method == method {
-            if let parameters = bind(route, path) { return Found(index: index, parameters: parameters) }
+        // The table's routes read in place: a copy of each (its pattern, segments, handler and chain)
+        // retained and released every part of it, for each route tried.
+        for index in routes.indices where routes[index].method == method {
+            if let parameters = bind(routes[index].segments, path) { return Found(index: index, parameters: parameters) }
         }
         return nil
     }
 
-    /// The parameters `route`'s pattern binds in `path`, or nil when the path does not fit the pattern.
-    private func bind(_ route: Route, _ path: Substring) -> HTTPPathParameters? {
+    /// Whether `part` and `literal` are the same bytes: lengths first, then the two contiguous buffers (the
+    /// generic `elementsEqual` of their UTF-8 views cost about 450 instructions a segment).
+    private static func bytesEqual(_ part: Substring, _ literal: String) -> Bool {
+        guard part.utf8.count == literal.utf8.count else { return false }
+        var part = part, literal = literal
+        return part.withUTF8 { partBytes in literal.withUTF8 { partBytes.elementsEqual($0) } }
+    }
+
+    /// The parameters a route's pattern (its `segments`) binds in `path`, or nil when the path does not
+    /// fit the pattern.
+    private func bind(_ segments: [Route.Segment], _ path: Substring) -> HTTPPathParameters? {
         var parameters = HTTPPathParameters()
         var rest = path.utf8[...]
-        for segment in route.segments {
+        for segment in segments {
             while rest.first == UInt8(ascii: "/") { rest = rest.dropFirst() }
             if case .remainder(let name) = segment {
                 parameters.pairs.append((name, Substring(rest)))
@@ -223,7 +234,7 @@ public struct HTTPRouter: Sendable {
             switch segment {
             case .literal(let literal):
                 // Byte equality: a path segment is not normalised, so no Unicode comparison is needed.
-                guard part.utf8.elementsEqual(literal.utf8) else { return nil }
+                guard Self.bytesEqual(part, literal) else { return nil }
             case .parameter(let name):
                 parameters.pairs.append((name, part))
             case .remainder:
