@@ -90,8 +90,8 @@ struct HTTPFileServer: Sendable {
     }
 
     /// The request fields a file's response depends on: with none of them, a `GET` gets the whole file.
-    private static let fieldsRead: [HTTPField.Name] = [.acceptEncoding, .range, .ifMatch, .ifNoneMatch, .ifModifiedSince,
-                                                       .ifUnmodifiedSince, .ifRange]
+    private static let fieldsRead = HTTPFieldNames([.acceptEncoding, .range, .ifMatch, .ifNoneMatch, .ifModifiedSince,
+                                                    .ifUnmodifiedSince, .ifRange])
 
     /// Whether the identity is what `accept` prefers, and no precompressed variant is acceptable to it.
     private static func takesIdentityOnly(_ accept: HTTPAcceptEncoding, options: HTTPFileOptions) -> Bool {

@@ -29,7 +29,7 @@ public struct HTTPServerRequest: Sendable {
     /// The method, read without building the head.
     var method: HTTPRequest.Method { headStorage.method }
     /// Whether the head has a field of one of `names`, read without building the head (when it is not).
-    func hasField(namedAnyOf names: [HTTPField.Name]) -> Bool { headStorage.hasField(namedAnyOf: names) }
+    func hasField(namedAnyOf names: HTTPFieldNames) -> Bool { headStorage.hasField(namedAnyOf: names) }
     /// The version the client spoke.
     public var version: HTTPVersion
     /// The body, collected up to the server's ``HTTPServer/Configuration/maxBodySize``.
