@@ -55,11 +55,7 @@ struct HTTPResponseEncoder {
             let length = name.canonicalName.utf8.count
             if Self.isSetByServer(name, length: length) { continue }
             if echoesID, length == requestID!.nameLength, name == requestID!.name { echoesID = false }
-            // The value's bytes as stored: `field.value` makes a string of them (an allocation past 15 bytes).
-            appendUTF8(of: name.rawName)
-            append(": ")
-            field.withUnsafeBytesOfValue { append(UnsafeRawBufferPointer($0)) }
-            appendLineEnd()
+            appendField(name: name.rawName, value: field.value)
         }
         if echoesID, let requestID {  // the request id, echoed: a field the handler did not set
             appendField(name: requestID.name.rawName, value: requestID.value)
