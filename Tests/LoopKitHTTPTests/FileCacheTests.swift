@@ -9,7 +9,7 @@ import Testing
 /// the path naming the same, unchanged file.
 @Suite("Files: small files kept between requests")
 struct FileCacheTests {
-    @Test(arguments: HTTPTestMode.allCases)
+    @Test(arguments: HTTPTestMode.everyProtocol)
     func aFileRewrittenBetweenRequestsIsServedFresh(mode: HTTPTestMode) throws {
         try withFiles(mode: mode, { try $0.write("a.txt", "first") }) { client, fixture throws in
             let first = try client.get("/static/a.txt")
@@ -93,7 +93,7 @@ struct FileCacheTests {
 
     /// Inline middleware see the answer of the route's task (the first request) and the inline answer
     /// (the next) alike, each with the request they passed on.
-    @Test(arguments: HTTPTestMode.allCases)
+    @Test(arguments: HTTPTestMode.everyProtocol)
     func inlineMiddlewareSeeTheTaskAndTheInlineAnswerAlike(mode: HTTPTestMode) throws {
         let fixture = try FileFixture()
         defer { fixture.remove() }

@@ -10,8 +10,8 @@ import LoopKitNet
 
 /// Answers `GET` and `HEAD` for the files under a root: what ``HTTPRouter/files(_:root:options:)`` routes to.
 ///
-/// Every file-system call runs on the work pool through LoopKitNet's ``FileSystem`` (never on the loop
-/// thread), and the body streams from the open file with the connection's backpressure, framed by its
+/// Every file-system call runs on the work pool through LoopKitNet's ``FileSystem`` (on the loop thread only
+/// the one `stat(2)` that checks a kept small file, below), and the body streams from the open file with the connection's backpressure, framed by its
 /// `Content-Length`: the same over HTTP/1.1 and HTTP/2. On a plain HTTP/1 connection a body (or a single
 /// range) that is not compressed goes with `sendfile(2)` from the loop, with no read on the pool;
 /// over TLS, HTTP/2, for multiple ranges and behind ``CompressionMiddleware`` it is read in chunks. A file of
