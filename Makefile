@@ -255,11 +255,13 @@ bench-callgrind-h2: deps
 	PROTOCOL=h2c SIDES="loopkit nginx" flock /tmp/loopkit-bench.lock Benchmarks/server-callgrind.sh | tee Benchmarks/RESULTS-callgrind-h2.txt
 
 ## bench-files: a 1 KiB file (wrk -t1 -c64, keep-alive) and a 100 MiB file over one connection (curl: MB/s, server CPU
-## per GiB) served by LoopDemo serve --root against nginx (one process, sendfile on); server on core 0, client on core 1
+## per GiB) served by LoopDemo serve --root against nginx (one process, sendfile on), the 1 KiB file also against
+## Hummingbird's FileMiddleware; server on core 0, client on core 1
 bench-files: deps wrk
 	@command -v nginx >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nginx; }
 	$(SWIFT) build -c release --product LoopDemo
+	cd Benchmarks && $(SWIFT) build -c release --product HummingbirdPeer
 	flock /tmp/loopkit-bench.lock Benchmarks/files-bench.sh | tee Benchmarks/RESULTS-files.txt
 
 ## bench-files-callgrind: instructions and allocations per keep-alive file request (1 KiB; 100 KiB JSON as gzip),

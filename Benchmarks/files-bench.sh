@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
 # Static files (`make bench-files`): `LoopDemo serve --root DIR` (its `/files/` route: validators, ranges,
 # sendfile(2) on a plain socket) against nginx (Debian's, one process, `sendfile on; etag on;`, no
-# open_file_cache: both servers open, stat and close the file per request). Servers on core 0, clients on
-# core 1, one server at a time, alternated round by round.
+# open_file_cache: it opens, stats and closes the file per request; LoopKit keeps a small file's bytes and
+# checks them with one stat a request) and Hummingbird 2's FileMiddleware (HummingbirdPeer --root, its
+# defaults: reads on NIOThreadPool, no sendfile). Servers on core 0, clients on core 1, one server at a time,
+# alternated round by round.
 #   1. A 1 KiB file, keep-alive, wrk -t1 -c64 -d DURATION, ROUNDS rounds (default 5): median req/s, and the
-#      median of the per-round ratios with their min-max.
+#      median of the per-round ratios with their min-max, against nginx and against Hummingbird.
 #   2. A 100 MiB file over one connection: curl fetches it REPEAT times (default 8) on one keep-alive
 #      connection, BIG_ROUNDS rounds (default 3): median MB/s (10^6 bytes), and the server's CPU seconds
 #      (utime + stime, /proc/PID/stat) per GiB sent, summed over the round.
 #   LOOPDEMO: the release binary (default .build/release/LoopDemo).  LOOPDEMO_BEFORE: another build of it
-#   (the one before a change), run in the same rounds of the 1 KiB file when set.
+#   (the one before a change), run in the same rounds of the 1 KiB file when set.  HB_PEER: Hummingbird's
+#   (default Benchmarks/.build/release/HummingbirdPeer; `make bench-files` builds it).
 set -euo pipefail
 DURATION=${DURATION:-5s}
 ROUNDS=${ROUNDS:-5}
 BIG_ROUNDS=${BIG_ROUNDS:-3}
 REPEAT=${REPEAT:-8}
 LOOPDEMO=${LOOPDEMO:-.build/release/LoopDemo}
+HB_PEER=${HB_PEER:-Benchmarks/.build/release/HummingbirdPeer}
 PORT_BASE=${PORT_BASE:-18470}
 # shellcheck source=bench-lib.sh
 source "$(dirname "$0")/bench-lib.sh"
@@ -23,6 +27,7 @@ for tool in wrk nginx curl taskset; do
     command -v "$tool" >/dev/null 2>&1 || { echo "$tool not found" >&2; exit 1; }
 done
 [ -x "$LOOPDEMO" ] || { echo "$LOOPDEMO not built: swift build -c release --product LoopDemo" >&2; exit 1; }
+[ -x "$HB_PEER" ] || { echo "$HB_PEER not built: cd Benchmarks && swift build -c release --product HummingbirdPeer" >&2; exit 1; }
 
 root=$(mktemp -d)
 nginx_dir=$(mktemp -d)
@@ -111,12 +116,14 @@ big_round() {
 }
 
 echo "Static files, LoopDemo serve --root (release) vs nginx (one process, sendfile on), server on core $SERVER_CORE, clients on core $CLIENT_CORE"
-lk=(); ngx=(); prior=(); lk_us=(); ngx_us=(); prior_us=()
+lk=(); ngx=(); hb=(); prior=(); lk_us=(); ngx_us=(); hb_us=(); prior_us=()
 for round in $(seq 1 "$ROUNDS"); do
     read -r rps us < <(small_round $((PORT_BASE + 1)) "$LOOPDEMO" serve --log-level warning --root "$root")
     lk+=("$rps"); lk_us+=("$us")
     read -r rps us < <(small_round $((PORT_BASE + 2)) sh "$nginx_dir/peer.sh")
     ngx+=("$rps"); ngx_us+=("$us")
+    read -r rps us < <(small_round $((PORT_BASE + 6)) "$HB_PEER" --root "$root")
+    hb+=("$rps"); hb_us+=("$us")
     if [ -n "${LOOPDEMO_BEFORE:-}" ]; then
         read -r rps us < <(small_round $((PORT_BASE + 5)) "$LOOPDEMO_BEFORE" serve --log-level warning --root "$root")
         prior+=("$rps"); prior_us+=("$us")
@@ -125,7 +132,10 @@ done
 echo "A 1 KiB file, keep-alive, wrk -t1 -c64 ($ROUNDS alternated rounds of $DURATION; median req/s, median server CPU per request)"
 printf '  LoopKitHTTP  %10.0f req/s   %5.1f us CPU/req   rounds: %s\n' "$(printf '%s\n' "${lk[@]}" | median)" "$(printf '%s\n' "${lk_us[@]}" | median)" "${lk[*]}"
 printf '  nginx        %10.0f req/s   %5.1f us CPU/req   rounds: %s\n' "$(printf '%s\n' "${ngx[@]}" | median)" "$(printf '%s\n' "${ngx_us[@]}" | median)" "${ngx[*]}"
+printf '  Hummingbird  %10.0f req/s   %5.1f us CPU/req   rounds: %s   (FileMiddleware)\n' "$(printf '%s\n' "${hb[@]}" | median)" \
+    "$(printf '%s\n' "${hb_us[@]}" | median)" "${hb[*]}"
 printf '  LoopKitHTTP / nginx, req/s: %s; CPU per request: %s\n' "$(ratio_summary lk ngx)" "$(ratio_summary lk_us ngx_us)"
+printf '  LoopKitHTTP / Hummingbird, req/s: %s; CPU per request: %s\n' "$(ratio_summary lk hb)" "$(ratio_summary lk_us hb_us)"
 if [ ${#prior[@]} -gt 0 ]; then
     printf '  before       %10.0f req/s   %5.1f us CPU/req   rounds: %s   (%s)\n' "$(printf '%s\n' "${prior[@]}" | median)" \
         "$(printf '%s\n' "${prior_us[@]}" | median)" "${prior[*]}" "$LOOPDEMO_BEFORE"

@@ -154,8 +154,8 @@ func example_README_242(router: inout HTTPRouter, configuration: inout HTTPServe
     try await ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm], logger: logger).run()
 }
 
-// README.md:319
-func example_README_319(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:320
+func example_README_320(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     router.webSocket("/ws/echo", .inTask) { request, socket in
         for try await message in socket.messages { try await socket.send(message) }
     }
@@ -170,8 +170,8 @@ func example_README_319(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:339
-func example_README_339(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:340
+func example_README_340(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
 
     let client = HTTPClient(on: loop)                          // one per loop; a handler on it calls with no hop
     let response = try await client.execute(
@@ -180,8 +180,8 @@ func example_README_339(router: inout HTTPRouter, configuration: inout HTTPServe
     let status = try await response.collect(upTo: 1 << 20)     // or: for try await chunk in response.body
 }
 
-// README.md:361
-@Suite("README.md:361") struct Example_README_361 {
+// README.md:362
+@Suite("README.md:362") struct Example_README_362 {
     @Test func timerFiresAfterQueuedWork() throws {
         let driver = try LoopDriver()                 // a loop on a VirtualClock
         let trace = OrderTrace(driver.loop)
@@ -198,8 +198,8 @@ func example_README_339(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:384
-func example_README_384(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:385
+func example_README_385(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try LoopMetrics.record(loop, name: "main")                 // iteration duration, poll wait, queue depth, …
     router.use(HTTPServerMetrics.middleware())                 // http.server.request.duration, …
     HTTPServerMetrics.record(into: &configuration)             // http.server.open_connections
@@ -421,8 +421,8 @@ func example_ServingFiles_9(router: inout HTTPRouter, configuration: inout HTTPS
                  options: HTTPFileOptions(cacheControl: "public, max-age=31536000, immutable", indexFile: nil))
 }
 
-// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingFiles.md:64
-func example_ServingFiles_64(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTP/LoopKitHTTP.docc/ServingFiles.md:73
+func example_ServingFiles_73(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     var types = HTTPContentTypes.standard
     types["glb"] = "model/gltf-binary"
     router.files("/models", root: "/srv/models", options: HTTPFileOptions(contentTypes: types))

@@ -20,6 +20,49 @@ extension HTTPDispatcher {
         send(response, on: stream)
     }
 
+    /// An inline chain and an ``HTTPInlineOrTaskRoute``: the chain's requests run now, and the route's
+    /// inline answer goes back out through it at once; when the route cannot answer inline, its task
+    /// answers (the codec pauses reading meanwhile, as for an async route) and the response goes out
+    /// through the same middleware, each given the request it passed on, back on the loop. Loop thread.
+    static func runInlineOrTask(_ request: consuming HTTPServerRequest, middleware: HTTPMiddlewareChain,
+                                route: HTTPInlineOrTaskRoute, on stream: some HTTPStream) {
+        var trail: HTTPMiddlewareChain.InlineTrail?
+        let outcome: HTTPMiddlewareChain.InlineOutcome
+        do {
+            outcome = try middleware.runInlineOrDefer(request, trail: &trail, terminal: route.inline)
+        } catch {
+            outcome = .answered(answering(error, path: trail.map { $0.request.path } ?? "?", logger: stream.context.logger,
+                                          renderer: stream.context.configuration.errorRenderer))
+        }
+        if let trail, stream.exchange != nil { stream.exchange!.makeExtras().middlewareTrail = trail }
+        switch outcome {
+        case .answered(let response):
+            send(response, on: stream)
+        case .deferred(let deferred):
+            stream.pauseReading()
+            let logger = stream.context.logger
+            let renderer = stream.context.configuration.errorRenderer
+            stream.context.handlerTasksInFlight += 1
+            stream.context.startTask {
+                let response: HTTPServerResponse
+                let answered: Bool
+                do {
+                    response = try await route.inTask(deferred.request)
+                    answered = true
+                } catch {  // an error skips the middleware's handleResponse, as in a chain run in a task
+                    response = answering(error, path: deferred.request.path, logger: logger, renderer: renderer)
+                    answered = false
+                }
+                stream.onLoop { stream in
+                    stream.context.handlerTasksInFlight -= 1
+                    var response = response
+                    if answered { deferred.unwind(&response) }
+                    send(response, on: stream)
+                }
+            }
+        }
+    }
+
     /// Runs the chain and turns what escapes it into the answer (``answer(_:path:logger:renderer:)``).
     static func respond(to request: HTTPServerRequest, through middleware: HTTPMiddlewareChain,
                         trail: HTTPMiddlewareChain.Trail, logger: Logger, renderer: HTTPErrorRenderer,

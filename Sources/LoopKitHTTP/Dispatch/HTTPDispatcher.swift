@@ -153,6 +153,31 @@ enum HTTPDispatcher {
                              middleware: middleware.isEmpty ? nil : middleware, on: stream)
         case .upgrade(let upgradeRoute):
             upgradeRoute.upgrader.requested(request, on: stream, middleware: middleware.isEmpty ? nil : middleware)
+        case .inlineOrTask(let route):
+            if middleware.isEmpty {
+                // Inline when the route can answer now; else as an async route.
+                let response: HTTPServerResponse?
+                do {
+                    response = try route.inline(request)
+                } catch {
+                    response = answering(error, path: request.path, logger: stream.context.logger,
+                                         renderer: stream.context.configuration.errorRenderer)
+                }
+                if let response {
+                    send(response, on: stream)
+                } else {
+                    stream.pauseReading()
+                    runAsyncHandler(route.inTask, request, on: stream)
+                }
+            } else if middleware.isInline {
+                runInlineOrTask(request, middleware: middleware, route: route, on: stream)
+            } else {
+                stream.pauseReading()
+                runChain(request, middleware: middleware, terminal: { request in
+                    if let response = try route.inline(request) { return response }
+                    return try await route.inTask(request)
+                }, bodyCollected: true, on: stream)
+            }
         }
     }
 
@@ -228,7 +253,7 @@ extension HTTPHandler {
     var bodyLimit: Int?? {
         switch self {
         case .streaming(let limit, _), .streamingCallback(let limit, _): limit
-        case .sync, .async, .webSocket, .upgrade: nil
+        case .sync, .async, .webSocket, .upgrade, .inlineOrTask: nil
         }
     }
 }

@@ -10,8 +10,8 @@ import LoopKitNet
 
 /// Answers `GET` and `HEAD` for the files under a root: what ``HTTPRouter/files(_:root:options:)`` routes to.
 ///
-/// Every file-system call runs on the work pool through LoopKitNet's ``FileSystem`` (never on the loop
-/// thread), and the body streams from the open file with the connection's backpressure, framed by its
+/// Every file-system call runs on the work pool through LoopKitNet's ``FileSystem`` (on the loop thread only
+/// the one `stat(2)` that checks a kept small file, below), and the body streams from the open file with the connection's backpressure, framed by its
 /// `Content-Length`: the same over HTTP/1.1 and HTTP/2. On a plain HTTP/1 connection a body (or a single
 /// range) that is not compressed goes with `sendfile(2)` from the loop, with no read on the pool;
 /// over TLS, HTTP/2, for multiple ranges and behind ``CompressionMiddleware`` it is read in chunks. A file of
@@ -19,17 +19,84 @@ import LoopKitNet
 /// one write. A file that shrinks while it is sent ends the connection (the client sees a body shorter than
 /// its length); one that grows is sent as it was.
 ///
+/// Such a small file, once read for a request that takes no precompressed variant, is kept in the
+/// server's ``HTTPFileCache`` with its validators and fields: the next request for it is answered on the
+/// loop thread, inline (``respondInline(_:)``), after one `stat(2)` has told that the path still names
+/// the same unchanged file; any other request goes to ``respond(_:)`` in a task.
+///
 /// A plain value; safe from any thread.
 struct HTTPFileServer: Sendable {
     /// The directory served, without a trailing slash.
     let root: String
     let options: HTTPFileOptions
+    /// The small files sent whole, shared by every loop the route answers on.
+    let cache = HTTPFileCache()
 
     init(root: String, options: HTTPFileOptions) {
         var root = root
         while root.count > 1, root.hasSuffix("/") { root.removeLast() }
         self.root = root
         self.options = options
+    }
+
+    /// A file's validators and the fields every response about it carries: `ETag`, `Last-Modified`, and
+    /// the route's `Cache-Control` and `Vary`.
+    struct Validators: Sendable {
+        let tag: HTTPEntityTag
+        /// The modification time, in seconds since 1970.
+        let modified: Int
+        let fields: HTTPFields
+    }
+
+    /// The validators of the file `info` describes.
+    func validators(of info: FileInfo) -> Validators {
+        let tag = HTTPEntityTag(inode: info.inode, size: info.size, modificationTime: info.modificationTime)
+        let modified = Int(info.modificationTime.components.seconds)
+        var fields = HTTPFields()
+        fields[.eTag] = tag.description
+        fields[.lastModified] = HTTPDateFormat.string(forSeconds: modified)
+        if let cacheControl = options.cacheControl { fields[.cacheControl] = cacheControl }
+        if !options.precompressed.isEmpty { fields[.vary] = "Accept-Encoding" }
+        return Validators(tag: tag, modified: modified, fields: fields)
+    }
+
+    /// Answers from the cache, on the loop thread, a request for a file held there that is still the same
+    /// on disk and whose client takes no precompressed variant; nil for any other (``respond(_:)`` then).
+    /// Loop thread (it blocks for one `stat(2)`).
+    func respondInline(_ request: HTTPServerRequest) -> HTTPServerResponse? {
+        guard let key = request.parameters["path"], let entry = cache.entry(for: key) else { return nil }
+        // The usual request, a plain `GET` of the file: answered without the head built.
+        if request.method == .get, entry.info.size > 0, !request.hasField(namedAnyOf: Self.fieldsRead) {
+            guard entry.isCurrent else {
+                cache.remove(key, ifItIs: entry)
+                return nil
+            }
+            return HTTPServerResponse(status: .ok, headerFields: entry.wholeFields, body: .bytes(entry.contents))
+        }
+        if let field = request.head.headerFields[.acceptEncoding], !Self.takesIdentityOnly(HTTPAcceptEncoding(field), options: options) {
+            return nil
+        }
+        guard entry.isCurrent else {
+            cache.remove(key, ifItIs: entry)
+            return nil
+        }
+        if request.head.method == .get, entry.info.size > 0,
+           case .proceed(rangeApplies: false) = HTTPPreconditions.evaluate(request.head.headerFields, tag: entry.validators.tag,
+                                                                           modified: entry.validators.modified) {
+            return HTTPServerResponse(status: .ok, headerFields: entry.wholeFields, body: .bytes(entry.contents))
+        }
+        return response(to: request, body: .contents(entry.contents), info: entry.info, name: entry.name, coding: nil,
+                        validators: entry.validators)
+    }
+
+    /// The request fields a file's response depends on: with none of them, a `GET` gets the whole file.
+    private static let fieldsRead = HTTPFieldNames([.acceptEncoding, .range, .ifMatch, .ifNoneMatch, .ifModifiedSince,
+                                                    .ifUnmodifiedSince, .ifRange])
+
+    /// Whether the identity is what `accept` prefers, and no precompressed variant is acceptable to it.
+    private static func takesIdentityOnly(_ accept: HTTPAcceptEncoding, options: HTTPFileOptions) -> Bool {
+        guard case .identity = accept.preferred(among: []) else { return false }
+        return !options.precompressed.contains(where: { accept.quality(of: $0.token) > 0 })
     }
 
     /// A file that changed size while it was being sent.
@@ -58,9 +125,11 @@ struct HTTPFileServer: Sendable {
         var path = relative.isEmpty ? root : root + "/" + relative
         let accept = HTTPAcceptEncoding(request.head.headerFields[.acceptEncoding])
         // The common request, for a file with no variant the client takes: opened at once, with no `stat`
-        // before. Anything else (a directory, a refusal, an error) is looked at step by step below.
-        if case .identity = accept.preferred(among: []), !options.precompressed.contains(where: { accept.quality(of: $0.token) > 0 }),
-           let answer = try await send(path, coding: nil, to: request, files: files, nilUnlessSent: true) {
+        // before (and kept in the cache when small). Anything else (a directory, a refusal, an error) is
+        // looked at step by step below.
+        if Self.takesIdentityOnly(accept, options: options),
+           let answer = try await send(path, coding: nil, to: request, files: files, nilUnlessSent: true,
+                                       cacheKey: request.parameters["path"]) {
             return answer
         }
         guard var info = try await Self.info(at: path, files) else { return Self.notFound }
@@ -92,9 +161,10 @@ struct HTTPFileServer: Sendable {
     /// Sends the file at `path` (its variant of `coding`, when given). Links must not lead out of the root
     /// (checked on the pool: realpath walks the file system), then the file is opened and, when small, read
     /// whole: one task on the pool. With `nilUnlessSent`, anything but a regular file sent or checked
-    /// (`304`, `412`, `416`) returns nil rather than its answer.
+    /// (`304`, `412`, `416`) returns nil rather than its answer. A file read whole is kept in the cache
+    /// under `cacheKey`, when given.
     private func send(_ path: String, coding: HTTPContentCoding?, to request: HTTPServerRequest, files: FileSystem,
-                      nilUnlessSent: Bool) async throws -> HTTPServerResponse? {
+                      nilUnlessSent: Bool, cacheKey: Substring? = nil) async throws -> HTTPServerResponse? {
         let name = path[(path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex)...]
         let servedPath = coding.map { path + "." + $0.fileExtension } ?? path
         let root = root, checksRoot = !options.followsSymbolicLinksOutOfRoot
@@ -111,14 +181,21 @@ struct HTTPFileServer: Sendable {
         switch found {
         case nil:
             return nilUnlessSent ? nil : Self.notFound
-        case .read(let contents, let opened)?:
-            return response(to: request, body: .contents(contents), info: opened, name: name, coding: coding)
+        case .read(let contents, let opened, let identity)?:
+            let validators = validators(of: opened)
+            if let cacheKey, coding == nil {
+                cache.insert(HTTPFileCache.Entry(path: servedPath, identity: identity, info: opened, contents: contents, name: name,
+                                                 validators: validators, contentType: options.contentTypes.type(forFileNamed: name)),
+                             for: cacheKey)
+            }
+            return response(to: request, body: .contents(contents), info: opened, name: name, coding: coding, validators: validators)
         case .open(let file, let opened)?:  // the file as opened: its validators describe the bytes sent
             guard opened.kind == .regularFile else {
                 await Self.close(file, logger: request.logger)
                 return nilUnlessSent ? nil : Self.notFound
             }
-            let response = self.response(to: request, body: .file(file), info: opened, name: name, coding: coding)
+            let response = self.response(to: request, body: .file(file), info: opened, name: name, coding: coding,
+                                         validators: validators(of: opened))
             if request.head.method == .head || response.body.isBytes { await Self.close(file, logger: request.logger) }  // no stream reads it
             return response
         }
@@ -130,7 +207,7 @@ struct HTTPFileServer: Sendable {
     static let smallFileLimit = 16 * 1024
 
     /// Where a response's body comes from.
-    private enum Source {
+    enum Source {
         /// The open file, read (or sent with `sendfile(2)`) as the body streams.
         case file(OpenFile)
         /// The whole file, read already.
@@ -139,14 +216,10 @@ struct HTTPFileServer: Sendable {
 
     /// The response for an open file: `304`, `412`, `416`, `206` or `200`, with its validators.
     private func response(to request: HTTPServerRequest, body source: Source, info: FileInfo, name: Substring,
-                          coding: HTTPContentCoding?) -> HTTPServerResponse {
-        let tag = HTTPEntityTag(inode: info.inode, size: info.size, modificationTime: info.modificationTime)
-        let modified = Int(info.modificationTime.components.seconds)
-        var fields = HTTPFields()
-        fields[.eTag] = tag.description
-        fields[.lastModified] = HTTPDateFormat.string(forSeconds: modified)
-        if let cacheControl = options.cacheControl { fields[.cacheControl] = cacheControl }
-        if !options.precompressed.isEmpty { fields[.vary] = "Accept-Encoding" }
+                          coding: HTTPContentCoding?, validators: Validators) -> HTTPServerResponse {
+        let tag = validators.tag
+        let modified = validators.modified
+        var fields = validators.fields
 
         let rangeApplies: Bool
         switch HTTPPreconditions.evaluate(request.head.headerFields, tag: tag, modified: modified) {

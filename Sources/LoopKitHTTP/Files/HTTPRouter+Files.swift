@@ -18,7 +18,10 @@ extension HTTPRouter {
     /// Nothing outside `root` is served: a `.` or `..` segment, written or percent-encoded, an encoded `/`
     /// or NUL is `400`; a dot file and a symbolic link leading out of the root are `404` unless the options
     /// allow them. Files are read on the work pool (LoopKitNet's ``FileSystem``) and streamed with the
-    /// connection's backpressure, over HTTP/1.1 and HTTP/2 alike.
+    /// connection's backpressure, over HTTP/1.1 and HTTP/2 alike. A small file (16 KiB at most) read whole
+    /// is kept with its fields, and answered again on the loop thread, with no task, for as long as one
+    /// `stat(2)` a request finds it unchanged (behind inline middleware only; an async one puts every
+    /// request in a task).
     ///
     /// - Parameters:
     ///   - prefix: The path the files are under (`/static`; `/` for the whole site).
@@ -29,6 +32,7 @@ extension HTTPRouter {
     public mutating func files(_ prefix: String, root: String, options: HTTPFileOptions = HTTPFileOptions()) {
         let server = HTTPFileServer(root: root, options: options)
         let base = prefix.hasSuffix("/") ? String(prefix.dropLast()) : prefix
-        add(.get, base + "/*path", .async { request in try await server.respond(request) })
+        add(.get, base + "/*path", .inlineOrTask(HTTPInlineOrTaskRoute(inline: { request in server.respondInline(request) },
+                                                                       inTask: { request in try await server.respond(request) })))
     }
 }

@@ -104,6 +104,66 @@ struct HTTPMiddlewareChain: Sendable {
         return response
     }
 
+    /// What ``runInlineOrDefer(_:from:trail:terminal:)`` came to.
+    enum InlineOutcome: Sendable {
+        /// The response, through every entry's ``HTTPMiddleware/handleResponse(_:for:)`` already.
+        case answered(HTTPServerResponse)
+        /// The terminal could not answer inline: its task is to, then the response goes out through ``Deferred/unwind(_:)``.
+        case deferred(Deferred)
+    }
+
+    /// A request whose terminal answers later: the request as the terminal got it, and the entries the
+    /// response is still to go out through, innermost first, each with the request it passed on.
+    struct Deferred: Sendable {
+        let request: HTTPServerRequest
+        var unwinding: [(middleware: any HTTPMiddleware, request: HTTPServerRequest)] = []
+
+        /// Runs each entry's ``HTTPMiddleware/handleResponse(_:for:)``, innermost first. Loop thread.
+        func unwind(_ response: inout HTTPServerResponse) {
+            for (middleware, request) in unwinding { middleware.handleResponse(&response, for: request) }
+        }
+    }
+
+    /// ``runInline(_:from:trail:terminal:)`` with a terminal that may decline (nil): then nothing more runs
+    /// now, and the outcome tells what the terminal's task is given and which entries its response goes
+    /// out through. The trail is set as `runInline` sets it.
+    func runInlineOrDefer(_ request: consuming HTTPServerRequest, from index: Int = 0, trail: inout InlineTrail?,
+                          terminal: (HTTPServerRequest) throws -> HTTPServerResponse?) throws -> InlineOutcome {
+        guard index < entries.count else {
+            let response: HTTPServerResponse?
+            do {
+                response = try terminal(request)
+            } catch {
+                trail = InlineTrail(request: request, reached: index, chain: self)
+                throw error
+            }
+            let outcome: InlineOutcome = response.map { .answered($0) } ?? .deferred(Deferred(request: copy request))
+            trail = InlineTrail(request: request, reached: index, chain: self)
+            return outcome
+        }
+        guard case .inline(let middleware) = entries[index] else { preconditionFailure("an async entry in an inline chain") }
+        var request = request
+        let early: HTTPServerResponse?
+        do {
+            early = try middleware.handleRequest(&request)
+        } catch {
+            trail = InlineTrail(request: request, reached: index + 1, chain: self)
+            throw error
+        }
+        if let early {
+            trail = InlineTrail(request: request, reached: index + 1, chain: self)
+            return .answered(early)
+        }
+        switch try runInlineOrDefer(copy request, from: index + 1, trail: &trail, terminal: terminal) {
+        case .answered(var response):
+            middleware.handleResponse(&response, for: request)
+            return .answered(response)
+        case .deferred(var deferred):
+            deferred.unwinding.append((middleware, request))
+            return .deferred(deferred)
+        }
+    }
+
     /// Runs the chain from `index` in the calling task (on the loop), then `terminal`.
     func run(_ request: HTTPServerRequest, from index: Int, trail: Trail,
              terminal: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse) async throws -> HTTPServerResponse {

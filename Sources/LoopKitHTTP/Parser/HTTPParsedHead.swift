@@ -164,6 +164,32 @@ final class HTTPParsedHead: @unchecked Sendable {  // changed only by refill and
         }
     }
 
+    /// Whether a field is named one of `names` (canonical, lowercase): read from the field lines' bytes
+    /// while the request is not built, so that a handler that only needs to know that no such field came
+    /// does not build it.
+    func hasField(namedAnyOf names: HTTPFieldNames) -> Bool {
+        if let built = built.withLock({ $0 }) { return names.names.contains { built.headerFields.contains($0) } }
+        do {
+            let bytes = UnsafeRawBufferPointer(start: fieldLineBytes, count: fieldLineCount)
+            var position = 0
+            while position < bytes.count {
+                var colon = position
+                while colon < bytes.count, bytes[colon] != UInt8(ascii: ":"), bytes[colon] != ASCII.lf { colon += 1 }
+                let name = UnsafeRawBufferPointer(rebasing: bytes[position..<colon])
+                for candidate in names.bytes where candidate.count == name.count {
+                    let matches = candidate.elementsEqual(name) { lowercase, byte in
+                        (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte) == lowercase
+                    }
+                    if matches { return true }
+                }
+                var end = colon
+                while end < bytes.count, bytes[end] != ASCII.lf { end += 1 }
+                position = end + 1
+            }
+            return false
+        }
+    }
+
     private func makeRequest() -> HTTPRequest {
         var fields = HTTPFields()
         var host: String?
@@ -181,5 +207,17 @@ final class HTTPParsedHead: @unchecked Sendable {  // changed only by refill and
         var request = HTTPRequest(method: method, scheme: scheme, authority: targetAuthority ?? host, path: target)
         request.headerFields = fields
         return request
+    }
+}
+
+/// Field names asked for together (``HTTPParsedHead/hasField(namedAnyOf:)``), with their canonical names'
+/// bytes made once. A plain value; safe from any thread.
+struct HTTPFieldNames: Sendable {
+    let names: [HTTPField.Name]
+    let bytes: [[UInt8]]
+
+    init(_ names: [HTTPField.Name]) {
+        self.names = names
+        bytes = names.map { Array($0.canonicalName.utf8) }
     }
 }

@@ -27,12 +27,35 @@ public enum HTTPHandler: Sendable {
     /// route's upgrader (``HTTPUpgradeRoute``): the `101`, then the hand-over. Boxed like
     /// ``webSocket(_:)``.
     indirect case upgrade(HTTPUpgradeRoute)
+    /// Runs on the connection's loop thread once the body is collected, as ``sync(_:)`` does, when it can
+    /// answer at once; in a task, as ``async(_:)``, when it cannot: what ``HTTPRouter/files(_:root:options:)``
+    /// routes to (a file whose bytes it holds, still the same on disk, is answered inline; any other goes
+    /// to the work pool). Boxed like ``webSocket(_:)``.
+    indirect case inlineOrTask(HTTPInlineOrTaskRoute)
 
     /// Whether the handler reads the body as it arrives (it starts at the head).
     var streamsBody: Bool {
         switch self {
-        case .sync, .async, .webSocket, .upgrade: false
+        case .sync, .async, .webSocket, .upgrade, .inlineOrTask: false
         case .streaming, .streamingCallback: true
         }
+    }
+}
+
+/// A handler that answers inline when it can and in a task when it cannot (``HTTPHandler/inlineOrTask(_:)``).
+///
+/// A plain value; safe from any thread. Its closures run on the connection's loop thread (the task's
+/// executor is the loop).
+public struct HTTPInlineOrTaskRoute: Sendable {
+    /// Answers on the loop thread, inside the read callback that parsed the request, or returns nil
+    /// (having done nothing that shows) to have ``inTask`` answer. It must not block.
+    let inline: @Sendable (HTTPServerRequest) throws -> HTTPServerResponse?
+    /// Answers the requests ``inline`` left, as an ``HTTPHandler/async(_:)`` handler does.
+    let inTask: @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse
+
+    init(inline: @escaping @Sendable (HTTPServerRequest) throws -> HTTPServerResponse?,
+         inTask: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse) {
+        self.inline = inline
+        self.inTask = inTask
     }
 }

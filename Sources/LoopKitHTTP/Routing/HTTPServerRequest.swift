@@ -26,6 +26,10 @@ public struct HTTPServerRequest: Sendable {
     private var headStorage: HTTPParsedHead
     /// The request target (`:path`), read without building the head.
     private var target: String { headStorage.target }
+    /// The method, read without building the head.
+    var method: HTTPRequest.Method { headStorage.method }
+    /// Whether the head has a field of one of `names`, read without building the head (when it is not).
+    func hasField(namedAnyOf names: HTTPFieldNames) -> Bool { headStorage.hasField(namedAnyOf: names) }
     /// The version the client spoke.
     public var version: HTTPVersion
     /// The body, collected up to the server's ``HTTPServer/Configuration/maxBodySize``.

@@ -62,6 +62,19 @@ enum FileCalls {
         return FileInfo(status)
     }
 
+    /// `fstat(2)` of `fd`, raw.
+    static func status(of fd: Int32, path: String) throws(FileError) -> stat {
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { throw FileError(.stat, path: path, code: errno) }
+        return status
+    }
+
+    /// `stat(2)` of `path` (links followed), raw; nil when it fails.
+    static func status(at path: String) -> stat? {
+        var status = stat()
+        return stat(path, &status) == 0 ? status : nil
+    }
+
     static func info(at path: String, followingLinks: Bool) throws(FileError) -> FileInfo {
         var status = stat()
         let result = followingLinks ? stat(path, &status) : lstat(path, &status)
