@@ -71,6 +71,8 @@ struct ServeCommand: ParsableCommand {
         logger.logLevel = Logger.Level(rawValue: logLevel)!
         let group = try LoopGroup(threads: threads, name: "serve")
         var configuration = HTTPServer.Configuration(host: host, port: port)
+        // The access lines go into the sink as bytes: the same lines, without a log event each.
+        if logger.logLevel <= .info { configuration.accessLogSink = BatchedLogHandler.AccessLines(label: "loopdemo.serve", sink: sink) }
         if let maxBody { configuration.maxBodySize = maxBody }
         if let tlsCertificate, let tlsKey {
             configuration.tls = try TLSContext(.server(certificateChain: .file(tlsCertificate), privateKey: .file(tlsKey)))

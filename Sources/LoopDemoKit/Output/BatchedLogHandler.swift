@@ -1,4 +1,5 @@
 import Logging
+import LoopKitHTTP
 import Synchronization
 
 #if canImport(Glibc)
@@ -18,11 +19,51 @@ import Glibc
 public struct BatchedLogHandler: LogHandler {
     /// The buffer and the thread that writes it, shared by every handler the factory makes.
     public final class Sink: Sendable {
-        /// The lines not yet written, and the current second's formatted timestamp.
-        private struct Pending {
-            var bytes: [UInt8] = []
+        /// The lines not yet written (`count` bytes in room for `capacity`, grown by doubling), and the
+        /// current second's formatted timestamp. Appends are `memcpy`s: an array's `append(contentsOf:)`
+        /// cost about a hundred instructions each, four a line.
+        private struct Pending: ~Copyable, @unchecked Sendable {  // owns its bytes alone, used only under the sink's lock
+            var bytes: UnsafeMutableRawPointer
+            var count = 0
+            var capacity: Int
             var second = -1
             var stamp: [UInt8] = []
+
+            init(capacity: Int) {
+                self.capacity = capacity
+                bytes = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 1)
+            }
+
+            deinit {
+                bytes.deallocate()
+            }
+
+            /// Appends `part`, growing the room when it does not fit.
+            mutating func append(_ part: UnsafeRawBufferPointer) {
+                guard let source = part.baseAddress, part.count > 0 else { return }
+                if count + part.count > capacity {
+                    let grown = Swift.max(capacity * 2, count + part.count)
+                    let moved = UnsafeMutableRawPointer.allocate(byteCount: grown, alignment: 1)
+                    moved.copyMemory(from: bytes, byteCount: count)
+                    bytes.deallocate()
+                    bytes = moved
+                    capacity = grown
+                }
+                (bytes + count).copyMemory(from: source, byteCount: part.count)
+                count += part.count
+            }
+
+            mutating func append(_ byte: UInt8) {
+                withUnsafeBytes(of: byte) { append($0) }
+            }
+
+            mutating func append(_ literal: StaticString) {
+                append(UnsafeRawBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+            }
+
+            mutating func append(_ array: [UInt8]) {
+                array.withUnsafeBytes { append($0) }
+            }
 
             /// Formats the timestamp when the second has changed.
             mutating func appendStamp(_ now: Int) {
@@ -35,11 +76,11 @@ public struct BatchedLogHandler: LogHandler {
                     stamp = formatted[..<length].map { UInt8(bitPattern: $0) }
                     second = now
                 }
-                bytes.append(contentsOf: stamp)
+                append(stamp)
             }
         }
 
-        private let buffer = Mutex(Pending())
+        private let buffer = Mutex(Pending(capacity: 64 * 1024))
         private let fd: Int32
         private let interval: Duration
 
@@ -56,22 +97,33 @@ public struct BatchedLogHandler: LogHandler {
         /// from their contiguous storage: appending a string's UTF-8 view element by element cost a few
         /// hundred instructions a line.
         func append(level: Logger.Level, labelPrefix: [UInt8], message: String, metadata: String?) {
-            var second = timespec()
-            clock_gettime(CLOCK_REALTIME, &second)
             var message = message
             var metadata = metadata
-            let full = message.withUTF8 { message in
-                buffer.withLock { pending -> Bool in
-                    pending.appendStamp(second.tv_sec)
-                    pending.bytes.append(UInt8(ascii: " "))
-                    let name = Self.levelName(level)
-                    pending.bytes.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
-                    pending.bytes.append(contentsOf: labelPrefix)
-                    pending.bytes.append(contentsOf: message)
-                    if metadata != nil { metadata!.withUTF8 { pending.bytes.append(contentsOf: $0) } }
-                    pending.bytes.append(UInt8(ascii: "\n"))
-                    return pending.bytes.count >= 64 * 1024
+            message.withUTF8 { message in
+                if metadata == nil {
+                    append(level: level, labelPrefix: labelPrefix, bytes: UnsafeRawBufferPointer(message))
+                } else {
+                    metadata!.withUTF8 { append(level: level, labelPrefix: labelPrefix, bytes: UnsafeRawBufferPointer(message),
+                                                metadata: UnsafeRawBufferPointer($0)) }
                 }
+            }
+        }
+
+        /// Appends one line of `message`'s bytes (and `metadata`'s), as
+        /// ``append(level:labelPrefix:message:metadata:)`` does strings'.
+        func append(level: Logger.Level, labelPrefix: [UInt8], bytes message: UnsafeRawBufferPointer,
+                    metadata: UnsafeRawBufferPointer? = nil) {
+            var second = timespec()
+            clock_gettime(CLOCK_REALTIME, &second)
+            let full = buffer.withLock { pending -> Bool in
+                pending.appendStamp(second.tv_sec)
+                pending.append(UInt8(ascii: " "))
+                pending.append(Self.levelName(level))
+                pending.append(labelPrefix)
+                pending.append(message)
+                if let metadata { pending.append(metadata) }
+                pending.append(UInt8(ascii: "\n"))
+                return pending.count >= 64 * 1024
             }
             if full { flush() }
         }
@@ -92,8 +144,8 @@ public struct BatchedLogHandler: LogHandler {
         /// Writes everything buffered, with one `write` (more if the descriptor takes it in parts).
         public func flush() {
             let pending = buffer.withLock { pending -> [UInt8] in
-                defer { pending.bytes.removeAll(keepingCapacity: true) }
-                return pending.bytes
+                defer { pending.count = 0 }
+                return Array(UnsafeRawBufferPointer(start: pending.bytes, count: pending.count))
             }
             var offset = 0
             while offset < pending.count {
@@ -134,6 +186,26 @@ public struct BatchedLogHandler: LogHandler {
         let merged = event.metadata.map { metadata.merging($0) { $1 } } ?? metadata
         let text = merged.isEmpty ? nil : merged.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined()
         sink.append(level: event.level, labelPrefix: labelPrefix, message: event.message.description, metadata: text)
+    }
+}
+
+extension BatchedLogHandler {
+    /// A server's access log written straight into a sink's buffer (``HTTPAccessLogSink``): the line a
+    /// `Logger` of `label` would make at `info` (`TIMESTAMP info LABEL: GET /hello 200`), without the
+    /// log event and message string swift-log makes for each.
+    public final class AccessLines: HTTPAccessLogSink {
+        private let labelPrefix: [UInt8]
+        private let sink: Sink
+
+        /// Access lines of `label`, through `sink`.
+        public init(label: String, sink: Sink) {
+            labelPrefix = Array(" \(label): ".utf8)
+            self.sink = sink
+        }
+
+        public func appendAccessLine(_ line: UnsafeRawBufferPointer) {
+            sink.append(level: .info, labelPrefix: labelPrefix, bytes: line)
+        }
     }
 }
 

@@ -55,8 +55,37 @@ extension HTTPDispatcher {
     static func logAccess(status: Int, on stream: some HTTPStream) {
         let context = stream.context
         guard context.logsAccessLines, stream.exchange != nil else { return }
+        if let sink = context.accessLogSink {
+            writeAccessLine(method: stream.exchange!.head.method.rawValue, target: stream.exchange!.head.target, status: status, to: sink)
+            return
+        }
         let line = accessLine(method: stream.exchange!.head.method.rawValue, target: stream.exchange!.head.target, status: status)
         context.logger.log(level: .info, Logger.Message(stringLiteral: line), source: "LoopKitHTTP")
+    }
+
+    /// Writes `METHOD TARGET STATUS` on the stack and lends it to `sink`: no string, no log event.
+    static func writeAccessLine(method: String, target: String, status: Int, to sink: any HTTPAccessLogSink) {
+        guard status >= 100 && status <= 999 else {
+            var line = method + " " + target + " " + String(status)
+            return line.withUTF8 { sink.appendAccessLine(UnsafeRawBufferPointer($0)) }
+        }
+        var method = method, target = target
+        method.withUTF8 { method in
+            target.withUTF8 { target in
+                let length = method.count + target.count + 5
+                withUnsafeTemporaryAllocation(byteCount: length, alignment: 1) { line in
+                    let base = line.baseAddress!
+                    UnsafeMutableRawBufferPointer(rebasing: line[..<method.count]).copyMemory(from: UnsafeRawBufferPointer(method))
+                    base.storeBytes(of: UInt8(ascii: " "), toByteOffset: method.count, as: UInt8.self)
+                    UnsafeMutableRawBufferPointer(rebasing: line[(method.count + 1)..<(length - 4)]).copyMemory(from: UnsafeRawBufferPointer(target))
+                    base.storeBytes(of: UInt8(ascii: " "), toByteOffset: length - 4, as: UInt8.self)
+                    base.storeBytes(of: UInt8(ascii: "0") + UInt8(status / 100), toByteOffset: length - 3, as: UInt8.self)
+                    base.storeBytes(of: UInt8(ascii: "0") + UInt8(status / 10 % 10), toByteOffset: length - 2, as: UInt8.self)
+                    base.storeBytes(of: UInt8(ascii: "0") + UInt8(status % 10), toByteOffset: length - 1, as: UInt8.self)
+                    sink.appendAccessLine(UnsafeRawBufferPointer(line))
+                }
+            }
+        }
     }
 
     /// `METHOD TARGET STATUS`, written into the string's storage in one pass: four appends and the
@@ -89,7 +118,12 @@ extension HTTPDispatcher {
         let context = stream.context
         guard stream.exchange != nil else {
             if context.logsAccessLines {
-                context.logger.log(level: .info, Logger.Message(stringLiteral: "- - " + String(status.code)), source: "LoopKitHTTP")
+                var line = "- - " + String(status.code)
+                if let sink = context.accessLogSink {
+                    line.withUTF8 { sink.appendAccessLine(UnsafeRawBufferPointer($0)) }
+                } else {
+                    context.logger.log(level: .info, Logger.Message(stringLiteral: line), source: "LoopKitHTTP")
+                }
             }
             return
         }

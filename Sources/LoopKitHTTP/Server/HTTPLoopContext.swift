@@ -37,9 +37,11 @@ public final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one
     let requestIDFieldIsFlagged: Bool
     /// The request id field responses echo the id in (nil: none).
     let echoedRequestIDField: HTTPEchoedRequestID.Field?
-    /// The access log is on and the logger logs at `info`: decided once, as the logger's level is read
-    /// through its handler's existential (a few hundred instructions a request).
+    /// The access log is on and goes to a sink, or to a logger that logs at `info`: decided once, as the
+    /// logger's level is read through its handler's existential (a few hundred instructions a request).
     let logsAccessLines: Bool
+    /// Where access lines go as bytes (nil: the logger).
+    let accessLogSink: (any HTTPAccessLogSink)?
     @exclusivity(unchecked) var dateCache = HTTPDateCache()
     /// The loop's served connections and their drain; the HTTP connection (or, after an upgrade, the
     /// WebSocket) is each one's handler.
@@ -75,7 +77,8 @@ public final class HTTPLoopContext: @unchecked Sendable {  // loop-confined: one
         isTracing = tracing != nil
         requestIDFieldIsFlagged = configuration.requestIDField == HTTPFieldName.requestID
         echoedRequestIDField = configuration.requestIDField.map(HTTPEchoedRequestID.Field.init)
-        logsAccessLines = configuration.logsAccess && logger.logLevel <= .info
+        accessLogSink = configuration.accessLogSink
+        logsAccessLines = configuration.logsAccess && (configuration.accessLogSink != nil || logger.logLevel <= .info)
         registry = ConnectionRegistry(loop: loop)
         registry.countChanged = configuration.connectionCountChanged
         scheme = configuration.tls == nil ? "http" : "https"

@@ -110,6 +110,10 @@ public final class HTTPServer: Service, Sendable {
         /// The built-in access log: one `METHOD TARGET STATUS` line per response at `info` (default
         /// true). Turn it off when ``AccessLogMiddleware`` logs instead.
         public var logsAccess = true
+        /// Where the access log's lines go as bytes, instead of to the server's logger (nil, the default:
+        /// the logger, at `info`). With a sink the lines are written whatever the logger's level: the sink
+        /// decides what to keep. See ``HTTPAccessLogSink``.
+        public var accessLogSink: (any HTTPAccessLogSink)?
         /// Called on a connection's loop thread each time a connection opens (+1) or closes (-1), WebSockets
         /// included: the hook for an open-connections gauge (LoopKitMetrics' `HTTPServerMetrics` sets it).
         /// nil (the default) costs one check per connection.
