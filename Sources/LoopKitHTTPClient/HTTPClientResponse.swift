@@ -48,7 +48,7 @@ extension HTTPClientResponse {
 
         /// A body of `bytes`, already complete (for tests of code that calls the client).
         public init(bytes: Bytes) {
-            let stream = ResponseBodyStream(highWaterMark: .max, lowWaterMark: 0)
+            let stream = ResponseBodyStream(highWaterMark: .max, lowWaterMark: 0, onResume: {})
             if !bytes.isEmpty { _ = stream.offer(bytes) }
             stream.finish(nil)
             reader = ResponseBodyReader(stream: stream, cancel: {})
