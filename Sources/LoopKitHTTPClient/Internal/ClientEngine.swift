@@ -73,10 +73,9 @@ final class ClientEngine: CurlMultiDelegate, @unchecked Sendable {  // loop-conf
         if let totalMilliseconds { easy.setTimeout(milliseconds: totalMilliseconds) }
 
         var lines: [String] = []
-        lines.reserveCapacity(request.headerFields.count + 1)
         for field in request.headerFields { lines.append("\(field.name.rawName): \(field.value)") }
         // No `Expect: 100-continue` round trip before a body (curl's default from 1 MiB) unless asked for.
-        if request.headerFields[.expect] == nil { lines.append("Expect:") }
+        if body != nil && request.headerFields[.expect] == nil { lines.append("Expect:") }
         let method = request.method
         var bytesBody: Bytes?
         var pump: RequestBodyPump?
@@ -112,6 +111,7 @@ final class ClientEngine: CurlMultiDelegate, @unchecked Sendable {  // loop-conf
                 let engine = self
                 return ResponseBodyReader(stream: stream) { [weak engine] in engine?.cancelFromAnyThread(id) }
             },
+            pauseAfterCurl: { [unowned self] in self.pending.append { [weak self] in self?.pauseReceiving(id) } },
             completion: completion)
         easy.attach(transfer)
         guard handle.started(id: id, engine: self) else {
@@ -254,6 +254,15 @@ final class ClientEngine: CurlMultiDelegate, @unchecked Sendable {  // loop-conf
     }
 
     /// Ends `transfer`; its handle is kept for another request when `reusable` (curl reported it done, OK).
+    /// Pauses receiving for transfer `id` (its body's buffer is at its high water mark) unless it ended
+    /// meanwhile; its stream's reader resumes it. Loop thread only, outside curl.
+    private func pauseReceiving(_ id: TransferID) {
+        guard let transfer = transfer(id) else { return }
+        insideCurl += 1
+        transfer.easy.pauseReceiving()
+        insideCurl -= 1
+    }
+
     private func end(_ transfer: Transfer, error: HTTPClientError?, reusable: Bool = false) {
         transfers[transfer.id.handle] = nil
         if case .running(let multi) = lifecycle {

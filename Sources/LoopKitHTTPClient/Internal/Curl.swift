@@ -171,6 +171,7 @@ final class CurlEasy {
     /// The request's header lines, `Name: value` (curl copies the list's strings when it sends them; the
     /// list lives as long as the handle).
     func setHeaderLines(_ lines: [String]) {
+        if lines.isEmpty && headerList == nil { return }  // none before either: nothing to set
         if let headerList { curl_slist_free_all(headerList) }
         var list: UnsafeMutablePointer<curl_slist>?
         for line in lines { list = curl_slist_append(list, line) }
@@ -208,6 +209,10 @@ final class CurlEasy {
     /// - Returns: curl's code: not OK when the kept bytes could not be delivered (the write callback refused
     ///   them), and curl does not always report that transfer as done afterwards.
     func resume() -> Int32 { Int32(curl_easy_pause(handle, CURLPAUSE_CONT).rawValue) }
+
+    /// Stops receiving (curl_easy_pause with CURLPAUSE_RECV): curl stops reading the socket, holding
+    /// nothing back, until ``resume()``. Sending goes on.
+    func pauseReceiving() { _ = curl_easy_pause(handle, CURLPAUSE_RECV) }
 
     /// The response's status code (CURLINFO_RESPONSE_CODE).
     var responseCode: Int {

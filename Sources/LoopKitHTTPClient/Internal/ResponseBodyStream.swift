@@ -36,10 +36,21 @@ final class ResponseBodyStream: Sendable {
 
     var isFinished: Bool { state.withLock { $0.end != nil } }
 
-    /// Producer: hands over `bytes` unless the buffer is at its high water mark (then false: the transfer
-    /// pauses, and the bytes are offered again after the `onResume` given at init is called).
-    func offer(_ bytes: Bytes) -> Bool {
-        enum Outcome { case handToReader(CheckedContinuation<Bytes?, any Error>), buffered, full }
+    /// What ``offer(_:)`` did with the bytes.
+    enum Offered {
+        /// Taken, below the high water mark.
+        case taken
+        /// Taken, and the buffer reached the high water mark: the producer pauses now (without holding
+        /// bytes back), and `onResume` is called once the reader drains the buffer to the low water mark.
+        case takenAtHighWater
+        /// Refused: the buffer was at the high water mark already. The producer pauses and offers the bytes
+        /// again after `onResume`.
+        case refused
+    }
+
+    /// Producer: hands over `bytes` unless the buffer is at its high water mark.
+    func offer(_ bytes: Bytes) -> Offered {
+        enum Outcome { case handToReader(CheckedContinuation<Bytes?, any Error>), offered(Offered) }
         let outcome: Outcome = state.withLock { state in
             if let reader = state.reader {
                 state.reader = nil
@@ -47,18 +58,20 @@ final class ResponseBodyStream: Sendable {
             }
             guard state.buffered < highWaterMark else {
                 state.producerPaused = true
-                return .full
+                return .offered(.refused)
             }
             state.chunks.append(bytes)
             state.buffered += bytes.count
-            return .buffered
+            guard state.buffered >= highWaterMark else { return .offered(.taken) }
+            state.producerPaused = true
+            return .offered(.takenAtHighWater)
         }
         switch outcome {
         case .handToReader(let reader):
             reader.resume(returning: bytes)
-            return true
-        case .buffered: return true
-        case .full: return false
+            return .taken
+        case .offered(let offered):
+            return offered
         }
     }
 

@@ -25,13 +25,15 @@ final class Transfer: CurlTransferDelegate {
     private let later: (@escaping () -> Void) -> Void
     /// Makes the body's reader (which cancels the transfer when dropped).
     private let makeReader: (ResponseBodyStream) -> ResponseBodyReader
+    /// Pauses receiving once curl has returned (the body's buffer reached its high water mark).
+    private let pauseAfterCurl: () -> Void
 
     let id: TransferID
 
     init(
         id: TransferID, easy: CurlEasy, stream: ResponseBodyStream, pump: RequestBodyPump?, bytesBody: Bytes?, handle: HTTPClientRequestHandle,
         followsRedirects: Bool, limits: (Int, Int)?, later: @escaping (@escaping () -> Void) -> Void,
-        makeReader: @escaping (ResponseBodyStream) -> ResponseBodyReader,
+        makeReader: @escaping (ResponseBodyStream) -> ResponseBodyReader, pauseAfterCurl: @escaping () -> Void,
         completion: @escaping (Result<HTTPClientResponse, HTTPClientError>) -> Void
     ) {
         self.id = id
@@ -44,6 +46,7 @@ final class Transfer: CurlTransferDelegate {
         self.limits = limits
         self.later = later
         self.makeReader = makeReader
+        self.pauseAfterCurl = pauseAfterCurl
         self.completion = completion
     }
 
@@ -89,9 +92,19 @@ final class Transfer: CurlTransferDelegate {
             }
         }
         guard bytes.count > 0 else { return .took }
-        guard stream.offer(Bytes(copying: bytes)) else { return .pause }
-        decoded = total
-        return .took
+        switch stream.offer(Bytes(copying: bytes)) {
+        case .taken:
+            decoded = total
+            return .took
+        case .takenAtHighWater:
+            // Paused once curl returns (curl_easy_pause): answering CURL_WRITEFUNC_PAUSE instead would
+            // have curl copy the bytes it holds back, and hand them over again on resume.
+            decoded = total
+            pauseAfterCurl()
+            return .took
+        case .refused:
+            return .pause
+        }
     }
 
     func curlWantsBody(into buffer: UnsafeMutableRawBufferPointer) -> CurlReadAnswer {
