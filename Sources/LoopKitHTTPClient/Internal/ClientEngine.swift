@@ -24,7 +24,16 @@ final class ClientEngine: CurlMultiDelegate, @unchecked Sendable {  // loop-conf
     }
 
     private var lifecycle = Lifecycle.idle
-    private var watches: [Int32: (watch: Watch, readable: Bool, writable: Bool)] = [:]
+    private struct WatchEntry {
+        let watch: Watch
+        let readable: Bool
+        let writable: Bool
+        /// False while paused: curl stopped watching the socket.
+        var isActive: Bool
+    }
+
+    /// curl's sockets and what it asked them watched for.
+    private var watches: [Int32: WatchEntry] = [:]
     private var timer: ScheduledTimer?
     /// Keyed by the transfer's easy handle (what curl_multi_info_read names).
     private var transfers: [UInt: Transfer] = [:]
@@ -329,7 +338,28 @@ final class ClientEngine: CurlMultiDelegate, @unchecked Sendable {  // loop-conf
 
     func curlWatches(_ fd: Int32, readable: Bool, writable: Bool) {
         if let current = watches[fd] {
-            if current.readable == readable && current.writable == writable { return }
+            let sameInterest = current.readable == readable && current.writable == writable
+            if sameInterest && current.isActive { return }
+            if !readable && !writable {
+                // curl stops watching the socket: its connection goes idle in the cache (the next request
+                // on it asks again) or is about to be closed (curl says so before closing it, so the event
+                // is off the descriptor first). Paused and kept for the descriptor's next use, which saves
+                // a watch made and freed a keep-alive request.
+                if current.isActive {
+                    current.watch.pause()
+                    watches[fd]?.isActive = false
+                }
+                return
+            }
+            if sameInterest {
+                do {
+                    try current.watch.resume()
+                    watches[fd]?.isActive = true
+                    return
+                } catch {
+                    // libevent refused the descriptor again: a new watch is tried below.
+                }
+            }
             current.watch.cancel()
             watches[fd] = nil
         }
@@ -345,7 +375,7 @@ final class ClientEngine: CurlMultiDelegate, @unchecked Sendable {  // loop-conf
                 self.insideCurl -= 1
                 self.afterCurl()
             }
-            watches[fd] = (watch, readable, writable)
+            watches[fd] = WatchEntry(watch: watch, readable: readable, writable: writable, isActive: true)
         } catch {
             // The loop is shutting down (its observer ends every transfer) or libevent refused the
             // descriptor: the transfer then ends at its deadline, which curl's timer keeps.
