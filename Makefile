@@ -44,7 +44,7 @@ DEB_DIR        := .build/deb
 DEB_ARCH       := $(shell dpkg --print-architecture 2>/dev/null)
 DEB_MULTIARCH  := $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 
-.PHONY: all deps demo test test-swift article-examples test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build soak bench bench-core bench-callgrind bench-callgrind-http bench-callgrind-h2 bench-http bench-h2 bench-client bench-compression bench-files bench-files-callgrind bench-https bench-ws bench-main bench-pool bench-udp bench-spawn bench-startup wrk docs install install-dynamic lib header-check abi-check abi-update deb clean
+.PHONY: all deps demo test test-swift article-examples test-c test-release-client leak-check leak-check-tls install-check test-sanitize test-fuzz-corpus fuzz fuzz-build soak bench bench-core bench-callgrind bench-callgrind-http bench-callgrind-h2 bench-http bench-h2 bench-client bench-client-callgrind bench-compression bench-files bench-files-callgrind bench-https bench-ws bench-main bench-pool bench-udp bench-spawn bench-startup wrk docs install install-dynamic lib header-check abi-check abi-update deb clean
 
 all: test
 
@@ -291,6 +291,15 @@ bench-client: deps
 	$(SWIFT) build -c release --product LoopDemo
 	cd Benchmarks && $(SWIFT) build -c release --product ClientBench
 	flock /tmp/loopkit-bench.lock Benchmarks/client-bench.sh | tee Benchmarks/RESULTS-client.txt
+
+## bench-client-callgrind: instructions and allocations per keep-alive GET /hello (64 concurrent) and per MiB
+## downloaded, in the client process under callgrind, LoopKitHTTPClient (split: libcurl, libc, Swift runtime,
+## its own code) against AsyncHTTPClient (Benchmarks/client-callgrind.sh)
+bench-client-callgrind: deps
+	@command -v valgrind >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq valgrind; }
+	$(SWIFT) build -c release --product LoopDemo
+	cd Benchmarks && $(SWIFT) build -c release --product ClientBench
+	flock /tmp/loopkit-bench.lock Benchmarks/client-callgrind.sh | tee Benchmarks/RESULTS-callgrind-client.txt
 
 ## bench-https: LoopKitHTTP over TLS vs NIOHTTP1 + NIOSSL and nginx (one certificate, ECDSA P-256): keep-alive,
 ## new connections, idle TLS connection memory, 1 GiB upload; server on core 0, load on core 1

@@ -28,10 +28,11 @@ extension HTTPClient {
         /// The HTTP versions offered. Default ``HTTPVersionPolicy/automatic``.
         public var httpVersion: HTTPVersionPolicy = .automatic
         /// Response body bytes buffered for a consumer that has not read them before the transfer pauses
-        /// (curl's write callback answers CURL_WRITEFUNC_PAUSE). Default 256 KiB.
-        public var bodyHighWaterMark = 256 * 1024
-        /// Buffered bytes below which a paused transfer resumes. Default 64 KiB.
-        public var bodyLowWaterMark = 64 * 1024
+        /// (curl_easy_pause; curl stops reading the socket). Default 1 MiB: four of curl's 256 KiB reads,
+        /// so a consumer that keeps up (one on the client's loop, between two reads) never pauses it.
+        public var bodyHighWaterMark = 1024 * 1024
+        /// Buffered bytes at or below which a paused transfer resumes. Default 256 KiB.
+        public var bodyLowWaterMark = 256 * 1024
 
         /// The defaults.
         public init() {}

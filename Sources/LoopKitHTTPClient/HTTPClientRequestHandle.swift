@@ -6,7 +6,7 @@ import LoopKit
 public final class HTTPClientRequestHandle: Sendable {
     private enum State {
         case notStarted
-        case started(id: UInt, engine: ClientEngine)
+        case started(id: TransferID, engine: ClientEngine)
         case cancelled
         case ended
     }
@@ -20,7 +20,7 @@ public final class HTTPClientRequestHandle: Sendable {
     ///
     /// Safe from any thread; the request ends on the client's loop.
     public func cancel() {
-        let started: (UInt, ClientEngine)? = state.withLock { state in
+        let started: (TransferID, ClientEngine)? = state.withLock { state in
             switch state {
             case .notStarted:
                 state = .cancelled
@@ -43,7 +43,7 @@ public final class HTTPClientRequestHandle: Sendable {
     }
 
     /// The engine started the request; false when it was cancelled first. Loop thread.
-    func started(id: UInt, engine: ClientEngine) -> Bool {
+    func started(id: TransferID, engine: ClientEngine) -> Bool {
         state.withLock { state in
             guard case .notStarted = state else { return false }
             state = .started(id: id, engine: engine)

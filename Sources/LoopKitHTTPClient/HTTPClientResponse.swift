@@ -48,8 +48,8 @@ extension HTTPClientResponse {
 
         /// A body of `bytes`, already complete (for tests of code that calls the client).
         public init(bytes: Bytes) {
-            let stream = ResponseBodyStream(highWaterMark: .max, lowWaterMark: 0)
-            if !bytes.isEmpty { _ = stream.offer(bytes) }
+            let stream = ResponseBodyStream(highWaterMark: .max, lowWaterMark: 0, onResume: {})
+            if !bytes.isEmpty { _ = stream.offer(bytes) }  // taken: the mark is .max
             stream.finish(nil)
             reader = ResponseBodyReader(stream: stream, cancel: {})
         }

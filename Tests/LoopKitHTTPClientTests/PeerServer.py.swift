@@ -110,6 +110,9 @@ def handle(conn, number):
             elif route == "/connections":
                 with lock:
                     respond(conn, "200 OK", str(stats["connections"]).encode())
+            elif route == "/head":
+                conn.sendall("HTTP/1.1 299 Custom Reason\r\nContent-Length: 2\r\nx-lower: v\r\nX-Spaced:   padded value  \r\n"
+                             "Set-Cookie: a=1\r\nSet-Cookie: b=2\r\nX-Utf8: caf\u00e9\r\nbad name: dropped\r\n\r\nok".encode())
             elif route == "/echo":
                 respond(conn, "200 OK", body, [("X-Method", method)])
             else:

@@ -2,6 +2,12 @@ import HTTPTypes
 import LoopKit
 import LoopKitNet
 
+/// A transfer's identity: its easy handle (which later transfers reuse) and its serial number.
+struct TransferID: Hashable, Sendable {
+    let handle: UInt
+    let serial: UInt64
+}
+
 /// The client's state on its loop: curl's multi handle, the watches and the timer curl asked for, the
 /// transfers in flight. Every member but the two `let`s is touched on the loop's thread only (each entry
 /// point checks), so sharing the reference between threads is safe.
@@ -18,9 +24,24 @@ final class ClientEngine: CurlMultiDelegate, @unchecked Sendable {  // loop-conf
     }
 
     private var lifecycle = Lifecycle.idle
-    private var watches: [Int32: (watch: Watch, readable: Bool, writable: Bool)] = [:]
+    private struct WatchEntry {
+        let watch: Watch
+        let readable: Bool
+        let writable: Bool
+        /// False while paused: curl stopped watching the socket.
+        var isActive: Bool
+    }
+
+    /// curl's sockets and what it asked them watched for.
+    private var watches: [Int32: WatchEntry] = [:]
     private var timer: ScheduledTimer?
+    /// Keyed by the transfer's easy handle (what curl_multi_info_read names).
     private var transfers: [UInt: Transfer] = [:]
+    /// Handles of finished transfers, kept for the next requests (their options set once).
+    private var idleEasies: [CurlEasy] = []
+    /// The serial number of the last transfer started: a handle is reused, so a request's identity is
+    /// its handle and this number together.
+    private var nextSerial: UInt64 = 0
     /// Completions to call once curl has returned.
     private var pending: [() -> Void] = []
     private var insideCurl = 0
@@ -45,9 +66,12 @@ final class ClientEngine: CurlMultiDelegate, @unchecked Sendable {  // loop-conf
         guard let scheme = request.scheme, let authority = request.authority else {
             return completion(.failure(HTTPClientError(.invalidRequest, "the request has no scheme or authority: \(request)")))
         }
-        guard let easy = CurlEasy() else { return completion(.failure(HTTPClientError(.transport, "curl_easy_init failed"))) }
-        guard easy.setURL("\(scheme)://\(authority)\(request.path ?? "/")") else {
-            return completion(.failure(HTTPClientError(.invalidRequest, "curl refuses the URL \(scheme)://\(authority)\(request.path ?? "/")")))
+        guard let easy = idleEasies.popLast() ?? makeEasy() else {
+            return completion(.failure(HTTPClientError(.transport, "curl_easy_init failed")))
+        }
+        let path = request.path ?? "/"
+        guard easy.setURL("\(scheme)://\(authority)\(path)") else {
+            return completion(.failure(HTTPClientError(.invalidRequest, "curl refuses the URL \(scheme)://\(authority)\(path)")))
         }
         var totalMilliseconds = configuration.requestTimeout.map(Self.milliseconds)
         if let deadline {
@@ -55,40 +79,17 @@ final class ClientEngine: CurlMultiDelegate, @unchecked Sendable {  // loop-conf
             guard left > .zero else { return completion(.failure(HTTPClientError(.deadlineExceeded, "the deadline passed before the request started"))) }
             totalMilliseconds = min(totalMilliseconds ?? .max, Self.milliseconds(left))
         }
-        easy.setTimeouts(connectMilliseconds: Self.milliseconds(configuration.connectTimeout), totalMilliseconds: totalMilliseconds)
-        easy.setMaximumConnectionAge(seconds: max(1, Int(configuration.idleTimeout.components.seconds)))
-        let followsRedirects: Bool
-        switch configuration.redirects {
-        case .disallow:
-            followsRedirects = false
-            easy.setRedirects(follow: false, maximum: 0)
-        case .follow(let maximum):
-            followsRedirects = true
-            easy.setRedirects(follow: true, maximum: maximum)
-        }
-        var limits: (Int, Int)?
-        if case .enabled(let size, let ratio) = configuration.decompression {
-            easy.setAcceptsEncodings()
-            limits = (size, ratio)
-        }
-        switch configuration.httpVersion {
-        case .automatic: easy.setHTTPVersion(CurlHTTPVersion.http2OverTLS)
-        case .http1Only: easy.setHTTPVersion(CurlHTTPVersion.http1)
-        case .http2PriorKnowledge: easy.setHTTPVersion(CurlHTTPVersion.http2PriorKnowledge)
-        }
-        let tls = configuration.tls
-        easy.setTLS(caFile: tls.caFile, certificateFile: tls.certificateFile, privateKeyFile: tls.privateKeyFile,
-                    verifies: !tls.unsafeSkipsCertificateVerification)
-        if let proxy = configuration.proxy { easy.setProxy(proxy.url, tunnels: proxy.tunnelsPlainHTTP) } else { easy.setNoProxy() }
+        if let totalMilliseconds { easy.setTimeout(milliseconds: totalMilliseconds) }
 
         var lines: [String] = []
         for field in request.headerFields { lines.append("\(field.name.rawName): \(field.value)") }
         // No `Expect: 100-continue` round trip before a body (curl's default from 1 MiB) unless asked for.
-        if request.headerFields[.expect] == nil { lines.append("Expect:") }
+        if body != nil && request.headerFields[.expect] == nil { lines.append("Expect:") }
         let method = request.method
         var bytesBody: Bytes?
         var pump: RequestBodyPump?
-        let id = UInt(bitPattern: easy.handle)
+        nextSerial &+= 1
+        let id = TransferID(handle: UInt(bitPattern: easy.handle), serial: nextSerial)
         if let body {
             easy.setBody(length: body.knownLength)
             if method != .post { easy.setCustomMethod(method.rawValue) }
@@ -100,7 +101,7 @@ final class ClientEngine: CurlMultiDelegate, @unchecked Sendable {  // loop-conf
                 Task(executorPreference: loop) { await made.pump(makeIterator) }
             }
         } else if method == .get {
-            easy.setMethodGET()
+            // A reused handle is a GET already (CurlEasy.prepareForReuse).
         } else if method == .head {
             easy.setMethodHEAD()
         } else {
@@ -108,32 +109,80 @@ final class ClientEngine: CurlMultiDelegate, @unchecked Sendable {  // loop-conf
         }
         easy.setHeaderLines(lines)
 
-        let stream = ResponseBodyStream(highWaterMark: configuration.bodyHighWaterMark, lowWaterMark: configuration.bodyLowWaterMark)
-        stream.onResume { [weak self] in self?.resumeFromAnyThread(id) }
+        let stream = ResponseBodyStream(
+            highWaterMark: configuration.bodyHighWaterMark, lowWaterMark: configuration.bodyLowWaterMark,
+            onResume: { [weak self] in self?.resumeFromAnyThread(id) })
         let transfer = Transfer(
-            easy: easy, stream: stream, pump: pump, bytesBody: bytesBody, handle: handle, followsRedirects: followsRedirects,
-            limits: limits, later: { [unowned self] body in self.pending.append(body) },
+            id: id, easy: easy, stream: stream, pump: pump, bytesBody: bytesBody, handle: handle,
+            followsRedirects: followsRedirects, limits: decodingLimits,
+            later: { [unowned self] body in self.pending.append(body) },
             makeReader: { [weak self] stream in
                 let engine = self
                 return ResponseBodyReader(stream: stream) { [weak engine] in engine?.cancelFromAnyThread(id) }
             },
+            pauseAfterCurl: { [unowned self] in self.pending.append { [weak self] in self?.pauseReceiving(id) } },
             completion: completion)
         easy.attach(transfer)
         guard handle.started(id: id, engine: self) else {
             pump?.cancel()
             return completion(.failure(HTTPClientError(.cancelled, "the request was cancelled before it started")))
         }
-        transfers[id] = transfer
+        transfers[id.handle] = transfer
         insideCurl += 1
         let added = multi.add(easy)
         insideCurl -= 1
         if !added {
-            transfers[id] = nil
+            transfers[id.handle] = nil
             pump?.cancel()
             return completion(.failure(HTTPClientError(.transport, "curl_multi_add_handle refused the request")))
         }
         afterCurl()
     }
+
+    /// A new easy handle with the options of the client's configuration, which every request keeps.
+    private func makeEasy() -> CurlEasy? {
+        guard let easy = CurlEasy() else { return nil }
+        easy.setTimeouts(connectMilliseconds: Self.milliseconds(configuration.connectTimeout), totalMilliseconds: nil)
+        easy.setMaximumConnectionAge(seconds: max(1, Int(configuration.idleTimeout.components.seconds)))
+        switch configuration.redirects {
+        case .disallow: easy.setRedirects(follow: false, maximum: 0)
+        case .follow(let maximum): easy.setRedirects(follow: true, maximum: maximum)
+        }
+        if case .enabled = configuration.decompression { easy.setAcceptsEncodings() }
+        switch configuration.httpVersion {
+        case .automatic: easy.setHTTPVersion(CurlHTTPVersion.http2OverTLS)
+        case .http1Only: easy.setHTTPVersion(CurlHTTPVersion.http1)
+        case .http2PriorKnowledge: easy.setHTTPVersion(CurlHTTPVersion.http2PriorKnowledge)
+        }
+        let tls = configuration.tls
+        easy.setTLS(caFile: tls.caFile, certificateFile: tls.certificateFile, privateKeyFile: tls.privateKeyFile,
+                    verifies: !tls.unsafeSkipsCertificateVerification)
+        if let proxy = configuration.proxy { easy.setProxy(proxy.url, tunnels: proxy.tunnelsPlainHTTP) } else { easy.setNoProxy() }
+        easy.setNoProxyExceptions()
+        return easy
+    }
+
+    private var followsRedirects: Bool {
+        if case .follow = configuration.redirects { return true }
+        return false
+    }
+
+    private var decodingLimits: (Int, Int)? {
+        if case .enabled(let size, let ratio) = configuration.decompression { return (size, ratio) }
+        return nil
+    }
+
+    /// Keeps the handle of a transfer that succeeded for the next request (what curl advises: a reused
+    /// handle keeps its options, its receive buffer and its resolved state, where curl_easy_init and
+    /// curl_easy_cleanup cost about 14,000 instructions a request). Up to ``maximumIdleEasies``; a handle
+    /// whose transfer failed or was stopped is freed instead.
+    private func recycle(_ easy: CurlEasy) {
+        guard idleEasies.count < maximumIdleEasies else { return }
+        easy.prepareForReuse()
+        idleEasies.append(easy)
+    }
+
+    private var maximumIdleEasies: Int { max(1, min(configuration.maximumIdleConnections, 256)) }
 
     private func runningMulti(_ completion: (Result<HTTPClientResponse, HTTPClientError>) -> Void) -> CurlMulti? {
         switch lifecycle {
@@ -171,16 +220,22 @@ final class ClientEngine: CurlMultiDelegate, @unchecked Sendable {  // loop-conf
 
     // MARK: ending transfers
 
+    /// The transfer `id` while it is in flight.
+    private func transfer(_ id: TransferID) -> Transfer? {
+        guard let transfer = transfers[id.handle], transfer.id.serial == id.serial else { return nil }
+        return transfer
+    }
+
     /// Ends transfer `id` with `error` unless it already ended. Loop thread only, outside curl.
-    func cancel(_ id: UInt, with error: HTTPClientError) {
+    func cancel(_ id: TransferID, with error: HTTPClientError) {
         precondition(loop.isCurrent)
-        guard let transfer = transfers[id] else { return }
+        guard let transfer = transfer(id) else { return }
         transfer.abortReason = transfer.abortReason ?? error
         end(transfer, error: error)
         afterCurl()
     }
 
-    private func cancelFromAnyThread(_ id: UInt) {
+    private func cancelFromAnyThread(_ id: TransferID) {
         do {
             try loop.enqueue { [self] in cancel(id, with: HTTPClientError(.cancelled, "the response body was dropped unread")) }
         } catch {
@@ -188,16 +243,16 @@ final class ClientEngine: CurlMultiDelegate, @unchecked Sendable {  // loop-conf
         }
     }
 
-    private func resumeFromAnyThread(_ id: UInt) {
+    private func resumeFromAnyThread(_ id: TransferID) {
         do {
             try loop.enqueue { [self] in
-                guard let transfer = transfers[id] else { return }
+                guard let transfer = transfer(id) else { return }
                 insideCurl += 1
                 let code = transfer.easy.resume()
                 insideCurl -= 1
                 // A limit tripped while curl handed over the bytes it kept: the transfer ends here (curl
                 // may not report it done from inside curl_easy_pause).
-                if transfers[id] === transfer, transfer.abortReason != nil || code != CurlCode.ok {
+                if transfers[id.handle] === transfer, transfer.abortReason != nil || code != CurlCode.ok {
                     end(transfer, error: transfer.abortReason ?? .curl(code, detail: transfer.easy.errorDetail))
                 }
                 afterCurl()
@@ -207,9 +262,22 @@ final class ClientEngine: CurlMultiDelegate, @unchecked Sendable {  // loop-conf
         }
     }
 
-    private func end(_ transfer: Transfer, error: HTTPClientError?) {
-        transfers[transfer.id] = nil
-        if case .running(let multi) = lifecycle { multi.remove(transfer.easy) }
+    /// Ends `transfer`; its handle is kept for another request when `reusable` (curl reported it done, OK).
+    /// Pauses receiving for transfer `id` (its body's buffer is at its high water mark) unless it ended
+    /// meanwhile; its stream's reader resumes it. Loop thread only, outside curl.
+    private func pauseReceiving(_ id: TransferID) {
+        guard let transfer = transfer(id) else { return }
+        insideCurl += 1
+        transfer.easy.pauseReceiving()
+        insideCurl -= 1
+    }
+
+    private func end(_ transfer: Transfer, error: HTTPClientError?, reusable: Bool = false) {
+        transfers[transfer.id.handle] = nil
+        if case .running(let multi) = lifecycle {
+            multi.remove(transfer.easy)
+            if reusable && error == nil && transfer.abortReason == nil { recycle(transfer.easy) }
+        }
         transfer.handle.ended()
         transfer.finish(error)
     }
@@ -226,6 +294,7 @@ final class ClientEngine: CurlMultiDelegate, @unchecked Sendable {  // loop-conf
             transfer.abortReason = transfer.abortReason ?? error
             end(transfer, error: error)
         }
+        idleEasies.removeAll()
         for entry in watches.values { entry.watch.cancel() }
         watches.removeAll()
         timer?.cancel()
@@ -253,7 +322,7 @@ final class ClientEngine: CurlMultiDelegate, @unchecked Sendable {  // loop-conf
                         error = .curl(done.code, detail: transfer.easy.errorDetail)
                     }
                 }
-                end(transfer, error: error)
+                end(transfer, error: error, reusable: done.code == CurlCode.ok)
             }
         }
         runPending()
@@ -269,7 +338,28 @@ final class ClientEngine: CurlMultiDelegate, @unchecked Sendable {  // loop-conf
 
     func curlWatches(_ fd: Int32, readable: Bool, writable: Bool) {
         if let current = watches[fd] {
-            if current.readable == readable && current.writable == writable { return }
+            let sameInterest = current.readable == readable && current.writable == writable
+            if sameInterest && current.isActive { return }
+            if !readable && !writable {
+                // curl stops watching the socket: its connection goes idle in the cache (the next request
+                // on it asks again) or is about to be closed (curl says so before closing it, so the event
+                // is off the descriptor first). Paused and kept for the descriptor's next use, which saves
+                // a watch made and freed a keep-alive request.
+                if current.isActive {
+                    current.watch.pause()
+                    watches[fd]?.isActive = false
+                }
+                return
+            }
+            if sameInterest {
+                do {
+                    try current.watch.resume()
+                    watches[fd]?.isActive = true
+                    return
+                } catch {
+                    // libevent refused the descriptor again: a new watch is tried below.
+                }
+            }
             current.watch.cancel()
             watches[fd] = nil
         }
@@ -285,7 +375,7 @@ final class ClientEngine: CurlMultiDelegate, @unchecked Sendable {  // loop-conf
                 self.insideCurl -= 1
                 self.afterCurl()
             }
-            watches[fd] = (watch, readable, writable)
+            watches[fd] = WatchEntry(watch: watch, readable: readable, writable: writable, isActive: true)
         } catch {
             // The loop is shutting down (its observer ends every transfer) or libevent refused the
             // descriptor: the transfer then ends at its deadline, which curl's timer keeps.

@@ -72,7 +72,7 @@ final class CurlEasy {
     private var headerList: UnsafeMutablePointer<curl_slist>?
     /// Storage curl keeps pointers to (CURLOPT_ERRORBUFFER).
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
-    /// Strings curl copies anyway, kept so nothing dangles while options are set.
+    /// The transfer curl's callbacks reach (weak: the transfer owns the handle).
     private weak var delegate: (any CurlTransferDelegate)?
 
     /// The most body bytes curl reads from the socket and hands the write callback at once
@@ -118,10 +118,26 @@ final class CurlEasy {
         lk_curl_easy_setopt_off(handle, option, value) == CURLE_OK
     }
 
+    /// Unsets a string option (a null pointer: curl's default).
+    func unset(_ option: CURLoption) { _ = lk_curl_easy_setopt_pointer(handle, option, nil) }
+
+    /// Undoes what a request set on a handle that carried one before (``ClientEngine`` reuses a handle
+    /// whose transfer succeeded): back to a `GET` with no body, no custom method, no deadline, and no
+    /// stale failure text. The options of the client's configuration stay as they were set.
+    func prepareForReuse() {
+        set(CURLOPT_HTTPGET, 1)  // also clears CURLOPT_NOBODY and uploading
+        unset(CURLOPT_CUSTOMREQUEST)
+        set(CURLOPT_POSTFIELDSIZE_LARGE, offset: -1)
+        set(CURLOPT_TIMEOUT_MS, 0)
+        errorBuffer[0] = 0
+    }
+
     func setURL(_ url: String) -> Bool { set(CURLOPT_URL, url) }
     func setMethodGET() { set(CURLOPT_HTTPGET, 1) }
     func setMethodHEAD() { set(CURLOPT_NOBODY, 1) }
     func setCustomMethod(_ method: String) { set(CURLOPT_CUSTOMREQUEST, method) }
+    /// The deadline of the whole transfer (CURLOPT_TIMEOUT_MS); ``prepareForReuse()`` clears it.
+    func setTimeout(milliseconds: Int) { set(CURLOPT_TIMEOUT_MS, max(1, milliseconds)) }
     func setTimeouts(connectMilliseconds: Int, totalMilliseconds: Int?) {
         set(CURLOPT_CONNECTTIMEOUT_MS, connectMilliseconds)
         if let totalMilliseconds { set(CURLOPT_TIMEOUT_MS, max(1, totalMilliseconds)) }
@@ -148,10 +164,14 @@ final class CurlEasy {
         set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
     }
     func setNoProxy() { set(CURLOPT_PROXY, "") }
+    /// No host bypasses the proxy, and `no_proxy` in the environment is not read (curl reads it, twice,
+    /// for every transfer otherwise).
+    func setNoProxyExceptions() { set(CURLOPT_NOPROXY, "") }
 
     /// The request's header lines, `Name: value` (curl copies the list's strings when it sends them; the
     /// list lives as long as the handle).
     func setHeaderLines(_ lines: [String]) {
+        if lines.isEmpty && headerList == nil { return }  // none before either: nothing to set
         if let headerList { curl_slist_free_all(headerList) }
         var list: UnsafeMutablePointer<curl_slist>?
         for line in lines { list = curl_slist_append(list, line) }
@@ -167,9 +187,14 @@ final class CurlEasy {
         _ = lk_curl_easy_setopt_seek_callback(handle, curlSeek)
     }
 
-    /// Connects the handle's callbacks to `delegate` (held weakly; its owner keeps it as long as the handle).
+    private var isAttached = false
+
+    /// Connects the handle's callbacks to `delegate` (held weakly; its owner keeps it as long as the
+    /// handle), replacing the one of the handle's last transfer.
     func attach(_ delegate: any CurlTransferDelegate & AnyObject) {
         self.delegate = delegate
+        guard !isAttached else { return }
+        isAttached = true
         let context = Unmanaged.passUnretained(self).toOpaque()
         _ = lk_curl_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, context)
         _ = lk_curl_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, context)
@@ -184,6 +209,10 @@ final class CurlEasy {
     /// - Returns: curl's code: not OK when the kept bytes could not be delivered (the write callback refused
     ///   them), and curl does not always report that transfer as done afterwards.
     func resume() -> Int32 { Int32(curl_easy_pause(handle, CURLPAUSE_CONT).rawValue) }
+
+    /// Stops receiving (curl_easy_pause with CURLPAUSE_RECV): curl stops reading the socket, holding
+    /// nothing back, until ``resume()``. Sending goes on.
+    func pauseReceiving() { _ = curl_easy_pause(handle, CURLPAUSE_RECV) }
 
     /// The response's status code (CURLINFO_RESPONSE_CODE).
     var responseCode: Int {

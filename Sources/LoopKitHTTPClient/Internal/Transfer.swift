@@ -14,8 +14,7 @@ final class Transfer: CurlTransferDelegate {
     private var completion: ((Result<HTTPClientResponse, HTTPClientError>) -> Void)?
     private let followsRedirects: Bool
     private let limits: (maximumSize: Int, maximumRatio: Int)?
-    private var status: HTTPResponse.Status?
-    private var fields = HTTPFields()
+    private var head = ResponseHeadParser()
     private(set) var headIsComplete = false
     /// Why the client stopped the transfer (a limit, cancellation, shutdown): reported instead of curl's code.
     var abortReason: HTTPClientError?
@@ -26,15 +25,18 @@ final class Transfer: CurlTransferDelegate {
     private let later: (@escaping () -> Void) -> Void
     /// Makes the body's reader (which cancels the transfer when dropped).
     private let makeReader: (ResponseBodyStream) -> ResponseBodyReader
+    /// Pauses receiving once curl has returned (the body's buffer reached its high water mark).
+    private let pauseAfterCurl: () -> Void
 
-    var id: UInt { UInt(bitPattern: easy.handle) }
+    let id: TransferID
 
     init(
-        easy: CurlEasy, stream: ResponseBodyStream, pump: RequestBodyPump?, bytesBody: Bytes?, handle: HTTPClientRequestHandle,
+        id: TransferID, easy: CurlEasy, stream: ResponseBodyStream, pump: RequestBodyPump?, bytesBody: Bytes?, handle: HTTPClientRequestHandle,
         followsRedirects: Bool, limits: (Int, Int)?, later: @escaping (@escaping () -> Void) -> Void,
-        makeReader: @escaping (ResponseBodyStream) -> ResponseBodyReader,
+        makeReader: @escaping (ResponseBodyStream) -> ResponseBodyReader, pauseAfterCurl: @escaping () -> Void,
         completion: @escaping (Result<HTTPClientResponse, HTTPClientError>) -> Void
     ) {
+        self.id = id
         self.easy = easy
         self.stream = stream
         self.pump = pump
@@ -44,6 +46,7 @@ final class Transfer: CurlTransferDelegate {
         self.limits = limits
         self.later = later
         self.makeReader = makeReader
+        self.pauseAfterCurl = pauseAfterCurl
         self.completion = completion
     }
 
@@ -51,28 +54,17 @@ final class Transfer: CurlTransferDelegate {
 
     func curlReceivedHeaderLine(_ line: UnsafeRawBufferPointer) {
         guard !headIsComplete else { return }  // trailers
-        // The line's end trimmed as bytes: "\r\n" is one Character in a Swift string.
-        var end = line.count
-        while end > 0 && (line[end - 1] == 0x0A || line[end - 1] == 0x0D) { end -= 1 }
-        let text = String(decoding: UnsafeRawBufferPointer(rebasing: line[..<end]), as: UTF8.self)
-        if text.hasPrefix("HTTP/") {
-            let parts = text.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
-            let code = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
-            status = HTTPResponse.Status(code: code, reasonPhrase: parts.count > 2 ? String(parts[2]) : "")
-            fields = HTTPFields()
-        } else if text.isEmpty {
-            guard let status else { return }
-            if status.kind == .informational { return }
-            let redirects: Set<Int> = [301, 302, 303, 307, 308]
-            if followsRedirects && redirects.contains(status.code) && fields[.location] != nil { return }
-            headIsComplete = true
-            isEncoded = fields[.contentEncoding].map { $0.lowercased() != "identity" } ?? false
-            deliverHead()
-        } else if let colon = text.firstIndex(of: ":"),
-            let name = HTTPField.Name(String(text[..<colon]).trimmingSpaces)
-        {
-            fields.append(HTTPField(name: name, value: String(text[text.index(after: colon)...]).trimmingSpaces))
+        guard case .end = head.read(line), let status = head.status else { return }
+        if status.kind == .informational { return }
+        if followsRedirects && head.hasLocation {
+            switch status.code {
+            case 301, 302, 303, 307, 308: return  // curl follows it: the next head is the response's
+            default: break
+            }
         }
+        headIsComplete = true
+        isEncoded = head.isEncoded
+        deliverHead()
     }
 
     func curlReceivedBody(_ bytes: UnsafeRawBufferPointer) -> CurlWriteAnswer {
@@ -100,9 +92,19 @@ final class Transfer: CurlTransferDelegate {
             }
         }
         guard bytes.count > 0 else { return .took }
-        guard stream.offer(Bytes(copying: bytes)) else { return .pause }
-        decoded = total
-        return .took
+        switch stream.offer(Bytes(copying: bytes)) {
+        case .taken:
+            decoded = total
+            return .took
+        case .takenAtHighWater:
+            // Paused once curl returns (curl_easy_pause): answering CURL_WRITEFUNC_PAUSE instead would
+            // have curl copy the bytes it holds back, and hand them over again on resume.
+            decoded = total
+            pauseAfterCurl()
+            return .took
+        case .refused:
+            return .pause
+        }
     }
 
     func curlWantsBody(into buffer: UnsafeMutableRawBufferPointer) -> CurlReadAnswer {
@@ -129,9 +131,9 @@ final class Transfer: CurlTransferDelegate {
     private func deliverHead() {
         guard let completion else { return }
         self.completion = nil
-        var head = HTTPResponse(status: status ?? HTTPResponse.Status(code: easy.responseCode))
-        head.headerFields = fields
-        let response = HTTPClientResponse(head: head, httpVersion: easy.httpVersion, body: .init(reader: makeReader(stream)))
+        var responseHead = HTTPResponse(status: head.status ?? HTTPResponse.Status(code: easy.responseCode))
+        responseHead.headerFields = head.fields
+        let response = HTTPClientResponse(head: responseHead, httpVersion: easy.httpVersion, body: .init(reader: makeReader(stream)))
         later { completion(.success(response)) }
     }
 
@@ -148,14 +150,5 @@ final class Transfer: CurlTransferDelegate {
             deliverHead()
         }
         stream.finish(error)
-    }
-}
-
-extension String {
-    fileprivate var trimmingSpaces: String {
-        var scalars = Substring(self)
-        while scalars.first == " " || scalars.first == "\t" { scalars.removeFirst() }
-        while scalars.last == " " || scalars.last == "\t" { scalars.removeLast() }
-        return String(scalars)
     }
 }
