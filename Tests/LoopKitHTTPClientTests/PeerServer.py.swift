@@ -40,11 +40,12 @@ def read_request(f):
             f.readline()
     return parts[0], parts[1], headers, body
 
-def respond(conn, status, body, headers=()):
+def respond(conn, status, body, headers=(), head_only=False):
     head = "HTTP/1.1 %s\r\nContent-Length: %d\r\n" % (status, len(body))
     for name, value in headers:
         head += "%s: %s\r\n" % (name, value)
-    conn.sendall(head.encode() + b"\r\n" + body)
+    # A response to HEAD has no body (RFC 9110 9.3.2): bytes after it would be a broken connection to curl.
+    conn.sendall(head.encode() + b"\r\n" + (b"" if head_only else body))
 
 def send_watching(conn, data):
     view = memoryview(data)
@@ -71,7 +72,8 @@ def handle(conn, number):
             served += 1
             route, _, query = path.partition("?")
             if route == "/hello":
-                respond(conn, "200 OK", b"hello from connection %d" % number, [("Content-Type", "text/plain")])
+                respond(conn, "200 OK", b"hello from connection %d" % number, [("Content-Type", "text/plain")],
+                        head_only=method == "HEAD")
             elif route == "/slow":
                 with lock:
                     stats["slow"] += 1

@@ -66,3 +66,32 @@ struct AccessLogSinkTests {
         #expect(silent.all.isEmpty)
     }
 }
+
+/// A request's identity lives with its head: a middleware that replaces the head keeps it.
+@Suite("Request identity across a replaced head")
+struct RequestIdentityTests {
+    @Test(arguments: HTTPTestMode.everyProtocol)
+    func aReplacedHeadKeepsTheRequestsIDStartAndRouteAndTheEchoedID(mode: HTTPTestMode) throws {
+        let seen = Mutex<[String]>([])
+        var router = HTTPRouter()
+        router.use(before: { request in
+            let id = request.id, start = request.startTime
+            var head = request.head
+            head.headerFields[.userAgent] = "replaced"
+            request.head = head
+            #expect(request.id == id && request.startTime == start)
+            return nil
+        })
+        router.get("/items/:id") { request in
+            seen.withLock { $0.append("\(request.id) \(request.route ?? "-") \(request.head.headerFields[.userAgent] ?? "-")") }
+            return .text("ok")
+        }
+        let client = try HTTPTestClient(router: router, mode: mode)
+        defer { client.shutDown() }
+        let given = try client.execute(.get, "/items/7", headerFields: [HTTPFieldName.requestID: "client-id-1"])
+        let made = try client.execute(.get, "/items/8")
+        #expect(given.headerFields[HTTPFieldName.requestID] == "client-id-1")
+        let madeID = try #require(made.headerFields[HTTPFieldName.requestID])
+        #expect(seen.withLock { $0 } == ["client-id-1 /items/:id replaced", "\(madeID) /items/:id replaced"])
+    }
+}

@@ -24,6 +24,14 @@ struct ResponseEncoderTests {
         #expect(text == "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Length: 2\r\n\r\nhi")
     }
 
+    @Test(arguments: [0, 7, 10, 42, 99, 100, 101, 999, 1_000, 65_535, 123_456, 1_000_000_007, Int.max])
+    func contentLengthIsTheLengthInDecimal(length: Int) {
+        let text = encoded { encoder in
+            encoder.appendHead(HTTPResponse(status: .ok), framing: .length(length), keepAlive: true, http10: false, date: date)
+        }
+        #expect(text.contains("\r\nContent-Length: \(length)\r\n"))
+    }
+
     /// A response larger than the space lent stores nothing past it and reports the exact size it needs,
     /// the size its connection lends the second time.
     @Test func aResponseThatDoesNotFitReportsTheSizeItNeedsAndWritesNothingPastTheSpace() {

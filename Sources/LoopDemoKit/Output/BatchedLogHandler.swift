@@ -22,7 +22,7 @@ public struct BatchedLogHandler: LogHandler {
         /// The lines not yet written (`count` bytes in room for `capacity`, grown by doubling), and the
         /// current second's formatted timestamp. Appends are `memcpy`s: an array's `append(contentsOf:)`
         /// cost about a hundred instructions each, four a line.
-        private struct Pending: ~Copyable, @unchecked Sendable {  // owns its bytes alone, used only under the sink's lock
+        private struct Pending: ~Copyable, @unchecked Sendable {  // owns its bytes alone, used only under the sink's lock (the lock's region check needs it Sendable)
             var bytes: UnsafeMutableRawPointer
             var count = 0
             var capacity: Int
@@ -192,7 +192,8 @@ public struct BatchedLogHandler: LogHandler {
 extension BatchedLogHandler {
     /// A server's access log written straight into a sink's buffer (``HTTPAccessLogSink``): the line a
     /// `Logger` of `label` would make at `info` (`TIMESTAMP info LABEL: GET /hello 200`), without the
-    /// log event and message string swift-log makes for each.
+    /// log event and message string swift-log makes for each. Safe from any thread (the sink's lock): every
+    /// loop of a server appends through it at once.
     public final class AccessLines: HTTPAccessLogSink {
         private let labelPrefix: [UInt8]
         private let sink: Sink

@@ -183,7 +183,9 @@ struct HTTPFileServer: Sendable {
             return nilUnlessSent ? nil : Self.notFound
         case .read(let contents, let opened, let identity)?:
             let validators = validators(of: opened)
-            if let cacheKey, coding == nil {
+            // A file changed within its timestamps' granularity is not kept: a rewrite of the same size
+            // could follow unseen by the identity the cache checks.
+            if let cacheKey, coding == nil, !identity.changedTooRecentlyToKeep {
                 cache.insert(HTTPFileCache.Entry(path: servedPath, identity: identity, info: opened, contents: contents, name: name,
                                                  validators: validators, contentType: options.contentTypes.type(forFileNamed: name)),
                              for: cacheKey)

@@ -201,26 +201,40 @@ struct HTTPResponseEncoder {
         appendLineEnd()
     }
 
+    /// Appends `value` (not negative) in decimal: two digits at a time from a literal's pairs "00"–"99",
+    /// written backwards into a word-sized scratch and copied once (a digit count and a division per digit
+    /// cost about a hundred instructions for a short body's length).
     private mutating func appendDecimal(_ value: Int) {
         if value < 10 {
             append(byte: UInt8(ascii: "0") + UInt8(value))
             return
         }
-        var digits = 0
-        var rest = value
-        while rest > 0 {
-            digits += 1
-            rest /= 10
-        }
-        if count + digits <= capacity {
-            rest = value
-            for index in stride(from: count + digits - 1, through: count, by: -1) {
-                base!.storeBytes(of: UInt8(ascii: "0") + UInt8(rest % 10), toByteOffset: index, as: UInt8.self)
-                rest /= 10
+        let pairs = UnsafeRawPointer(Self.digitPairs.utf8Start)
+        withUnsafeTemporaryAllocation(byteCount: 20, alignment: 8) { scratch in
+            var rest = UInt(value)
+            var start = 20
+            while rest >= 100 {
+                let pair = Int(rest % 100)
+                rest /= 100
+                start -= 2
+                scratch.storeBytes(of: pairs.loadUnaligned(fromByteOffset: pair * 2, as: UInt16.self), toByteOffset: start, as: UInt16.self)
             }
+            if rest >= 10 {
+                start -= 2
+                scratch.storeBytes(of: pairs.loadUnaligned(fromByteOffset: Int(rest) * 2, as: UInt16.self), toByteOffset: start, as: UInt16.self)
+            } else {
+                start -= 1
+                scratch[start] = UInt8(ascii: "0") + UInt8(rest)
+            }
+            append(UnsafeRawBufferPointer(rebasing: scratch[start...]))
         }
-        count += digits
     }
+
+    private static let digitPairs: StaticString = """
+        00010203040506070809101112131415161718192021222324252627282930313233343536373839\
+        40414243444546474849505152535455565758596061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899
+        """
 
     /// Appends the id numbered `number` of the generator whose prefix is `prefix`.
     private mutating func appendMadeID(_ number: UInt64, prefix: HTTPRequestIDGenerator.Prefix) {

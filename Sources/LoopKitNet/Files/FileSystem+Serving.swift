@@ -36,6 +36,22 @@ package struct FileIdentity: Sendable, Hashable {
             && lhs.changed.tv_sec == rhs.changed.tv_sec && lhs.changed.tv_nsec == rhs.changed.tv_nsec
     }
 
+    /// Whether the file changed so recently that a later change could leave this identity as it is: its
+    /// modification or change time lies within the file system's timestamp granularity of now (the "racy"
+    /// rule of git's index). Timestamps are taken from a coarse clock on kernels before 6.13 (a tick, up to
+    /// 10 ms) and in whole seconds on some file systems (their nanoseconds are then zero): a same-size
+    /// rewrite within that time keeps every field of the identity, so a copy kept of such a file could be
+    /// stale for good. Reads the real-time clock.
+    package var changedTooRecentlyToKeep: Bool {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let wholeSeconds = modified.tv_nsec == 0 && changed.tv_nsec == 0
+        let window: Int64 = wholeSeconds ? 2_000_000_000 : 50_000_000
+        func nanoseconds(_ time: timespec) -> Int64 { Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec) }
+        let latest = Swift.max(nanoseconds(modified), nanoseconds(changed))
+        return latest > nanoseconds(now) - window
+    }
+
     package func hash(into hasher: inout Hasher) {
         hasher.combine(inode)
         hasher.combine(size)

@@ -104,7 +104,7 @@ final class LoopIOBuffers {
             // Often empty (async readers write later), often one or two entries (a response's head and
             // body): removed one by one, as `removeAll(keepingCapacity:)` goes through a generic
             // `replaceSubrange` of about 150 instructions.
-            if entries.count <= 4 {
+            if entries.count <= 4 && entries.capacity <= 256 {
                 while !entries.isEmpty { entries.removeLast() }
             } else {
                 entries.removeAll(keepingCapacity: entries.capacity <= 256)
