@@ -16,7 +16,7 @@ import Glibc
 struct ServeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Serve /hello, /echo, /stream?bytes=N and /work?items=N over HTTP/1.1 (SIGINT/SIGTERM stop it gracefully)."
+        abstract: "Serve /hello, /echo, /stream?bytes=N and /work?items=N over HTTP/1.1 and HTTP/2: h2c by prior knowledge, h2 over TLS (--tls-cert, --tls-key) by ALPN; SIGINT/SIGTERM stop it gracefully."
     )
 
     @Option(help: "The numeric IPv4 or IPv6 address to listen on.")
