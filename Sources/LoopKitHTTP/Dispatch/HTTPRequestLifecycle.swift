@@ -134,7 +134,7 @@ extension HTTPDispatcher {
         if !stream.exchange!.hasMiddlewareTrail {
             // Refused before the chain ran: its `responseEnded` hooks (an access log, metrics) see it.
             let exchange = stream.exchange!
-            let request = HTTPServerRequest(of: exchange, body: [], parameters: exchange.parameters, server: context)
+            let request = HTTPServerRequest.of(exchange, body: [], parameters: exchange.parameters, server: context)
             let summary = HTTPResponseSummary(status: status, bodyBytes: bodyBytes, startTime: exchange.startTime,
                                               endTime: .now, isComplete: true)
             context.router.middleware.responseEnded(summary, for: request, reached: .max)

@@ -83,26 +83,6 @@ public struct HTTPServerRequest: Sendable {
     /// (``logger`` adds the id when asked).
     private let server: HTTPLoopContext
 
-    /// The request of `exchange`, with `body` and the route's `parameters`.
-    init(of exchange: HTTPExchange, body: Bytes, parameters: HTTPPathParameters, server: HTTPLoopContext) {
-        headStorage = exchange.head.storage
-        version = exchange.head.version
-        self.body = body
-        self.parameters = parameters
-        if let serviceContext = exchange.extras?.serviceContext { changes = Changes(serviceContext: serviceContext, logger: nil) }
-        self.server = server
-    }
-
-    /// A request of a built head, with no exchange behind it (for the fuzzers and tests): id `id`, started
-    /// now, routed by no route.
-    init(head: HTTPRequest, version: HTTPVersion, body: Bytes, parameters: HTTPPathParameters, id: String, server: HTTPLoopContext) {
-        headStorage = HTTPParsedHead(built: head)
-        headStorage.identify(id: id, startTime: .now)
-        self.version = version
-        self.body = body
-        self.parameters = parameters
-        self.server = server
-    }
 
     /// The path without the query: the part of the request target before `?`.
     public var path: Substring { headStorage.path }
@@ -158,5 +138,29 @@ public struct HTTPPathParameters: Sendable, Hashable {
             hasher.combine(pair.name)
             hasher.combine(pair.value)
         }
+    }
+}
+
+// The initializers live in an extension so that the struct keeps its memberwise initializer: a request made
+// by it is one value, where an initializer that assigns `self`'s properties one by one left the optimizer a
+// copy of the whole request, and the copy's destruction, on every request (about 300 instructions).
+extension HTTPServerRequest {
+    /// The request of `exchange`, with `body` and the route's `parameters`.
+    @inline(__always)
+    static func of(_ exchange: HTTPExchange, body: Bytes, parameters: HTTPPathParameters, server: HTTPLoopContext) -> HTTPServerRequest {
+        HTTPServerRequest(headStorage: exchange.head.storage, version: exchange.head.version, body: body, parameters: parameters,
+                          changes: exchange.extras?.serviceContext.map { Changes(serviceContext: $0, logger: nil) },
+                          server: server)
+    }
+
+    /// A request of a built head, with no exchange behind it (for the fuzzers and tests): id `id`, started
+    /// now, routed by no route.
+    init(head: HTTPRequest, version: HTTPVersion, body: Bytes, parameters: HTTPPathParameters, id: String, server: HTTPLoopContext) {
+        headStorage = HTTPParsedHead(built: head)
+        headStorage.identify(id: id, startTime: .now)
+        self.version = version
+        self.body = body
+        self.parameters = parameters
+        self.server = server
     }
 }
