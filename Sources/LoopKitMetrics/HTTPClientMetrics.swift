@@ -4,7 +4,7 @@ import LoopKit
 import LoopKitHTTPClient
 
 /// An HTTP client's requests as swift-metrics, named after OpenTelemetry's HTTP semantic conventions: a
-/// configuration hook (``record(into:server:factory:)``) that sets ``HTTPClient/Configuration/requestEnded``.
+/// configuration hook (``record(into:server:factory:)``) that sets `HTTPClient.Configuration.requestEnded`.
 ///
 /// ```swift
 /// var configuration = HTTPClient.Configuration()
@@ -16,7 +16,7 @@ import LoopKitHTTPClient
 /// |---|---|---|
 /// | `http.client.request.duration` | timer (histogram) | `http.request.method`, `http.response.status_code` (`none` when no head arrived) |
 /// | `http.client.requests` | counter | `http.request.method`, `http.response.status_class` (`2xx`…, `none`) |
-/// | `http.client.errors` | counter | `error.type` (the ``HTTPClientError/Kind``: `connectFailed`, `deadlineExceeded`, …) |
+/// | `http.client.errors` | counter | `error.type` (the `HTTPClientError.Kind`: `connectFailed`, `deadlineExceeded`, …) |
 /// | `http.client.request.body.size` | recorder (histogram) | `http.request.method` (requests that sent a body) |
 /// | `http.client.response.body.size` | recorder (histogram) | `http.request.method`, `http.response.status_code` (bytes as received, before decoding) |
 /// | `http.client.retries` | counter | — (requests sent again on a new connection: the pooled one was closed) |
@@ -65,7 +65,7 @@ public enum HTTPClientMetrics {
         case every
     }
 
-    /// Sets `configuration`'s ``HTTPClient/Configuration/requestEnded`` to record every request; a hook set
+    /// Sets `configuration`'s `HTTPClient.Configuration.requestEnded` to record every request; a hook set
     /// before is called too, first.
     ///
     /// - Parameters:
