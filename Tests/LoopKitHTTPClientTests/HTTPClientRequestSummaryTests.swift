@@ -117,4 +117,21 @@ struct HTTPClientRequestSummaryTests {
         #expect(summary.error?.kind == .cancelled)
         #expect(told.withLock { $0.count } == 1)
     }
+
+    @Test func aRequestEndedByTheClientsShutdownIsSummarizedOnce() async throws {
+        let told = Told()
+        let peer = try PeerServer("serve")
+        let loop = try ClientLoop()
+        let client = loop.client(Self.observed(told))
+        let request = peer.request("/slow?5")
+        let slow = Task { try await client.execute(request) }
+        // The server has the request: it is in flight when the client shuts down.
+        let probe = loop.client()
+        try await eventually { try await text(probe.execute(peer.request("/slowcount"))) == "1" }
+        client.shutdown()
+        await #expect(throws: HTTPClientError.self) { try await slow.value }
+        #expect(told.withLock { $0.map(\.error?.kind) } == [.shutDown])
+        #expect(told.withLock { $0.first?.wasSent } == true)
+        #expect(told.withLock { $0.first?.status } == nil)
+    }
 }
