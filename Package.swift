@@ -21,7 +21,8 @@ let package = Package(
         // A test client for LoopKitHTTP routes, in memory on a stepped loop or live over a socket. A product
         // of its own so that LoopKitTesting (loop-ordering tests) does not pull in the HTTP stack.
         .library(name: "LoopKitHTTPTesting", targets: ["LoopKitHTTPTesting"]),
-        // Loop and HTTP server metrics on swift-metrics, kept out of LoopKit and LoopKitHTTP.
+        // Loop, HTTP server and HTTP client metrics on swift-metrics, kept out of LoopKit, LoopKitHTTP and
+        // LoopKitHTTPClient.
         .library(name: "LoopKitMetrics", targets: ["LoopKitMetrics"]),
         // An HTTP client on the loop (libcurl's multi-socket engine), kept out of the server's product.
         .library(name: "LoopKitHTTPClient", targets: ["LoopKitHTTPClient"]),
@@ -160,7 +161,7 @@ let package = Package(
         .target(
             name: "LoopKitMetrics",
             dependencies: [
-                "LoopKit", "LoopKitHTTP",
+                "LoopKit", "LoopKitHTTP", "LoopKitHTTPClient",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
@@ -168,8 +169,10 @@ let package = Package(
         .testTarget(
             name: "LoopKitMetricsTests",
             dependencies: [
-                "LoopKitMetrics", "LoopKit", "LoopKitTesting", "LoopKitHTTP", "LoopKitHTTPTesting",
+                "LoopKitMetrics", "LoopKit", "LoopKitTesting", "LoopKitHTTP", "LoopKitHTTPTesting", "LoopKitHTTPClient", "LoopKitNet",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(

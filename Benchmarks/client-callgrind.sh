@@ -11,6 +11,7 @@
 # download's figure counts the per-byte cost (the copies) and the per-chunk cost at valgrind's chunk sizes.
 # Instruction counts do not move with the machine's load.
 #   LOOPDEMO, CLIENT: the release binaries.  N (3000), M (64).  PORT (18760).  CLIENTS ("loopkit ahc").
+#   LOOPKIT_ARGS: more ClientBench options for LoopKit's runs (`--observe`: with Configuration.requestEnded set).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source Benchmarks/bench-lib.sh
@@ -20,6 +21,7 @@ N=${N:-3000}
 M=${M:-64}
 PORT=${PORT:-18760}
 CLIENTS=${CLIENTS:-loopkit ahc}
+LOOPKIT_ARGS=${LOOPKIT_ARGS:-}
 export SWIFT_DETERMINISTIC_HASHING=1
 for tool in valgrind callgrind_annotate objcopy; do
     command -v "$tool" >/dev/null 2>&1 || { echo "$tool not found" >&2; exit 1; }
@@ -68,8 +70,9 @@ echo "64 concurrent keep-alive GET /hello, per request (N = $N)"
 printf '  %-22s | %12s | %8s | %9s | %9s | %9s | %9s\n' "client" "instructions" "allocs" "libcurl" "libc" "Swift rt" "own code"
 start "$PORT" "$LOOPDEMO" serve --log-level warning
 for who in $CLIENTS; do
-    read -r i1 a1 c1 l1 s1 o1 < <(profile --client "$who" --mode hello --count "$N" --concurrency 64)
-    read -r i2 a2 c2 l2 s2 o2 < <(profile --client "$who" --mode hello --count $((2 * N)) --concurrency 64)
+    extra=(); [ "$who" = loopkit ] && extra=($LOOPKIT_ARGS)
+    read -r i1 a1 c1 l1 s1 o1 < <(profile --client "$who" --mode hello --count "$N" --concurrency 64 "${extra[@]}")
+    read -r i2 a2 c2 l2 s2 o2 < <(profile --client "$who" --mode hello --count $((2 * N)) --concurrency 64 "${extra[@]}")
     [ "$who" = loopkit ] && label="LoopKitHTTPClient" || label="AsyncHTTPClient"
     awk -v l="$label" -v n="$N" -v i1="$i1" -v i2="$i2" -v a1="$a1" -v a2="$a2" -v c1="$c1" -v c2="$c2" \
         -v l1="$l1" -v l2="$l2" -v s1="$s1" -v s2="$s2" -v o1="$o1" -v o2="$o2" 'BEGIN {
@@ -86,8 +89,9 @@ head -c $((2 * M << 20)) /dev/urandom > "$work/root/double.bin"
 head -c $((M << 20)) "$work/root/double.bin" > "$work/root/single.bin"
 start "$PORT" "$LOOPDEMO" serve --log-level warning --root "$work/root"
 for who in $CLIENTS; do
-    read -r i1 a1 _ < <(profile --client "$who" --mode download --path /files/single.bin)
-    read -r i2 a2 _ < <(profile --client "$who" --mode download --path /files/double.bin)
+    extra=(); [ "$who" = loopkit ] && extra=($LOOPKIT_ARGS)
+    read -r i1 a1 _ < <(profile --client "$who" --mode download --path /files/single.bin "${extra[@]}")
+    read -r i2 a2 _ < <(profile --client "$who" --mode download --path /files/double.bin "${extra[@]}")
     [ "$who" = loopkit ] && label="LoopKitHTTPClient" || label="AsyncHTTPClient"
     awk -v l="$label" -v m="$M" -v i1="$i1" -v i2="$i2" -v a1="$a1" -v a2="$a2" 'BEGIN {
         printf "  %-22s | %12.0f | %8.1f\n", l, (i2 - i1) / m, (a2 - a1) / m }'

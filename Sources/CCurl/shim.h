@@ -12,6 +12,9 @@ typedef size_t (*lk_curl_data_callback)(char *data, size_t size, size_t count, v
 typedef int (*lk_curl_socket_callback)(CURL *easy, curl_socket_t fd, int what, void *context, void *socket_context);
 typedef int (*lk_curl_seek_callback)(void *context, curl_off_t offset, int origin);
 typedef int (*lk_curl_timer_callback)(CURLM *multi, long timeout_ms, void *context);
+typedef int (*lk_curl_prereq_callback)(void *context, char *primary_ip, char *local_ip, int primary_port, int local_port);
+typedef curl_socket_t (*lk_curl_opensocket_callback)(void *context, curlsocktype purpose, struct curl_sockaddr *address);
+typedef int (*lk_curl_closesocket_callback)(void *context, curl_socket_t fd);
 
 static inline CURLcode lk_curl_easy_setopt_long(CURL *easy, CURLoption option, long value) {
     return curl_easy_setopt(easy, option, value);
@@ -27,6 +30,15 @@ static inline CURLcode lk_curl_easy_setopt_data_callback(CURL *easy, CURLoption 
 }
 static inline CURLcode lk_curl_easy_setopt_seek_callback(CURL *easy, lk_curl_seek_callback value) {
     return curl_easy_setopt(easy, CURLOPT_SEEKFUNCTION, value);
+}
+static inline CURLcode lk_curl_easy_setopt_prereq_callback(CURL *easy, lk_curl_prereq_callback value) {
+    return curl_easy_setopt(easy, CURLOPT_PREREQFUNCTION, value);
+}
+static inline CURLcode lk_curl_easy_setopt_opensocket_callback(CURL *easy, lk_curl_opensocket_callback value) {
+    return curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, value);
+}
+static inline CURLcode lk_curl_easy_setopt_closesocket_callback(CURL *easy, lk_curl_closesocket_callback value) {
+    return curl_easy_setopt(easy, CURLOPT_CLOSESOCKETFUNCTION, value);
 }
 static inline CURLMcode lk_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
     return curl_multi_setopt(multi, option, value);

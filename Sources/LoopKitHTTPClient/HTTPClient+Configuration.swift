@@ -33,6 +33,15 @@ extension HTTPClient {
         public var bodyHighWaterMark = 1024 * 1024
         /// Buffered bytes at or below which a paused transfer resumes. Default 256 KiB.
         public var bodyLowWaterMark = 256 * 1024
+        /// Told what each request did once it has ended (``HTTPClientRequestSummary``): requests whose
+        /// head arrived when the body's last byte has arrived (before its reader sees the end), failures
+        /// when they fail — invalid requests and requests refused by a shut-down client included. Every
+        /// request is told exactly once. `LoopKitMetrics`' `HTTPClientMetrics.record(into:)` sets it.
+        ///
+        /// Nil, the default: nothing is measured (the client reads no clock and asks curl nothing more).
+        ///
+        /// Called on the client's loop thread: keep it short, and do not call the client from it.
+        public var requestEnded: (@Sendable (HTTPClientRequestSummary) -> Void)?
 
         /// The defaults.
         public init() {}

@@ -198,11 +198,13 @@ func example_README_340(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:385
-func example_README_385(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:386
+func example_README_386(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try LoopMetrics.record(loop, name: "main")                 // iteration duration, poll wait, queue depth, …
     router.use(HTTPServerMetrics.middleware())                 // http.server.request.duration, …
     HTTPServerMetrics.record(into: &configuration)             // http.server.open_connections
+    var clientConfiguration = HTTPClient.Configuration()
+    HTTPClientMetrics.record(into: &clientConfiguration)       // http.client.request.duration, http.client.errors, …
 }
 
 // Sources/LoopKit/LoopKit.docc/ArrayProcessing.md:11
@@ -843,8 +845,16 @@ func example_CallingServices_62(router: inout HTTPRouter, configuration: inout H
     let client = HTTPClient(on: loop, configuration: clientConfiguration)
 }
 
-// Sources/LoopKitHTTPClient/LoopKitHTTPClient.docc/CallingServices.md:102
-func example_CallingServices_102(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTPClient/LoopKitHTTPClient.docc/CallingServices.md:96
+func example_CallingServices_96(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+
+    var clientConfiguration = HTTPClient.Configuration()
+    HTTPClientMetrics.record(into: &clientConfiguration, server: .named(["api.example.com"]))
+    let client = HTTPClient(on: loop, configuration: clientConfiguration)
+}
+
+// Sources/LoopKitHTTPClient/LoopKitHTTPClient.docc/CallingServices.md:134
+func example_CallingServices_134(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
 
     typealias Fetcher = @Sendable (HTTPRequest) async throws -> HTTPClientResponse
 

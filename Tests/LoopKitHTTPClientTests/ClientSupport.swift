@@ -50,13 +50,14 @@ final class PeerServer {
     }
 }
 
-/// A LoopKitHTTP server on 127.0.0.1 port 0 with a few routes, on a loop of its own.
+/// A LoopKitHTTP server on 127.0.0.1 port 0 with a few routes, on a loop of its own; with `tls`, HTTPS with
+/// the certificate for `localhost` of ``ClientCertificates`` (ALPN offers `h2` and `http/1.1`).
 final class LiveServer {
     let group: LoopGroup
     let server: HTTPServer
     let port: Int
 
-    init() throws {
+    init(tls: Bool = false) throws {
         var router = HTTPRouter()
         router.get("/hello") { _ in HTTPServerResponse(status: .ok, headerFields: [.contentType: "text/plain"], body: .string("Hello, World!")) }
         router.post("/echo") { request in HTTPServerResponse(status: .ok, body: .bytes(request.body)) }
@@ -67,6 +68,11 @@ final class LiveServer {
         var configuration = HTTPServer.Configuration()
         configuration.host = "127.0.0.1"
         configuration.port = 0
+        if tls {
+            let certificates = ClientCertificates.shared
+            configuration.tls = try TLSContext(.server(certificateChain: .file(certificates.rightPEM),
+                                                       privateKey: .file(certificates.rightKey)))
+        }
         var logger = Logger(label: "test.client.server")
         logger.logLevel = .critical
         group = try LoopGroup(threads: 1, name: "client-test-server")
@@ -74,8 +80,9 @@ final class LiveServer {
         port = try server.start()
     }
 
-    func request(_ path: String, method: HTTPRequest.Method = .get, fields: HTTPFields = [:]) -> HTTPRequest {
-        HTTPRequest(method: method, scheme: "http", authority: "127.0.0.1:\(port)", path: path, headerFields: fields)
+    func request(_ path: String, method: HTTPRequest.Method = .get, scheme: String = "http", host: String = "127.0.0.1",
+                 fields: HTTPFields = [:]) -> HTTPRequest {
+        HTTPRequest(method: method, scheme: scheme, authority: "\(host):\(port)", path: path, headerFields: fields)
     }
 
     deinit {

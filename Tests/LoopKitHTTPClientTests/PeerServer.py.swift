@@ -4,7 +4,9 @@
 /// Modes: `serve` (the routes below), `drop-reused` (as `serve`, but a connection's second request is read
 /// and the connection closed unanswered: what a server closing an idle keep-alive connection looks like to a
 /// client that reused it), `tls CERT KEY` (`serve` over TLS), `proxy` (a CONNECT proxy that maps the
-/// name `service.invalid` to 127.0.0.1).
+/// name `service.invalid` to 127.0.0.1). `/echo` answers the request's body, its method (`X-Method`) and its
+/// `Content-Length` (`X-Content-Length`, `none`); `/see-other` redirects to `/echo` with a 303; `/close`
+/// answers with `Connection: close` and closes the connection.
 let peerServerScript = #"""
 import gzip, select, socket, ssl, sys, threading, time
 
@@ -116,7 +118,13 @@ def handle(conn, number):
                 conn.sendall("HTTP/1.1 299 Custom Reason\r\nContent-Length: 2\r\nx-lower: v\r\nX-Spaced:   padded value  \r\n"
                              "Set-Cookie: a=1\r\nSet-Cookie: b=2\r\nX-Utf8: caf\u00e9\r\nbad name: dropped\r\n\r\nok".encode())
             elif route == "/echo":
-                respond(conn, "200 OK", body, [("X-Method", method)])
+                respond(conn, "200 OK", body, [("X-Method", method),
+                                               ("X-Content-Length", headers.get("content-length", "none"))])
+            elif route == "/see-other":
+                respond(conn, "303 See Other", b"", [("Location", "/echo")])
+            elif route == "/close":
+                respond(conn, "200 OK", b"closing", [("Connection", "close")])
+                return
             else:
                 respond(conn, "404 Not Found", b"")
     except (OSError, ValueError):

@@ -1,6 +1,7 @@
 import HTTPTypes
 import LoopKit
 import LoopKitHTTP
+import LoopKitHTTPClient
 import LoopKitHTTPTesting
 import LoopKitMetrics
 import LoopKitTesting
@@ -30,5 +31,21 @@ struct MetricDescriptionsTests {
         #expect(labels.count == 6)
         #expect(labels == Set(HTTPServerMetrics.descriptions.keys))
         #expect(HTTPServerMetrics.descriptions.values.allSatisfy { $0.count > 10 })
+    }
+
+    @Test func everyHTTPClientMetricHasADescription() throws {
+        let metrics = TestMetrics()
+        let record = HTTPClientMetricsTests.hook(metrics)
+        var posted = HTTPClientMetricsTests.ok(.post)
+        posted.requestBodyBytes = 4
+        posted.retries = 1
+        posted.connectionsOpened = 1
+        posted.error = HTTPClientError(.transport, "reset")
+        record(posted)
+        let labels = Set(metrics.counters.map(\.label) + metrics.meters.map(\.label) + metrics.recorders.map(\.label)
+                         + metrics.timers.map(\.label))
+        #expect(labels.count == 7)
+        #expect(labels == Set(HTTPClientMetrics.descriptions.keys))
+        #expect(HTTPClientMetrics.descriptions.values.allSatisfy { $0.count > 10 })
     }
 }

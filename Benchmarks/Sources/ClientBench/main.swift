@@ -2,7 +2,7 @@
 // AsyncHTTPClient, each on one event loop, against a `LoopDemo serve` started by the script.
 //
 //   ClientBench --client loopkit|ahc --mode hello|download [--port P] [--count N] [--concurrency C]
-//               [--path /files/big.bin] [--http2] [--tls-ca cert.pem] [--host localhost]
+//               [--path /files/big.bin] [--http2] [--tls-ca cert.pem] [--host localhost] [--observe]
 //
 // `hello`: C workers, each a chain of keep-alive `GET /hello` on the client's loop (the next one issued when
 // the previous body is in), N requests in all after a warm-up of C × 20; every response is checked (200,
@@ -23,6 +23,9 @@
 // callback on the loop. The download streams through an `HTTPClientResponseDelegate` that only counts.
 // `--http2` (over https only: AsyncHTTPClient has no h2c) uses its `.automatic` version policy and one
 // connection.
+//
+// `--observe` (LoopKit only): `Configuration.requestEnded` set to a closure that counts the summaries, the cost
+// of the hook itself (the clock, curl's request callback and figures, the summary) without a metrics backend.
 //
 // Run the process pinned (`taskset -c 1`): the LoopKit loop thread, NIO's loop thread and everything else
 // then share that core.
@@ -58,6 +61,8 @@ let http2 = arguments.contains("--http2")
 let caFile = option("--tls-ca")
 let host = option("--host") ?? (caFile == nil ? "127.0.0.1" : "localhost")
 let scheme = caFile == nil ? "http" : "https"
+let observes = arguments.contains("--observe")
+let summariesSeen = Atomic<Int>(0)
 let authority = "\(host):\(port)"
 let warmup = concurrency * 20
 let expectedBody = Array("Hello, World!".utf8)
@@ -147,6 +152,7 @@ func runLoopKit() {
     configuration.maximumIdleConnections = concurrency
     if http2 { configuration.httpVersion = caFile == nil ? .http2PriorKnowledge : .automatic } else { configuration.httpVersion = .http1Only }
     if let caFile { configuration.tls.caFile = caFile }
+    if observes { configuration.requestEnded = { _ in summariesSeen.add(1, ordering: .relaxed) } }
     let httpClient = LoopKitHTTPClient.HTTPClient(on: loop, configuration: configuration)
     let done = DispatchSemaphore(value: 0)
 

@@ -50,14 +50,23 @@ protocol CurlTransferDelegate: AnyObject {
     func curlWantsBody(into buffer: UnsafeMutableRawBufferPointer) -> CurlReadAnswer
     /// curl rewinds the request body to `offset` (a redirect that keeps the body, a retry). False: it cannot.
     func curlRewindsBody(to offset: Int) -> Bool
+    /// curl is about to send a request for the transfer (its first, a redirect's, a retry's), on a connection
+    /// (CURLOPT_PREREQFUNCTION, set by ``CurlEasy/countRequestsSent()``).
+    func curlWillSendRequest()
 }
 
 /// The multi handle's side of curl's callbacks. Called on the loop thread, inside curl.
 protocol CurlMultiDelegate: AnyObject {
-    /// Watch `fd` for `readable`/`writable`; both false: stop watching it (curl is about to close it).
+    /// Watch `fd` for `readable`/`writable`; both false: stop watching it (its connection went idle in the
+    /// cache, or curl is about to close it).
     func curlWatches(_ fd: Int32, readable: Bool, writable: Bool)
     /// Call ``CurlMulti/timedOut()`` after `milliseconds`; nil: cancel the timer.
     func curlWantsTimer(milliseconds: Int?)
+    /// curl opened `fd` for a connection (CURLOPT_OPENSOCKETFUNCTION).
+    func curlOpenedSocket(_ fd: Int32)
+    /// curl closes `fd`, a connection's socket, once this returns (CURLOPT_CLOSESOCKETFUNCTION): nothing may
+    /// watch it after.
+    func curlClosesSocket(_ fd: Int32)
 }
 
 /// A finished transfer as curl_multi_info_read reports it.
@@ -241,6 +250,39 @@ final class CurlEasy {
         }
     }
 
+    /// Request body bytes sent (CURLINFO_SIZE_UPLOAD_T).
+    var bytesSent: Int {
+        var size: curl_off_t = 0
+        _ = lk_curl_easy_getinfo_off(handle, CURLINFO_SIZE_UPLOAD_T, &size)
+        return size
+    }
+
+    /// Redirects curl followed for this transfer (CURLINFO_REDIRECT_COUNT).
+    var redirectCount: Int {
+        var count = 0
+        _ = lk_curl_easy_getinfo_long(handle, CURLINFO_REDIRECT_COUNT, &count)
+        return count
+    }
+
+    /// Has curl tell the transfer each request it is about to send (CURLOPT_PREREQFUNCTION): set only when
+    /// the client reports requests, so that other clients do not pay for the call.
+    func countRequestsSent() {
+        _ = lk_curl_easy_setopt_pointer(handle, CURLOPT_PREREQDATA, Unmanaged.passUnretained(self).toOpaque())
+        _ = lk_curl_easy_setopt_prereq_callback(handle, curlPrereq)
+    }
+
+    /// Has curl open and close its connections' sockets through `sockets` (CURLOPT_OPENSOCKETFUNCTION,
+    /// CURLOPT_CLOSESOCKETFUNCTION). A connection keeps the functions of the handle that opened it, and may
+    /// outlive that handle in the multi handle's cache: `sockets` is the multi handle's, which outlives every
+    /// connection (curl_multi_cleanup closes the last).
+    func setSocketHooks(_ sockets: CurlSocketHooks) {
+        let context = Unmanaged.passUnretained(sockets).toOpaque()
+        _ = lk_curl_easy_setopt_pointer(handle, CURLOPT_OPENSOCKETDATA, context)
+        _ = lk_curl_easy_setopt_opensocket_callback(handle, curlOpenSocket)
+        _ = lk_curl_easy_setopt_pointer(handle, CURLOPT_CLOSESOCKETDATA, context)
+        _ = lk_curl_easy_setopt_closesocket_callback(handle, curlCloseSocket)
+    }
+
     /// How many connections curl opened for this transfer (CURLINFO_NUM_CONNECTS): 0 when it reused one.
     var connectionsOpened: Int {
         var count = 0
@@ -307,6 +349,38 @@ private func curlRead(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count
     }
 }
 
+private func curlPrereq(_ context: UnsafeMutableRawPointer?, _ primaryIP: UnsafeMutablePointer<CChar>?,
+                        _ localIP: UnsafeMutablePointer<CChar>?, _ primaryPort: Int32, _ localPort: Int32) -> Int32 {
+    CurlEasy.from(context).transferDelegate?.curlWillSendRequest()
+    return Int32(CURL_PREREQFUNC_OK)
+}
+
+/// The sockets of a multi handle's connections, opened and closed by the client so that it knows which
+/// descriptors are connections and when each is closed. Owned by its ``CurlMulti``; loop thread only.
+final class CurlSocketHooks {
+    fileprivate weak var delegate: (any CurlMultiDelegate)?
+
+    fileprivate static func from(_ context: UnsafeMutableRawPointer?) -> CurlSocketHooks {
+        Unmanaged<CurlSocketHooks>.fromOpaque(context!).takeUnretainedValue()
+    }
+}
+
+/// What curl does without the function (`socket(2)` with the address's family, type and protocol), with
+/// close-on-exec: a child process the program spawns does not inherit the client's connections.
+private func curlOpenSocket(_ context: UnsafeMutableRawPointer?, _ purpose: curlsocktype,
+                            _ address: UnsafeMutablePointer<curl_sockaddr>?) -> curl_socket_t {
+    guard let address else { return CURL_SOCKET_BAD }
+    let fd = socket(address.pointee.family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
+    guard fd >= 0 else { return CURL_SOCKET_BAD }
+    CurlSocketHooks.from(context).delegate?.curlOpenedSocket(fd)
+    return fd
+}
+
+private func curlCloseSocket(_ context: UnsafeMutableRawPointer?, _ fd: curl_socket_t) -> Int32 {
+    CurlSocketHooks.from(context).delegate?.curlClosesSocket(fd)
+    return close(fd)
+}
+
 private func curlSeek(_ context: UnsafeMutableRawPointer?, _ offset: curl_off_t, _ origin: Int32) -> Int32 {
     guard origin == SEEK_SET, let delegate = CurlEasy.from(context).transferDelegate else { return Int32(CURL_SEEKFUNC_CANTSEEK) }
     return delegate.curlRewindsBody(to: Int(offset)) ? Int32(CURL_SEEKFUNC_OK) : Int32(CURL_SEEKFUNC_CANTSEEK)
@@ -316,6 +390,9 @@ private func curlSeek(_ context: UnsafeMutableRawPointer?, _ offset: curl_off_t,
 final class CurlMulti {
     let handle: UnsafeMutableRawPointer
     private weak var delegate: (any CurlMultiDelegate)?
+    /// What every easy handle of this multi handle opens and closes its sockets through
+    /// (``CurlEasy/setSocketHooks(_:)``); released after curl_multi_cleanup, which closes the last ones.
+    let sockets = CurlSocketHooks()
 
     init?(maximumConnectionsPerHost: Int, maximumCachedConnections: Int, multiplexes: Bool) {
         guard CurlGlobal.isReady, let handle = curl_multi_init() else { return nil }
@@ -329,6 +406,7 @@ final class CurlMulti {
 
     func attach(_ delegate: any CurlMultiDelegate & AnyObject) {
         self.delegate = delegate
+        sockets.delegate = delegate
         let context = Unmanaged.passUnretained(self).toOpaque()
         _ = lk_curl_multi_setopt_pointer(handle, CURLMOPT_SOCKETDATA, context)
         _ = lk_curl_multi_setopt_pointer(handle, CURLMOPT_TIMERDATA, context)

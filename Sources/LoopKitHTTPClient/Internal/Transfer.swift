@@ -29,6 +29,14 @@ final class Transfer: CurlTransferDelegate {
     private let pauseAfterCurl: () -> Void
 
     let id: TransferID
+    /// Set when the client reports requests (``HTTPClient/Configuration/requestEnded``).
+    var observation: RequestObservation?
+    /// Requests sent for this transfer (curl's CURLOPT_PREREQFUNCTION, counted only while observed): one, plus
+    /// one per redirect followed and per retry.
+    private(set) var requestsSent = 0
+
+    /// The final response's status once its head is complete.
+    var status: HTTPResponse.Status? { headIsComplete ? head.status ?? HTTPResponse.Status(code: easy.responseCode) : nil }
 
     init(
         id: TransferID, easy: CurlEasy, stream: ResponseBodyStream, pump: RequestBodyPump?, bytesBody: Bytes?, handle: HTTPClientRequestHandle,
@@ -119,6 +127,8 @@ final class Transfer: CurlTransferDelegate {
         bodyOffset += count
         return .wrote(count)
     }
+
+    func curlWillSendRequest() { requestsSent += 1 }
 
     func curlRewindsBody(to offset: Int) -> Bool {
         guard pump == nil, let bytesBody, offset >= 0, offset <= bytesBody.count else { return offset == 0 && bytesBody == nil && pump == nil }
