@@ -33,6 +33,8 @@ extension HTTPClient {
         public var bodyHighWaterMark = 1024 * 1024
         /// Buffered bytes at or below which a paused transfer resumes. Default 256 KiB.
         public var bodyLowWaterMark = 256 * 1024
+        /// Which engine sends a request. Default ``Engine/curl``.
+        public var engine: Engine = .curl
 
         /// The defaults.
         public init() {}
@@ -84,6 +86,18 @@ extension HTTPClient {
                 self.url = url
                 self.tunnelsPlainHTTP = tunnelsPlainHTTP
             }
+        }
+
+        /// The engine behind the requests.
+        public enum Engine: Sendable, Hashable {
+            /// libcurl's multi-socket engine for every request: HTTP/1.1 and HTTP/2, TLS, proxies, decoding.
+            case curl
+            /// LoopKit's own HTTP/1.1 engine (LoopKitNet's connections on the loop, a pool per host) for
+            /// the requests it supports — plain `http`, no ``Configuration/proxy``, not
+            /// ``HTTPVersionPolicy/http2PriorKnowledge``, no decoding
+            /// (``Decompression/disabled``), a body of bytes or none — and curl's for the rest. Redirects
+            /// to `http` are followed by the own engine, to anything else by curl.
+            case automatic
         }
 
         /// Which HTTP versions the client offers.

@@ -61,6 +61,11 @@ final class LiveServer {
         router.get("/hello") { _ in HTTPServerResponse(status: .ok, headerFields: [.contentType: "text/plain"], body: .string("Hello, World!")) }
         router.post("/echo") { request in HTTPServerResponse(status: .ok, body: .bytes(request.body)) }
         router.put("/echo") { request in HTTPServerResponse(status: .ok, body: .bytes(request.body)) }
+        router.get("/chunked") { _ in
+            HTTPServerResponse(status: .ok, body: .stream { writer in
+                for part in 0..<50 { try await writer.write("part \(part);") }
+            })
+        }
         router.get("/fields") { request in
             .text(request.head.headerFields.map { "\($0.name.canonicalName)=\($0.value)" }.sorted().joined(separator: "\n"))
         }
