@@ -98,7 +98,15 @@ final class ClientLoop: Sendable {
 
     init() throws { group = try LoopGroup(threads: 1, name: "client-test") }
 
+    /// With `LOOPKIT_TEST_CLIENT_ENGINE=automatic` in the environment every client is made with
+    /// ``HTTPClient/Configuration/Engine/automatic`` and no decoding: the curl engine's suites then run on the
+    /// own engine (those of decoding, TLS, proxies and h2 do not apply and fail so).
     func client(_ configuration: HTTPClient.Configuration = HTTPClient.Configuration()) -> HTTPClient {
+        var configuration = configuration
+        if ProcessInfo.processInfo.environment["LOOPKIT_TEST_CLIENT_ENGINE"] == "automatic" {
+            configuration.engine = .automatic
+            configuration.decompression = .disabled
+        }
         let client = HTTPClient(on: loop, configuration: configuration)
         clients.withLock { $0.append(client) }
         return client
