@@ -3,12 +3,14 @@ extension HTTPClient {
     ///
     /// A plain value; safe from any thread. The client reads it once, when it is made.
     public struct Configuration: Sendable {
-        /// Open connections per host (CURLMOPT_MAX_HOST_CONNECTIONS); further requests to the host wait for
-        /// one (HTTP/1.1) or share one (HTTP/2). Default 8.
+        /// Open connections per host (CURLMOPT_MAX_HOST_CONNECTIONS; the own engine's pool likewise); further
+        /// requests to the host wait for one (HTTP/1.1) or share one (HTTP/2). Default 8.
         public var maximumConnectionsPerHost = 8
-        /// Idle connections kept for reuse, all hosts together (CURLMOPT_MAXCONNECTS). Default 64.
+        /// Idle connections kept for reuse, all hosts together (CURLMOPT_MAXCONNECTS; each engine its own).
+        /// Default 64.
         public var maximumIdleConnections = 64
-        /// How long an idle connection is kept for reuse (CURLOPT_MAXAGE_CONN, whole seconds). Default 60 s.
+        /// How long an idle connection is kept for reuse (CURLOPT_MAXAGE_CONN, whole seconds; the own engine's
+        /// to the nanosecond). Default 60 s.
         public var idleTimeout: Duration = .seconds(60)
         /// The deadline for a connection (TCP, TLS and proxy), per request (CURLOPT_CONNECTTIMEOUT_MS).
         /// Default 10 s.
@@ -28,7 +30,7 @@ extension HTTPClient {
         /// The HTTP versions offered. Default ``HTTPVersionPolicy/automatic``.
         public var httpVersion: HTTPVersionPolicy = .automatic
         /// Response body bytes buffered for a consumer that has not read them before the transfer pauses
-        /// (curl_easy_pause; curl stops reading the socket). Default 1 MiB: four of curl's 256 KiB reads,
+        /// (curl_easy_pause, curl stops reading the socket; the own engine stops reading its connection). Default 1 MiB: four of curl's 256 KiB reads,
         /// so a consumer that keeps up (one on the client's loop, between two reads) never pauses it.
         public var bodyHighWaterMark = 1024 * 1024
         /// Buffered bytes at or below which a paused transfer resumes. Default 256 KiB.

@@ -5,7 +5,9 @@ import LoopKitNet
 import ServiceContextModule
 
 /// An HTTP client on a LoopKit loop: HTTP/1.1 and HTTP/2, TLS, a connection pool per host, redirects,
-/// decoding, proxies — libcurl's multi-socket engine, its sockets watched and its timer kept by the loop.
+/// decoding, proxies — libcurl's multi-socket engine, its sockets watched and its timer kept by the loop; or,
+/// with ``Configuration/Engine/automatic``, LoopKit's own HTTP/1.1 engine on LoopKitNet's connections for the
+/// plain-http requests it supports (curl's for the rest).
 ///
 /// ```swift
 /// let client = HTTPClient(on: loop)

@@ -843,8 +843,19 @@ func example_CallingServices_62(router: inout HTTPRouter, configuration: inout H
     let client = HTTPClient(on: loop, configuration: clientConfiguration)
 }
 
-// Sources/LoopKitHTTPClient/LoopKitHTTPClient.docc/CallingServices.md:102
-func example_CallingServices_102(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTPClient/LoopKitHTTPClient.docc/CallingServices.md:108
+func example_CallingServices_108(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+
+    var fast = HTTPClient.Configuration()
+    fast.engine = .automatic          // plain-http calls on LoopKit's own HTTP/1.1 engine
+    fast.decompression = .disabled    // decoding is curl's: with it on, every request goes to curl
+    let internalClient = HTTPClient(on: loop, configuration: fast)
+    let health = try await internalClient.execute(HTTPRequest(method: .get, scheme: "http", authority: "10.0.0.7:8080", path: "/health"))
+    _ = try await health.collect(upTo: 1024)
+}
+
+// Sources/LoopKitHTTPClient/LoopKitHTTPClient.docc/CallingServices.md:134
+func example_CallingServices_134(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
 
     typealias Fetcher = @Sendable (HTTPRequest) async throws -> HTTPClientResponse
 

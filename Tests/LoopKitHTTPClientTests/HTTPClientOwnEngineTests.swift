@@ -67,6 +67,14 @@ struct HTTPClientOwnEngineTests {
         #expect(try await text(client.execute(peer.request("/hello"))) == "hello from connection 2")
     }
 
+    @Test func aRequestSayingConnectionCloseIsNotFollowedOnItsConnection() async throws {
+        let peer = try PeerServer("serve")
+        let loop = try ClientLoop()
+        let client = loop.client(ownEngineConfiguration())
+        #expect(try await text(client.execute(peer.request("/hello", fields: [.connection: "close"]))) == "hello from connection 1")
+        #expect(try await text(client.execute(peer.request("/hello"))) == "hello from connection 2")
+    }
+
     @Test func aHeadResponseHasNoBody() async throws {
         let peer = try PeerServer("serve")
         let loop = try ClientLoop()

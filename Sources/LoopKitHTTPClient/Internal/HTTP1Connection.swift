@@ -81,9 +81,10 @@ final class HTTP1Connection: ConnectionHandler {
         headBytes = 0
         sawStatusLine = false
         receivedResponseByte = false
-        keepAlive = true
-        after = .nothing
         let request = exchange.request
+        // A request that says `Connection: close` leaves the connection closing after its response.
+        keepAlive = request.headerFields[.connection].map { !$0.lowercased().contains("close") } ?? true
+        after = .nothing
         let capacity = RequestHeadEncoder.capacity(request, bodyLength: exchange.body?.count)
         let encode: (UnsafeMutableRawBufferPointer) -> Int = { buffer in
             RequestHeadEncoder.encode(request, bodyLength: exchange.body?.count, into: buffer)
