@@ -180,8 +180,8 @@ func example_README_340(router: inout HTTPRouter, configuration: inout HTTPServe
     let status = try await response.collect(upTo: 1 << 20)     // or: for try await chunk in response.body
 }
 
-// README.md:362
-@Suite("README.md:362") struct Example_README_362 {
+// README.md:364
+@Suite("README.md:364") struct Example_README_364 {
     @Test func timerFiresAfterQueuedWork() throws {
         let driver = try LoopDriver()                 // a loop on a VirtualClock
         let trace = OrderTrace(driver.loop)
@@ -198,8 +198,8 @@ func example_README_340(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:385
-func example_README_385(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:387
+func example_README_387(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try LoopMetrics.record(loop, name: "main")                 // iteration duration, poll wait, queue depth, …
     router.use(HTTPServerMetrics.middleware())                 // http.server.request.duration, …
     HTTPServerMetrics.record(into: &configuration)             // http.server.open_connections
