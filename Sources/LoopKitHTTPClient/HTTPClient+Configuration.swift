@@ -35,8 +35,9 @@ extension HTTPClient {
         public var bodyHighWaterMark = 1024 * 1024
         /// Buffered bytes at or below which a paused transfer resumes. Default 256 KiB.
         public var bodyLowWaterMark = 256 * 1024
-        /// Which engine sends a request. Default ``Engine/curl``.
-        public var engine: Engine = .curl
+        /// Which engine sends a request. Default ``Engine/automatic`` (with the default decoding on, that is
+        /// curl for every request: set ``decompression`` to ``Decompression/disabled`` for the own engine).
+        public var engine: Engine = .automatic
 
         /// The defaults.
         public init() {}
@@ -92,13 +93,15 @@ extension HTTPClient {
 
         /// The engine behind the requests.
         public enum Engine: Sendable, Hashable {
-            /// libcurl's multi-socket engine for every request: HTTP/1.1 and HTTP/2, TLS, proxies, decoding.
+            /// libcurl's multi-socket engine for every request: HTTP/1.1 and HTTP/2, TLS, proxies, decoding
+            /// (and libcurl's retry rule, `CURLcode`s in errors).
             case curl
             /// LoopKit's own HTTP/1.1 engine (LoopKitNet's connections on the loop, a pool per host) for
             /// the requests it supports — plain `http`, no ``Configuration/proxy``, not
             /// ``HTTPVersionPolicy/http2PriorKnowledge``, no decoding
             /// (``Decompression/disabled``), a body of bytes or none — and curl's for the rest. Redirects
-            /// to `http` are followed by the own engine, to anything else by curl.
+            /// to `http` are followed by the own engine, to anything else by curl. The default: on the
+            /// request-rate benchmark the own engine answers about 3× the requests curl's does.
             case automatic
         }
 

@@ -847,8 +847,8 @@ func example_CallingServices_62(router: inout HTTPRouter, configuration: inout H
 func example_CallingServices_108(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
 
     var fast = HTTPClient.Configuration()
-    fast.engine = .automatic          // plain-http calls on LoopKit's own HTTP/1.1 engine
-    fast.decompression = .disabled    // decoding is curl's: with it on, every request goes to curl
+    fast.engine = .automatic          // the default: plain-http calls on LoopKit's own HTTP/1.1 engine …
+    fast.decompression = .disabled    // … when decoding is off (decoding is curl's: with it on, curl sends them)
     let internalClient = HTTPClient(on: loop, configuration: fast)
     let health = try await internalClient.execute(HTTPRequest(method: .get, scheme: "http", authority: "10.0.0.7:8080", path: "/health"))
     _ = try await health.collect(upTo: 1024)

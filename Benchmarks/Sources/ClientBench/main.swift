@@ -148,7 +148,7 @@ func runLoopKit() {
     configuration.maximumIdleConnections = concurrency
     if http2 { configuration.httpVersion = caFile == nil ? .http2PriorKnowledge : .automatic } else { configuration.httpVersion = .http1Only }
     if let caFile { configuration.tls.caFile = caFile }
-    if client == "loopkit-own" { configuration.engine = .automatic }
+    configuration.engine = client == "loopkit-own" ? .automatic : .curl
     let httpClient = LoopKitHTTPClient.HTTPClient(on: loop, configuration: configuration)
     let done = DispatchSemaphore(value: 0)
 
