@@ -284,7 +284,7 @@ bench-h2: deps
 	cd Benchmarks && $(SWIFT) build -c release --product NIOHTTP2Peer
 	flock /tmp/loopkit-bench.lock Benchmarks/h2-bench.sh | tee Benchmarks/RESULTS-h2.txt
 
-## bench-client: LoopKitHTTPClient vs AsyncHTTPClient (one event loop each) against LoopDemo serve on core 0, the client
+## bench-client: LoopKitHTTPClient (curl's engine and its own) vs AsyncHTTPClient (one event loop each) against LoopDemo serve on core 0, the client
 ## on core 1, alternated rounds: 64 concurrent keep-alive GET /hello, a 1 GiB download (MB/s, client RSS growth), and
 ## 100 HTTP/2 streams on one connection beside HTTP/1.1
 bench-client: deps
@@ -293,7 +293,7 @@ bench-client: deps
 	flock /tmp/loopkit-bench.lock Benchmarks/client-bench.sh | tee Benchmarks/RESULTS-client.txt
 
 ## bench-client-callgrind: instructions and allocations per keep-alive GET /hello (64 concurrent) and per MiB
-## downloaded, in the client process under callgrind, LoopKitHTTPClient (split: libcurl, libc, Swift runtime,
+## downloaded, in the client process under callgrind, LoopKitHTTPClient on both engines (split: libcurl, libc, Swift runtime,
 ## its own code) against AsyncHTTPClient (Benchmarks/client-callgrind.sh)
 bench-client-callgrind: deps
 	@command -v valgrind >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq valgrind; }

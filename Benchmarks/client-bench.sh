@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# make bench-client: LoopKitHTTPClient against AsyncHTTPClient (Benchmarks/Sources/ClientBench), each on one event
-# loop, the client process pinned to CLIENT_CORE, `LoopDemo serve` (release) pinned to SERVER_CORE; the two clients
-# alternated ROUNDS times (the first of each round swaps), the median of the per-round ratios with their spread.
+# make bench-client: LoopKitHTTPClient on its two engines (libcurl's, `loopkit`, and its own HTTP/1.1 engine,
+# `loopkit-own`) against AsyncHTTPClient (Benchmarks/Sources/ClientBench), each on one event loop, the client process
+# pinned to CLIENT_CORE, `LoopDemo serve` (release) pinned to SERVER_CORE; the clients alternated ROUNDS times (the
+# order rotated each round), the median of the per-round ratios with their spread.
 #   1. 64 concurrent keep-alive GET /hello, REQUESTS each run: requests/s, p50 and p99 latency, the client's CPU time
 #      a request, and the server's CPU share (near 100 %: the server is the limit, not the client).
 #   2. One GET of a 1 GiB file (random bytes, made in /tmp, deleted at the end) served by `serve --root`: MB/s, the
 #      client's CPU time for it and its RSS growth (VmHWM after the download less VmRSS before it).
-#   3. HTTP/2, 100 concurrent streams on one connection, beside HTTP/1.1 with 100 connections: LoopKit over h2c
+#   3. HTTP/2, 100 concurrent streams on one connection, beside HTTP/1.1 with 100 connections (curl's engine and
+#      the own one): LoopKit over h2c
 #      (prior knowledge) when the system's libcurl can reuse such a connection; both clients over TLS (ALPN h2;
 #      AsyncHTTPClient has no h2c), one certificate made here.
 #   LOOPDEMO, CLIENT: the release binaries.  ROUNDS (5), REQUESTS (200000), H2_REQUESTS (100000).
@@ -46,68 +48,79 @@ summary() {
 
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (a shared machine: other sessions' builds may run; alternation cancels drift)"
 
+# The three contestants of sections 1 and 2, in the order of round 1; each round rotates it by one.
+CLIENTS=(loopkit loopkit-own ahc)
+declare -A LABEL=([loopkit]="LoopKit curl engine" [loopkit-own]="LoopKit own engine" [ahc]="AsyncHTTPClient")
+# order ROUND: the contestants of round ROUND, rotated.
+order() { local r=$(( ($1 - 1) % ${#CLIENTS[@]} )); echo "${CLIENTS[@]:$r} ${CLIENTS[@]:0:$r}"; }
+
 # 1. 64 concurrent GET /hello
-echo "64 concurrent keep-alive GET /hello from one loop, $REQUESTS requests a run after a warm-up; LoopDemo serve on core $SERVER_CORE, the client on core $CLIENT_CORE; $ROUNDS rounds"
+echo "64 concurrent keep-alive GET /hello from one loop, $REQUESTS requests a run after a warm-up; LoopDemo serve on core $SERVER_CORE, the client on core $CLIENT_CORE; $ROUNDS rounds, the order rotated each round"
 port=$((PORT_BASE + 1))
 start "$port" "$LOOPDEMO" serve --log-level warning
-lk_rps=(); lk_p50=(); lk_p99=(); lk_cpu=(); ahc_rps=(); ahc_p50=(); ahc_p99=(); ahc_cpu=()
+declare -A rps=() p50=() p99=() cpu=()
 for round in $(seq 1 "$ROUNDS"); do
-    order="loopkit ahc"; [ $((round % 2)) -eq 0 ] && order="ahc loopkit"
     line=""
-    for who in $order; do
+    for who in $(order "$round"); do
         out=$(run_client "$port" --client "$who" --mode hello --count "$REQUESTS" --concurrency 64)
-        if [ "$who" = loopkit ]; then
-            lk_rps+=("$(field rps "$out")"); lk_p50+=("$(field p50_us "$out")"); lk_p99+=("$(field p99_us "$out")"); lk_cpu+=("$(field cpu_us "$out")")
-        else
-            ahc_rps+=("$(field rps "$out")"); ahc_p50+=("$(field p50_us "$out")"); ahc_p99+=("$(field p99_us "$out")"); ahc_cpu+=("$(field cpu_us "$out")")
-        fi
+        rps[$who]+="$(field rps "$out") "; p50[$who]+="$(field p50_us "$out") "; p99[$who]+="$(field p99_us "$out") "; cpu[$who]+="$(field cpu_us "$out") "
         line+="  $who $(field rps "$out") req/s p50 $(field p50_us "$out") us p99 $(field p99_us "$out") us, client $(field cpu_us "$out") us CPU a request (server $(field server_cpu "$out") %);"
     done
     echo "  round $round:$line"
 done
 cleanup
-summary "LoopKitHTTPClient req/s" lk_rps "req/s"
-summary "AsyncHTTPClient req/s" ahc_rps "req/s"
-summary "LoopKitHTTPClient p50" lk_p50 "us"
-summary "AsyncHTTPClient p50" ahc_p50 "us"
-summary "LoopKitHTTPClient p99" lk_p99 "us"
-summary "AsyncHTTPClient p99" ahc_p99 "us"
-summary "LoopKitHTTPClient client CPU a request" lk_cpu "us"
-summary "AsyncHTTPClient client CPU a request" ahc_cpu "us"
-echo "  LoopKitHTTPClient / AsyncHTTPClient req/s: $(ratio_summary lk_rps ahc_rps)   (goal >= 2)"
-echo "  AsyncHTTPClient / LoopKitHTTPClient client CPU a request: $(ratio_summary ahc_cpu lk_cpu)"
+for metric in rps p50 p99 cpu; do
+    case $metric in rps) what="req/s"; unit="req/s" ;; p50) what="p50"; unit="us" ;; p99) what="p99"; unit="us" ;; cpu) what="client CPU a request"; unit="us" ;; esac
+    for who in "${CLIENTS[@]}"; do
+        declare -n table=$metric
+        read -r -a vals <<< "${table[$who]}"
+        summary "${LABEL[$who]} $what" vals "$unit"
+    done
+done
+read -r -a own <<< "${rps[loopkit-own]}"; read -r -a curl_ <<< "${rps[loopkit]}"; read -r -a ahc <<< "${rps[ahc]}"
+echo "  own engine / AsyncHTTPClient req/s: $(ratio_summary own ahc)   (goal >= 2)"
+echo "  curl engine / AsyncHTTPClient req/s: $(ratio_summary curl_ ahc)   (goal >= 2)"
+echo "  own engine / curl engine req/s: $(ratio_summary own curl_)"
+read -r -a own <<< "${cpu[loopkit-own]}"; read -r -a curl_ <<< "${cpu[loopkit]}"; read -r -a ahc <<< "${cpu[ahc]}"
+echo "  curl engine / own engine client CPU a request: $(ratio_summary curl_ own)"
+echo "  AsyncHTTPClient / own engine client CPU a request: $(ratio_summary ahc own)"
 
 # 2. A 1 GiB download
 mkdir -p "$work/root"
 head -c $((1 << 30)) /dev/urandom > "$work/root/big.bin"
-echo "GET /files/big.bin, 1 GiB of random bytes (page cache warm), streamed and counted; $ROUNDS rounds"
+echo "GET /files/big.bin, 1 GiB of random bytes (page cache warm), streamed and counted; $ROUNDS rounds, the order rotated each round"
 port=$((PORT_BASE + 2))
 start "$port" "$LOOPDEMO" serve --log-level warning --root "$work/root"
 curl -s -o /dev/null "http://127.0.0.1:$port/files/big.bin"
-lk_mbps=(); lk_rss=(); lk_dcpu=(); ahc_mbps=(); ahc_rss=(); ahc_dcpu=()
+declare -A mbps=() rss=() dcpu=()
 for round in $(seq 1 "$ROUNDS"); do
-    order="loopkit ahc"; [ $((round % 2)) -eq 0 ] && order="ahc loopkit"
     line=""
-    for who in $order; do
+    for who in $(order "$round"); do
         out=$(run_client "$port" --client "$who" --mode download --path /files/big.bin)
         [ "$(field bytes "$out")" = $((1 << 30)) ] || { echo "$who: $out" >&2; exit 1; }
         growth=$(( ($(field hwm_after_kib "$out") - $(field rss_before_kib "$out")) / 1024 ))
-        if [ "$who" = loopkit ]; then lk_mbps+=("$(field mbps "$out")"); lk_rss+=("$growth"); lk_dcpu+=("$(field cpu_ms_per_gib "$out")")
-        else ahc_mbps+=("$(field mbps "$out")"); ahc_rss+=("$growth"); ahc_dcpu+=("$(field cpu_ms_per_gib "$out")"); fi
+        mbps[$who]+="$(field mbps "$out") "; rss[$who]+="$growth "; dcpu[$who]+="$(field cpu_ms_per_gib "$out") "
         line+="  $who $(field mbps "$out") MB/s, client $(field cpu_ms_per_gib "$out") ms CPU, RSS +$growth MiB (server $(field server_cpu "$out") %);"
     done
     echo "  round $round:$line"
 done
 cleanup
 rm -f "$work/root/big.bin"
-summary "LoopKitHTTPClient" lk_mbps "MB/s"
-summary "AsyncHTTPClient" ahc_mbps "MB/s"
-summary "LoopKitHTTPClient RSS growth" lk_rss "MiB"
-summary "AsyncHTTPClient RSS growth" ahc_rss "MiB"
-summary "LoopKitHTTPClient client CPU for the GiB" lk_dcpu "ms"
-summary "AsyncHTTPClient client CPU for the GiB" ahc_dcpu "ms"
-echo "  LoopKitHTTPClient / AsyncHTTPClient MB/s: $(ratio_summary lk_mbps ahc_mbps)   (goals: >= 1, RSS growth < 32 MiB)"
-echo "  AsyncHTTPClient / LoopKitHTTPClient client CPU for the GiB: $(ratio_summary ahc_dcpu lk_dcpu)"
+for metric in mbps rss dcpu; do
+    case $metric in mbps) what=""; unit="MB/s" ;; rss) what=" RSS growth"; unit="MiB" ;; dcpu) what=" client CPU for the GiB"; unit="ms" ;; esac
+    for who in "${CLIENTS[@]}"; do
+        declare -n table=$metric
+        read -r -a vals <<< "${table[$who]}"
+        summary "${LABEL[$who]}$what" vals "$unit"
+    done
+done
+read -r -a own <<< "${mbps[loopkit-own]}"; read -r -a curl_ <<< "${mbps[loopkit]}"; read -r -a ahc <<< "${mbps[ahc]}"
+echo "  own engine / AsyncHTTPClient MB/s: $(ratio_summary own ahc)   (goals: >= 1, RSS growth < 32 MiB)"
+echo "  curl engine / AsyncHTTPClient MB/s: $(ratio_summary curl_ ahc)"
+echo "  own engine / curl engine MB/s: $(ratio_summary own curl_)"
+read -r -a own <<< "${dcpu[loopkit-own]}"; read -r -a curl_ <<< "${dcpu[loopkit]}"; read -r -a ahc <<< "${dcpu[ahc]}"
+echo "  curl engine / own engine client CPU for the GiB: $(ratio_summary curl_ own)"
+echo "  AsyncHTTPClient / own engine client CPU for the GiB: $(ratio_summary ahc own)"
 
 # 3. HTTP/2: 100 streams on one connection beside HTTP/1.1 with 100 connections
 echo "100 concurrent GET /hello, $H2_REQUESTS requests a run: HTTP/2 streams on one connection and HTTP/1.1 on 100 connections; $ROUNDS rounds"
@@ -115,14 +128,14 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 
     -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 plain=$((PORT_BASE + 3)); tls=$((PORT_BASE + 4))
 declare -A rows=()
-names=("LoopKit h2c, 1 connection" "LoopKit HTTP/1.1, 100 connections" "LoopKit h2 (TLS), 1 connection"
+names=("LoopKit h2c, 1 connection" "LoopKit HTTP/1.1, 100 connections" "LoopKit own engine HTTP/1.1, 100 connections" "LoopKit h2 (TLS), 1 connection"
        "AHC h2 (TLS), 1 connection" "LoopKit HTTP/1.1 (TLS), 100 connections" "AHC HTTP/1.1 (TLS), 100 connections")
 # h2c by prior knowledge needs a libcurl that reuses such a connection: Debian 12's 7.88.1 fails the second request
 # on it with CURLE_HTTP2 (16), against nginx as well. Checked here with the curl tool on the same libcurl.
 start "$plain" "$LOOPDEMO" serve --log-level warning
-plain_pair=loopkit-h1
+plain_pair="loopkit-h1 loopkit-own-h1"
 if curl -sf --http2-prior-knowledge -o /dev/null "http://127.0.0.1:$plain/hello" -o /dev/null "http://127.0.0.1:$plain/hello"; then
-    plain_pair="loopkit-h2 loopkit-h1"
+    plain_pair="loopkit-h2 loopkit-h1 loopkit-own-h1"
 else
     echo "  LoopKit h2c: not measured: $(curl --version | head -1 | cut -d' ' -f1-3) fails the second request on a reused h2c (prior knowledge) connection (CURLE_HTTP2), against nginx too; h2 over TLS below"
     names=("${names[@]:1}")
@@ -135,6 +148,7 @@ for round in $(seq 1 "$ROUNDS"); do
         case $who in
             loopkit-h2) name="LoopKit h2c, 1 connection"; out=$(run_client "$plain" --client loopkit --mode hello --http2 --count "$H2_REQUESTS" --concurrency 100) ;;
             loopkit-h1) name="LoopKit HTTP/1.1, 100 connections"; out=$(run_client "$plain" --client loopkit --mode hello --count "$H2_REQUESTS" --concurrency 100) ;;
+            loopkit-own-h1) name="LoopKit own engine HTTP/1.1, 100 connections"; out=$(run_client "$plain" --client loopkit-own --mode hello --count "$H2_REQUESTS" --concurrency 100) ;;
         esac
         rows[$name]+="$(field rps "$out") "; line+="  $who $(field rps "$out") (server $(field server_cpu "$out") %);"
     done

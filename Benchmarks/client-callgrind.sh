@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Instructions per request and per MiB downloaded, LoopKitHTTPClient against AsyncHTTPClient, counted by callgrind
+# Instructions per request and per MiB downloaded, LoopKitHTTPClient (curl's engine and its own) against AsyncHTTPClient, counted by callgrind
 # in the client process (`make bench-client-callgrind`). ClientBench runs under `valgrind --tool=callgrind`, the
 # server (`LoopDemo serve`, not under valgrind) pinned to SERVER_CORE:
 #   1. 64 concurrent keep-alive GET /hello (ClientBench --mode hello): N requests, then 2N; (I(2N) - I(N)) / N is
@@ -10,7 +10,8 @@
 # Under valgrind a client runs far slower than the server, so its reads are whatever the socket holds then: the
 # download's figure counts the per-byte cost (the copies) and the per-chunk cost at valgrind's chunk sizes.
 # Instruction counts do not move with the machine's load.
-#   LOOPDEMO, CLIENT: the release binaries.  N (3000), M (64).  PORT (18760).  CLIENTS ("loopkit ahc").
+#   LOOPDEMO, CLIENT: the release binaries.  N (3000), M (64).  PORT (18760).  CLIENTS ("loopkit loopkit-own ahc":
+#   LoopKitHTTPClient on curl's engine, on its own HTTP/1.1 engine, AsyncHTTPClient).
 #   LOOPKIT_ARGS: more ClientBench options for LoopKit's runs (`--observe`: with Configuration.requestEnded set).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +21,7 @@ CLIENT=${CLIENT:-Benchmarks/.build/release/ClientBench}
 N=${N:-3000}
 M=${M:-64}
 PORT=${PORT:-18760}
-CLIENTS=${CLIENTS:-loopkit ahc}
+CLIENTS=${CLIENTS:-loopkit loopkit-own ahc}
 LOOPKIT_ARGS=${LOOPKIT_ARGS:-}
 export SWIFT_DETERMINISTIC_HASHING=1
 for tool in valgrind callgrind_annotate objcopy; do
@@ -73,7 +74,7 @@ for who in $CLIENTS; do
     extra=(); [ "$who" = loopkit ] && extra=($LOOPKIT_ARGS)
     read -r i1 a1 c1 l1 s1 o1 < <(profile --client "$who" --mode hello --count "$N" --concurrency 64 "${extra[@]}")
     read -r i2 a2 c2 l2 s2 o2 < <(profile --client "$who" --mode hello --count $((2 * N)) --concurrency 64 "${extra[@]}")
-    [ "$who" = loopkit ] && label="LoopKitHTTPClient" || label="AsyncHTTPClient"
+    case $who in loopkit) label="LoopKit curl engine" ;; loopkit-own) label="LoopKit own engine" ;; *) label="AsyncHTTPClient" ;; esac
     awk -v l="$label" -v n="$N" -v i1="$i1" -v i2="$i2" -v a1="$a1" -v a2="$a2" -v c1="$c1" -v c2="$c2" \
         -v l1="$l1" -v l2="$l2" -v s1="$s1" -v s2="$s2" -v o1="$o1" -v o2="$o2" 'BEGIN {
         printf "  %-22s | %12.0f | %8.1f | %9.0f | %9.0f | %9.0f | %9.0f\n", l, (i2 - i1) / n, (a2 - a1) / n,
@@ -92,7 +93,7 @@ for who in $CLIENTS; do
     extra=(); [ "$who" = loopkit ] && extra=($LOOPKIT_ARGS)
     read -r i1 a1 _ < <(profile --client "$who" --mode download --path /files/single.bin "${extra[@]}")
     read -r i2 a2 _ < <(profile --client "$who" --mode download --path /files/double.bin "${extra[@]}")
-    [ "$who" = loopkit ] && label="LoopKitHTTPClient" || label="AsyncHTTPClient"
+    case $who in loopkit) label="LoopKit curl engine" ;; loopkit-own) label="LoopKit own engine" ;; *) label="AsyncHTTPClient" ;; esac
     awk -v l="$label" -v m="$M" -v i1="$i1" -v i2="$i2" -v a1="$a1" -v a2="$a2" 'BEGIN {
         printf "  %-22s | %12.0f | %8.1f\n", l, (i2 - i1) / m, (a2 - a1) / m }'
 done

@@ -5,7 +5,9 @@ import LoopKitNet
 import ServiceContextModule
 
 /// An HTTP client on a LoopKit loop: HTTP/1.1 and HTTP/2, TLS, a connection pool per host, redirects,
-/// decoding, proxies — libcurl's multi-socket engine, its sockets watched and its timer kept by the loop.
+/// decoding, proxies — libcurl's multi-socket engine, its sockets watched and its timer kept by the loop; or,
+/// with ``Configuration/Engine/automatic``, LoopKit's own HTTP/1.1 engine on LoopKitNet's connections for the
+/// plain-http requests it supports (curl's for the rest).
 ///
 /// ```swift
 /// let client = HTTPClient(on: loop)
@@ -29,6 +31,8 @@ public final class HTTPClient: Sendable {
     /// The configuration the client was made with.
     public let configuration: Configuration
     let engine: ClientEngine
+    /// The own HTTP/1.1 engine, with ``Configuration/Engine/automatic``.
+    let ownEngine: OwnEngine?
 
     /// Makes a client on `loop`. Nothing connects until the first request.
     ///
@@ -37,6 +41,7 @@ public final class HTTPClient: Sendable {
         self.loop = loop
         self.configuration = configuration
         engine = ClientEngine(loop: loop, configuration: configuration)
+        ownEngine = configuration.engine == .automatic ? OwnEngine(loop: loop, configuration: configuration, curl: engine) : nil
     }
 
     deinit { shutdown() }
@@ -46,9 +51,13 @@ public final class HTTPClient: Sendable {
     ///
     /// Safe from any thread; the client closes on its loop (in the loop's next iteration).
     public func shutdown() {
-        let engine = engine
+        let (engine, ownEngine) = (engine, ownEngine)
         do {
-            try loop.enqueue { engine.close(HTTPClientError(.shutDown, "the client was shut down")) }
+            try loop.enqueue {
+                let error = HTTPClientError(.shutDown, "the client was shut down")
+                ownEngine?.close(error)
+                engine.close(error)
+            }
         } catch {
             // Refused once the loop began to shut down: its shutdown observer closes the client.
         }
@@ -73,7 +82,7 @@ public final class HTTPClient: Sendable {
     ) async throws(HTTPClientError) -> HTTPClientResponse {
         let request = Self.traced(request)
         let handle = HTTPClientRequestHandle()
-        let engine = engine
+        let (engine, ownEngine) = (engine, ownEngine)
         #if LOOPKIT_TSAN
         // Swift's runtime does not tell the thread sanitizer that a continuation resumed on the loop's thread
         // happens before the awaiting task goes on: say so, or what the loop made for the response (its
@@ -85,7 +94,7 @@ public final class HTTPClient: Sendable {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPClientResponse, any Error>) in
                     let start: @Sendable () -> Void = {
-                        engine.start(request, body: body, deadline: deadline, handle: handle) { result in
+                        Self.start(request, body: body, deadline: deadline, handle: handle, engine: engine, ownEngine: ownEngine) { result in
                             #if LOOPKIT_TSAN
                             handOver.releasing()
                             #endif
@@ -126,8 +135,21 @@ public final class HTTPClient: Sendable {
     ) -> HTTPClientRequestHandle {
         precondition(loop.isCurrent, "LoopKitHTTPClient: execute(_:body:deadline:completion:) called off its client's loop thread")
         let handle = HTTPClientRequestHandle()
-        engine.start(Self.traced(request), body: body, deadline: deadline, handle: handle, completion: completion)
+        Self.start(Self.traced(request), body: body, deadline: deadline, handle: handle, engine: engine, ownEngine: ownEngine, completion: completion)
         return handle
+    }
+
+    /// Starts `request` on the own engine when it has one that supports the request, else on curl's.
+    /// Loop thread.
+    private static func start(
+        _ request: HTTPRequest, body: HTTPClientRequestBody?, deadline: ContinuousClock.Instant?, handle: HTTPClientRequestHandle,
+        engine: ClientEngine, ownEngine: OwnEngine?, completion: @escaping (Result<HTTPClientResponse, HTTPClientError>) -> Void
+    ) {
+        if let ownEngine, OwnEngine.supports(request, body: body, configuration: ownEngine.configuration) {
+            ownEngine.start(request, body: body, deadline: deadline, handle: handle, completion: completion)
+        } else {
+            engine.start(request, body: body, deadline: deadline, handle: handle, completion: completion)
+        }
     }
 
     /// `request` with the task's trace context injected, when there is one and the request carries none.

@@ -1,5 +1,5 @@
 /// Why a request made with ``HTTPClient`` failed: a kind to switch on and a message to log, with libcurl's
-/// own text when the engine reported it.
+/// own text when curl's engine reported it (the own HTTP/1.1 engine's are its own).
 ///
 /// A plain value; safe from any thread.
 public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -28,7 +28,7 @@ public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertibl
         case shutDown
         /// The request body's sequence threw.
         case requestBodyFailed
-        /// Any other transport failure curl reports (a reset connection, a malformed response, …).
+        /// Any other transport failure (a reset connection, a malformed response, …).
         case transport
     }
 
@@ -36,7 +36,8 @@ public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertibl
     public let kind: Kind
     /// A sentence for a log: what the client was doing, and curl's text when curl reported the failure.
     public let message: String
-    /// libcurl's `CURLcode` when the engine reported the failure, else nil.
+    /// libcurl's `CURLcode` when curl's engine reported the failure, else nil (always nil for a request of
+    /// the own engine, ``HTTPClient/Configuration/Engine/automatic``).
     public let curlCode: Int32?
 
     /// Creates an error (for tests of code that calls the client).

@@ -6,7 +6,7 @@ import LoopKit
 public final class HTTPClientRequestHandle: Sendable {
     private enum State {
         case notStarted
-        case started(id: TransferID, engine: ClientEngine)
+        case started(id: TransferID, engine: any RequestCanceller)
         case cancelled
         case ended
     }
@@ -20,7 +20,7 @@ public final class HTTPClientRequestHandle: Sendable {
     ///
     /// Safe from any thread; the request ends on the client's loop.
     public func cancel() {
-        let started: (TransferID, ClientEngine)? = state.withLock { state in
+        let started: (TransferID, any RequestCanceller)? = state.withLock { state in
             switch state {
             case .notStarted:
                 state = .cancelled
@@ -43,7 +43,7 @@ public final class HTTPClientRequestHandle: Sendable {
     }
 
     /// The engine started the request; false when it was cancelled first. Loop thread.
-    func started(id: TransferID, engine: ClientEngine) -> Bool {
+    func started(id: TransferID, engine: any RequestCanceller) -> Bool {
         state.withLock { state in
             guard case .notStarted = state else { return false }
             state = .started(id: id, engine: engine)
@@ -53,4 +53,21 @@ public final class HTTPClientRequestHandle: Sendable {
 
     /// The request ended; a later cancel does nothing. Loop thread.
     func ended() { state.withLock { $0 = .ended } }
+
+    /// The request moves to another engine (the own engine hands a redirect it cannot follow to curl's):
+    /// it may be started again; false when it was cancelled meanwhile. Loop thread.
+    func handedOver() -> Bool {
+        state.withLock { state in
+            guard case .started = state else { return false }
+            state = .notStarted
+            return true
+        }
+    }
+}
+
+/// An engine a request handle cancels its request through (curl's ``ClientEngine`` or the own
+/// ``OwnEngine``): `cancel` is called on `loop`'s thread.
+protocol RequestCanceller: AnyObject, Sendable {
+    var loop: EventLoop { get }
+    func cancel(_ id: TransferID, with error: HTTPClientError)
 }

@@ -180,8 +180,8 @@ func example_README_340(router: inout HTTPRouter, configuration: inout HTTPServe
     let status = try await response.collect(upTo: 1 << 20)     // or: for try await chunk in response.body
 }
 
-// README.md:362
-@Suite("README.md:362") struct Example_README_362 {
+// README.md:364
+@Suite("README.md:364") struct Example_README_364 {
     @Test func timerFiresAfterQueuedWork() throws {
         let driver = try LoopDriver()                 // a loop on a VirtualClock
         let trace = OrderTrace(driver.loop)
@@ -198,8 +198,8 @@ func example_README_340(router: inout HTTPRouter, configuration: inout HTTPServe
     }
 }
 
-// README.md:386
-func example_README_386(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// README.md:388
+func example_README_388(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
     try LoopMetrics.record(loop, name: "main")                 // iteration duration, poll wait, queue depth, …
     router.use(HTTPServerMetrics.middleware())                 // http.server.request.duration, …
     HTTPServerMetrics.record(into: &configuration)             // http.server.open_connections
@@ -845,16 +845,27 @@ func example_CallingServices_62(router: inout HTTPRouter, configuration: inout H
     let client = HTTPClient(on: loop, configuration: clientConfiguration)
 }
 
-// Sources/LoopKitHTTPClient/LoopKitHTTPClient.docc/CallingServices.md:96
-func example_CallingServices_96(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTPClient/LoopKitHTTPClient.docc/CallingServices.md:97
+func example_CallingServices_97(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
 
     var clientConfiguration = HTTPClient.Configuration()
     HTTPClientMetrics.record(into: &clientConfiguration, server: .named(["api.example.com"]))
     let client = HTTPClient(on: loop, configuration: clientConfiguration)
 }
 
-// Sources/LoopKitHTTPClient/LoopKitHTTPClient.docc/CallingServices.md:134
-func example_CallingServices_134(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+// Sources/LoopKitHTTPClient/LoopKitHTTPClient.docc/CallingServices.md:140
+func example_CallingServices_140(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
+
+    var fast = HTTPClient.Configuration()
+    fast.engine = .automatic          // the default: plain-http calls on LoopKit's own HTTP/1.1 engine …
+    fast.decompression = .disabled    // … when decoding is off (decoding is curl's: with it on, curl sends them)
+    let internalClient = HTTPClient(on: loop, configuration: fast)
+    let health = try await internalClient.execute(HTTPRequest(method: .get, scheme: "http", authority: "10.0.0.7:8080", path: "/health"))
+    _ = try await health.collect(upTo: 1024)
+}
+
+// Sources/LoopKitHTTPClient/LoopKitHTTPClient.docc/CallingServices.md:166
+func example_CallingServices_166(router: inout HTTPRouter, configuration: inout HTTPServer.Configuration, options: inout ListenerOptions) async throws {
 
     typealias Fetcher = @Sendable (HTTPRequest) async throws -> HTTPClientResponse
 

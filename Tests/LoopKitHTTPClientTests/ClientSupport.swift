@@ -62,6 +62,11 @@ final class LiveServer {
         router.get("/hello") { _ in HTTPServerResponse(status: .ok, headerFields: [.contentType: "text/plain"], body: .string("Hello, World!")) }
         router.post("/echo") { request in HTTPServerResponse(status: .ok, body: .bytes(request.body)) }
         router.put("/echo") { request in HTTPServerResponse(status: .ok, body: .bytes(request.body)) }
+        router.get("/chunked") { _ in
+            HTTPServerResponse(status: .ok, body: .stream { writer in
+                for part in 0..<50 { try await writer.write("part \(part);") }
+            })
+        }
         router.get("/fields") { request in
             .text(request.head.headerFields.map { "\($0.name.canonicalName)=\($0.value)" }.sorted().joined(separator: "\n"))
         }
@@ -100,7 +105,15 @@ final class ClientLoop: Sendable {
 
     init() throws { group = try LoopGroup(threads: 1, name: "client-test") }
 
+    /// With `LOOPKIT_TEST_CLIENT_ENGINE=automatic` in the environment every client is made with
+    /// ``HTTPClient/Configuration/Engine/automatic`` and no decoding: the curl engine's suites then run on the
+    /// own engine (those of decoding, TLS, proxies and h2 do not apply and fail so).
     func client(_ configuration: HTTPClient.Configuration = HTTPClient.Configuration()) -> HTTPClient {
+        var configuration = configuration
+        if ProcessInfo.processInfo.environment["LOOPKIT_TEST_CLIENT_ENGINE"] == "automatic" {
+            configuration.engine = .automatic
+            configuration.decompression = .disabled
+        }
         let client = HTTPClient(on: loop, configuration: configuration)
         clients.withLock { $0.append(client) }
         return client

@@ -1,7 +1,7 @@
 /// The Python peers of the client's tests (stdlib only, plus `brotli` for one route): written to a temporary
 /// file and run with `python3 FILE MODE [ARG]`; each prints its port on the first line.
 ///
-/// Modes: `serve` (the routes below), `drop-reused` (as `serve`, but a connection's second request is read
+/// Modes: `serve` (the routes below; `/chunked`, `/malformed` and `/untilclose` write their bytes as they are), `drop-reused` (as `serve`, but a connection's second request is read
 /// and the connection closed unanswered: what a server closing an idle keep-alive connection looks like to a
 /// client that reused it), `tls CERT KEY` (`serve` over TLS), `proxy` (a CONNECT proxy that maps the
 /// name `service.invalid` to 127.0.0.1). `/echo` answers the request's body, its method (`X-Method`) and its
@@ -117,6 +117,14 @@ def handle(conn, number):
             elif route == "/head":
                 conn.sendall("HTTP/1.1 299 Custom Reason\r\nContent-Length: 2\r\nx-lower: v\r\nX-Spaced:   padded value  \r\n"
                              "Set-Cookie: a=1\r\nSet-Cookie: b=2\r\nX-Utf8: caf\u00e9\r\nbad name: dropped\r\n\r\nok".encode())
+            elif route == "/chunked":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n"
+                             b"1\r\n \r\nA\r\n0123456789\r\n0\r\nX-Trailer: t\r\n\r\n")
+            elif route == "/malformed":
+                conn.sendall(b"HTPT/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            elif route == "/untilclose":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nread to the end")
+                return
             elif route == "/echo":
                 respond(conn, "200 OK", body, [("X-Method", method),
                                                ("X-Content-Length", headers.get("content-length", "none"))])

@@ -1,7 +1,7 @@
 // The HTTP client figures of `make bench-client` (Benchmarks/client-bench.sh): LoopKit's HTTPClient against
 // AsyncHTTPClient, each on one event loop, against a `LoopDemo serve` started by the script.
 //
-//   ClientBench --client loopkit|ahc --mode hello|download [--port P] [--count N] [--concurrency C]
+//   ClientBench --client loopkit|loopkit-own|ahc --mode hello|download [--port P] [--count N] [--concurrency C]
 //               [--path /files/big.bin] [--http2] [--tls-ca cert.pem] [--host localhost] [--observe]
 //
 // `hello`: C workers, each a chain of keep-alive `GET /hello` on the client's loop (the next one issued when
@@ -13,7 +13,8 @@
 // cpu_ms_per_gib C rss_before_kib R hwm_after_kib H` (the client's CPU time per GiB; VmRSS before the request,
 // VmHWM after: the growth the download caused).
 //
-// LoopKit: an `HTTPClient` on the one loop of a `LoopGroup(threads: 1)`; the workers are tasks with that loop as
+// LoopKit: an `HTTPClient` on the one loop of a `LoopGroup(threads: 1)` — `loopkit` on libcurl's engine,
+// `loopkit-own` on LoopKit's own HTTP/1.1 engine (`Configuration.engine = .automatic`, plain http only); the workers are tasks with that loop as
 // their executor preference (`Task(executorPreference: loop)`), so requests, bodies and continuations stay on
 // the loop's thread. `--http2`: `.http2PriorKnowledge` (h2c) on plain http, HTTP/2 through ALPN over https,
 // and one connection, the workers' requests its concurrent streams.
@@ -153,6 +154,7 @@ func runLoopKit() {
     if http2 { configuration.httpVersion = caFile == nil ? .http2PriorKnowledge : .automatic } else { configuration.httpVersion = .http1Only }
     if let caFile { configuration.tls.caFile = caFile }
     if observes { configuration.requestEnded = { _ in summariesSeen.add(1, ordering: .relaxed) } }
+    configuration.engine = client == "loopkit-own" ? .automatic : .curl
     let httpClient = LoopKitHTTPClient.HTTPClient(on: loop, configuration: configuration)
     let done = DispatchSemaphore(value: 0)
 
@@ -319,7 +321,7 @@ func runAHC() {
 }
 
 switch client {
-case "loopkit": runLoopKit()
+case "loopkit", "loopkit-own": runLoopKit()
 case "ahc": runAHC()
 default: fail("unknown client \(client)")
 }

@@ -11,7 +11,7 @@ struct TransferID: Hashable, Sendable {
 /// The client's state on its loop: curl's multi handle, the watches and the timer curl asked for, the
 /// transfers in flight. Every member but the two `let`s is touched on the loop's thread only (each entry
 /// point checks), so sharing the reference between threads is safe.
-final class ClientEngine: CurlMultiDelegate, @unchecked Sendable {  // loop-confined: all mutable state is used on `loop`'s thread, checked at every entry
+final class ClientEngine: CurlMultiDelegate, RequestCanceller, @unchecked Sendable {  // loop-confined: all mutable state is used on `loop`'s thread, checked at every entry
     let loop: EventLoop
     let configuration: HTTPClient.Configuration
 
