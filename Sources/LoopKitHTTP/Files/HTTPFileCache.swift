@@ -57,6 +57,8 @@ final class HTTPFileCache: Sendable {
         /// The fields of a whole `200`: the validators', `Accept-Ranges`, `Content-Type` and a variant's
         /// `Content-Encoding` (the server frames the body of bytes with its `Content-Length`).
         let wholeFields: HTTPFields
+        /// Their HTTP/1 lines, made once (``HTTPEncodedFields``).
+        let wholeFieldLines: HTTPEncodedFields
 
         init(path: String, identity: FileIdentity, info: FileInfo, contents: Bytes, name: Substring, coding: HTTPContentCoding?,
              validators: HTTPFileServer.Validators, contentType: String) {
@@ -72,6 +74,7 @@ final class HTTPFileCache: Sendable {
             if let coding { fields[.contentEncoding] = coding.token }
             fields[.contentType] = contentType
             wholeFields = fields
+            wholeFieldLines = HTTPEncodedFields(fields)
         }
 
         /// Whether the path names this very file still (one `stat(2)`). Blocks briefly; loop thread.
@@ -98,16 +101,28 @@ final class HTTPFileCache: Sendable {
         let variantPaths: [String]
         /// What each variant path held, in the route's order; nil where not looked at.
         var variants: [Variant?]
+    }
+
+    /// A record's place in the table: a reference, so that a hit marks it used and reads its plain entry
+    /// with no copy of the record and no check of an array's uniqueness. Only touched under the table's lock.
+    private final class Slot {
+        let key: Substring
+        var record: Record
         /// Whether it was used since the clock's hand last passed it (or since it was made: a new record
         /// is the first the hand may drop, unless used before the hand comes to it).
         var used = false
+
+        init(key: Substring, record: Record) {
+            self.key = key
+            self.record = record
+        }
     }
 
     private struct Table: ~Copyable {
         /// The records' slots, which the clock's hand goes round.
-        var slots: [(key: Substring, record: Record)] = []
-        /// Where each key's record is in `slots`.
-        var index: [Substring: Int] = [:]
+        var slots: [Slot] = []
+        /// Each key's slot.
+        var index: [Substring: Slot] = [:]
         /// The next slot the clock's hand looks at.
         var hand = 0
     }
@@ -118,8 +133,8 @@ final class HTTPFileCache: Sendable {
     func entry(for key: Substring) -> Entry? {
         table.withLock { table in
             guard let slot = table.index[key] else { return nil }
-            table.slots[slot].record.used = true
-            return table.slots[slot].record.plain
+            slot.used = true
+            return slot.record.plain
         }
     }
 
@@ -127,8 +142,8 @@ final class HTTPFileCache: Sendable {
     func record(for key: Substring) -> Record? {
         table.withLock { table in
             guard let slot = table.index[key] else { return nil }
-            table.slots[slot].record.used = true
-            return table.slots[slot].record
+            slot.used = true
+            return slot.record
         }
     }
 
@@ -137,7 +152,7 @@ final class HTTPFileCache: Sendable {
     func update(_ key: Substring, paths: @autoclosure () -> (path: String, variants: [String]), _ change: (inout Record) -> Void) {
         table.withLock { table in
             if let slot = table.index[key] {
-                change(&table.slots[slot].record)
+                change(&slot.record)
                 return
             }
             let paths = paths()
@@ -145,21 +160,21 @@ final class HTTPFileCache: Sendable {
                                 variants: Array(repeating: nil, count: paths.variants.count))
             change(&record)
             let key = Substring(String(key))  // its own storage, not the request's
+            let slot = Slot(key: key, record: record)
+            table.index[key] = slot
             guard table.slots.count >= pathLimit else {
-                table.index[key] = table.slots.count
-                table.slots.append((key, record))
+                table.slots.append(slot)
                 return
             }
             // The clock: the first slot from the hand not used since the hand last passed it, the used ones
             // passed over cleared on the way (at most one full turn).
-            while table.slots[table.hand].record.used {
-                table.slots[table.hand].record.used = false
+            while table.slots[table.hand].used {
+                table.slots[table.hand].used = false
                 table.hand = (table.hand + 1) % table.slots.count
             }
             let victim = table.hand
             table.index[table.slots[victim].key] = nil
-            table.slots[victim] = (key, record)
-            table.index[key] = victim
+            table.slots[victim] = slot
             table.hand = (victim + 1) % table.slots.count
         }
     }
@@ -167,8 +182,8 @@ final class HTTPFileCache: Sendable {
     /// Drops the plain entry of `key` when it is `entry` (and not one that replaced it meanwhile).
     func remove(_ key: Substring, ifItIs entry: Entry) {
         table.withLock { table in
-            guard let slot = table.index[key], table.slots[slot].record.plain === entry else { return }
-            table.slots[slot].record.plain = nil
+            guard let slot = table.index[key], slot.record.plain === entry else { return }
+            slot.record.plain = nil
         }
     }
 

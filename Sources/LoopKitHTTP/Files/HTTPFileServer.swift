@@ -88,7 +88,7 @@ struct HTTPFileServer: Sendable {
             return nil
         }
         if plainGet, entry.info.size > 0 {
-            return HTTPServerResponse(status: .ok, headerFields: entry.wholeFields, body: .bytes(entry.contents))
+            return HTTPServerResponse(status: .ok, encoded: entry.wholeFieldLines, body: .bytes(entry.contents))
         }
         return response(to: request, from: entry)
     }
@@ -131,7 +131,7 @@ struct HTTPFileServer: Sendable {
         if request.head.method == .get, entry.info.size > 0,
            case .proceed(rangeApplies: false) = HTTPPreconditions.evaluate(request.head.headerFields, tag: entry.validators.tag,
                                                                            modified: entry.validators.modified) {
-            return HTTPServerResponse(status: .ok, headerFields: entry.wholeFields, body: .bytes(entry.contents))
+            return HTTPServerResponse(status: .ok, encoded: entry.wholeFieldLines, body: .bytes(entry.contents))
         }
         return response(to: request, body: .contents(entry.contents), info: entry.info, name: entry.name, coding: entry.coding,
                         validators: entry.validators)
