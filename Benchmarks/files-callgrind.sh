@@ -4,11 +4,11 @@
 # `valgrind --tool=callgrind` twice, h2load (HTTP/1.1, one request in flight per connection) sends N requests,
 # then 2N; (I(2N) - I(N)) / N is one request's cost with start-up and shutdown cancelled. Instruction counts
 # do not move with the machine's load; the kernel's side (open, fstat, sendfile, the socket) is not counted.
-# Rows: a 1 KiB file, and a 100 KiB JSON file with `Accept-Encoding: gzip` (zlib level 6 both, nginx's
+# Rows: a 1 KiB file, a 1 KiB precompressed variant (`file.gz`, `Accept-Encoding: gzip`), and a 100 KiB JSON file with `Accept-Encoding: gzip` (zlib level 6 both, nginx's
 # `gzip on`). LoopDemo's pool threads are counted with it (callgrind runs every thread).
 #   LOOPDEMO: the release binary.  LOOPDEMO_BEFORE: another build (the one before a change), counted too when
 #   set.  N: requests of the 1 KiB row (default 2000; the gzip row takes N / 25).  CONNECTIONS: default 4.
-#   ROWS: small, gzip or both (the default).
+#   ROWS: small (the 1 KiB file and its variant row), variant, gzip or both (the default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LOOPDEMO=${LOOPDEMO:-.build/release/LoopDemo}
@@ -31,6 +31,9 @@ objcopy --strip-debug "$LOOPDEMO" "$out/LoopDemo"
 root="$out/root"
 mkdir -p "$root" "$out/nginx"
 head -c 1024 /dev/urandom > "$root/small.bin"
+# The variant row: a 1 KiB precompressed variant beside its file, sent to a client taking gzip (nginx: gzip_static).
+head -c 4096 /dev/urandom > "$root/page.bin"
+head -c 1024 /dev/urandom > "$root/page.bin.gz"
 # 100 KiB of JSON records, as compression-bench.sh makes them.
 python3 - "$root/data.json" <<'PY'
 import json, sys
@@ -62,7 +65,7 @@ http {
     gzip_vary on;
     server {
         listen 127.0.0.1:$PORT;
-        location /files/ { alias $root/; }
+        location /files/ { alias $root/; gzip_static on; }
     }
 }
 CONF
@@ -120,5 +123,6 @@ row() {
             printf "%-44s | %-28s | %13.0f | %8.2f\n", s, r, (i2 - i1) / n, (a2 - a1) / n }'
     done
 }
-[ "${ROWS:-both}" = gzip ] || row /files/small.bin "1 KiB file" "$N"
-[ "${ROWS:-both}" = small ] || row /files/data.json "100 KiB JSON, gzip" $((N / 25)) "Accept-Encoding: gzip"
+[ "${ROWS:-both}" = gzip ] || [ "${ROWS:-both}" = variant ] || row /files/small.bin "1 KiB file" "$N"
+case ${ROWS:-both} in both|small|variant) row /files/page.bin "1 KiB .gz variant (gzip_static)" "$N" "Accept-Encoding: gzip" ;; esac
+[ "${ROWS:-both}" = small ] || [ "${ROWS:-both}" = variant ] || row /files/data.json "100 KiB JSON, gzip" $((N / 25)) "Accept-Encoding: gzip"

@@ -210,7 +210,7 @@ enum HTTPDispatcher {
         let version = stream.exchange!.head.version
         switch response.body.storage {
         case .bytes(let bytes):
-            stream.writeResponse(status: sentStatus, fields: response.headerFields, body: bytes, isHead: isHead, version: version, echoedID: echoedID)
+            stream.writeResponse(status: sentStatus, fields: response.headerFields, encoded: response.encodedFields, body: bytes, isHead: isHead, version: version, echoedID: echoedID)
         case .stream(let write, let watchesClient):
             guard let writer = stream.writeStreamedResponseHead(status: sentStatus, fields: response.headerFields, isHead: isHead, version: version,
                                                                 echoedID: echoedID, watchesClient: watchesClient) else { return }

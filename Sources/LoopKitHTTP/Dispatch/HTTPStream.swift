@@ -28,8 +28,9 @@ protocol HTTPStream: AnyObject, Sendable {
     /// Ends the stream at once (a streamed body failed).
     func abort()
     /// Encodes a response with a body of bytes, then ends it; `echoedID` goes out unless `fields` carry
-    /// its field already.
-    func writeResponse(status: HTTPResponse.Status, fields: HTTPFields, body: Bytes, isHead: Bool,
+    /// its field already. `encoded`, when given, holds the lines of `fields` made before (HTTP/1 copies
+    /// them).
+    func writeResponse(status: HTTPResponse.Status, fields: HTTPFields, encoded: HTTPEncodedFields?, body: Bytes, isHead: Bool,
                        version: HTTPVersion, echoedID: HTTPEchoedRequestID?)
     /// Encodes the head of a response whose body streams; returns the body's writer (nil: no body, ended).
     func writeStreamedResponseHead(status: HTTPResponse.Status, fields: HTTPFields, isHead: Bool, version: HTTPVersion,

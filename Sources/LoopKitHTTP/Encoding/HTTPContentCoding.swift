@@ -74,7 +74,8 @@ public struct HTTPAcceptEncoding: Sendable, Hashable {
     /// The quality of `token` (RFC 9110 §12.5.3: a coding not listed takes `*`'s, else it is not
     /// acceptable; `identity` not listed takes `*`'s, else it is), 0 to 1000.
     public func quality(of token: String) -> Int {
-        let token = token.lowercased()
+        // Lowercased only when it has a capital: the codings' own tokens are lowercase already.
+        let token = token.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) ? token.lowercased() : token
         if let listed = qualities[token] { return listed }
         if let any = qualities["*"] { return any }
         return token == "identity" ? 1000 : 0

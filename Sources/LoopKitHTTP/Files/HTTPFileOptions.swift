@@ -23,6 +23,19 @@ public struct HTTPFileOptions: Sendable {
     public var precompressed: [HTTPContentCoding]
     /// The size of each read from a file.
     public var chunkSize: Int
+    /// The largest file the route keeps in memory, with its precompressed variants, to answer again with no
+    /// read (16 KiB by default; at most 16 MiB). 0 turns the cache off: every request opens its file on the
+    /// work pool.
+    ///
+    /// A kept file is answered on the loop thread, in the request's inline step, after one `stat(2)` of its
+    /// path (and one of each variant path the choice depends on) has found it unchanged: that `stat` runs
+    /// on the loop thread and blocks it for the kernel's lookup of the path, which is quick for a path
+    /// just served (its inode is in the kernel's cache) but not on a file system whose `stat` can wait
+    /// (NFS, FUSE): turn the cache off for such a root.
+    public var cachedFileSizeLimit: Int
+    /// The most paths the cache holds, each with its file and its variants (1,024 by default; 0 turns it
+    /// off). When full, a path not used since the clock hand last passed it is dropped for each one added.
+    public var cachedPathLimit: Int
 
     /// Options with these values; each default is the hardened one.
     ///
@@ -35,9 +48,12 @@ public struct HTTPFileOptions: Sendable {
     ///   - servesHiddenFiles: Whether dot files are served (false by default).
     ///   - precompressed: The variants looked for (`.br`, `.zst`, `.gz` by default).
     ///   - chunkSize: The size of each read (64 KiB by default).
+    ///   - cachedFileSizeLimit: The largest file kept in memory (16 KiB by default; 0: no cache).
+    ///   - cachedPathLimit: The most paths kept (1,024 by default; 0: no cache).
     public init(contentTypes: HTTPContentTypes = .standard, cacheControl: String? = nil, indexFile: String? = "index.html",
                 maxRanges: Int = 16, followsSymbolicLinksOutOfRoot: Bool = false, servesHiddenFiles: Bool = false,
-                precompressed: [HTTPContentCoding] = [.brotli, .zstd, .gzip], chunkSize: Int = 64 * 1024) {
+                precompressed: [HTTPContentCoding] = [.brotli, .zstd, .gzip], chunkSize: Int = 64 * 1024,
+                cachedFileSizeLimit: Int = 16 * 1024, cachedPathLimit: Int = 1024) {
         self.contentTypes = contentTypes
         self.cacheControl = cacheControl
         self.indexFile = indexFile
@@ -46,5 +62,7 @@ public struct HTTPFileOptions: Sendable {
         self.servesHiddenFiles = servesHiddenFiles
         self.precompressed = precompressed
         self.chunkSize = max(1, chunkSize)
+        self.cachedFileSizeLimit = min(max(0, cachedFileSizeLimit), 16 * 1024 * 1024)
+        self.cachedPathLimit = max(0, cachedPathLimit)
     }
 }

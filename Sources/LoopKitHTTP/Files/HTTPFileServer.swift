@@ -19,24 +19,33 @@ import LoopKitNet
 /// one write. A file that shrinks while it is sent ends the connection (the client sees a body shorter than
 /// its length); one that grows is sent as it was.
 ///
-/// Such a small file, once read for a request that takes no precompressed variant, is kept in the
-/// server's ``HTTPFileCache`` with its validators and fields: the next request for it is answered on the
-/// loop thread, inline (``respondInline(_:)``), after one `stat(2)` has told that the path still names
-/// the same unchanged file; any other request goes to ``respond(_:)`` in a task.
+/// Such a small file, once read, is kept in the server's ``HTTPFileCache`` with its validators and fields
+/// (up to ``HTTPFileOptions/cachedFileSizeLimit`` bytes, ``HTTPFileOptions/cachedPathLimit`` paths), and
+/// so is a precompressed variant sent and the variants found absent: the next request for it is answered
+/// on the loop thread, inline (``respondInline(_:)``), after a `stat(2)` of the path (and of each variant
+/// path its choice depends on) has told that they are unchanged; any other request goes to
+/// ``respond(_:)`` in a task.
 ///
 /// A plain value; safe from any thread.
 struct HTTPFileServer: Sendable {
     /// The directory served, without a trailing slash.
     let root: String
     let options: HTTPFileOptions
-    /// The small files sent whole, shared by every loop the route answers on.
-    let cache = HTTPFileCache()
+    /// The small files sent whole, shared by every loop the route answers on; nil when the options turn
+    /// the cache off.
+    let cache: HTTPFileCache?
+    /// The largest file read whole in the task that opens it: ``smallFileLimit``, or the cache's limit
+    /// when larger.
+    let readWholeLimit: Int
 
     init(root: String, options: HTTPFileOptions) {
         var root = root
         while root.count > 1, root.hasSuffix("/") { root.removeLast() }
         self.root = root
         self.options = options
+        let caches = options.cachedFileSizeLimit > 0 && options.cachedPathLimit > 0
+        cache = caches ? HTTPFileCache(pathLimit: options.cachedPathLimit, sizeLimit: options.cachedFileSizeLimit) : nil
+        readWholeLimit = max(Self.smallFileLimit, caches ? options.cachedFileSizeLimit : 0)
     }
 
     /// A file's validators and the fields every response about it carries: `ETag`, `Last-Modified`, and
@@ -61,31 +70,70 @@ struct HTTPFileServer: Sendable {
     }
 
     /// Answers from the cache, on the loop thread, a request for a file held there that is still the same
-    /// on disk and whose client takes no precompressed variant; nil for any other (``respond(_:)`` then).
-    /// Loop thread (it blocks for one `stat(2)`).
+    /// on disk (or for its precompressed variant, ``respondInlineWithVariant(_:key:cache:accept:)``); nil
+    /// for any other (``respond(_:)`` then). Loop thread (it blocks for one `stat(2)`, or a few).
     func respondInline(_ request: HTTPServerRequest) -> HTTPServerResponse? {
-        guard let key = request.parameters["path"], let entry = cache.entry(for: key) else { return nil }
+        guard let cache, let key = request.parameters["path"] else { return nil }
         // The usual request, a plain `GET` of the file: answered without the head built.
-        if request.method == .get, entry.info.size > 0, !request.hasField(namedAnyOf: Self.fieldsRead) {
-            guard entry.isCurrent else {
-                cache.remove(key, ifItIs: entry)
-                return nil
+        let plainGet = request.method == .get && !request.hasField(namedAnyOf: Self.fieldsRead)
+        if !plainGet, let field = request.head.headerFields[.acceptEncoding] {
+            let accept = HTTPAcceptEncoding(field)
+            if !Self.takesIdentityOnly(accept, options: options) {
+                return options.precompressed.isEmpty ? nil : respondInlineWithVariant(request, key: key, cache: cache, accept: accept)
             }
-            return HTTPServerResponse(status: .ok, headerFields: entry.wholeFields, body: .bytes(entry.contents))
         }
-        if let field = request.head.headerFields[.acceptEncoding], !Self.takesIdentityOnly(HTTPAcceptEncoding(field), options: options) {
-            return nil
-        }
+        guard let entry = cache.entry(for: key) else { return nil }
         guard entry.isCurrent else {
             cache.remove(key, ifItIs: entry)
             return nil
         }
+        if plainGet, entry.info.size > 0 {
+            return HTTPServerResponse(status: .ok, encoded: entry.wholeFieldLines, body: .bytes(entry.contents))
+        }
+        return response(to: request, from: entry)
+    }
+
+    /// Answers from the path's record a request whose `Accept-Encoding` takes a precompressed variant: the
+    /// coding it prefers among the variants recorded present, after a `stat(2)` of the file itself and of
+    /// each variant path ranked at or above the one chosen has found them as recorded. Nil (the task then)
+    /// when anything differs, a variant the choice depends on was not looked at yet, or nothing is
+    /// acceptable (`406`). Loop thread.
+    private func respondInlineWithVariant(_ request: HTTPServerRequest, key: Substring, cache: HTTPFileCache,
+                                          accept: HTTPAcceptEncoding) -> HTTPServerResponse? {
+        guard let record = cache.record(for: key), let base = record.base, FileSystem.identity(at: record.path) == base else {
+            return nil
+        }
+        // The candidates still in the running, by their place in the route's order.
+        var candidates = options.precompressed.indices.filter { accept.quality(of: options.precompressed[$0].token) > 0 }
+        while true {
+            switch accept.preferred(among: candidates.map { options.precompressed[$0] }) {
+            case .notAcceptable:
+                return nil
+            case .identity:
+                guard let plain = record.plain, plain.identity == base else { return nil }
+                return response(to: request, from: plain)
+            case .coding(let coding):
+                guard let chosen = options.precompressed.firstIndex(of: coding), let variant = record.variants[chosen] else { return nil }
+                switch variant {
+                case .absent(let identity):
+                    guard FileSystem.identity(at: record.variantPaths[chosen]) == identity else { return nil }
+                    candidates.removeAll { $0 == chosen }
+                case .present(let entry):
+                    guard entry.isCurrent else { return nil }
+                    return response(to: request, from: entry)
+                }
+            }
+        }
+    }
+
+    /// The response to `request` of a kept file found current.
+    private func response(to request: HTTPServerRequest, from entry: HTTPFileCache.Entry) -> HTTPServerResponse {
         if request.head.method == .get, entry.info.size > 0,
            case .proceed(rangeApplies: false) = HTTPPreconditions.evaluate(request.head.headerFields, tag: entry.validators.tag,
                                                                            modified: entry.validators.modified) {
-            return HTTPServerResponse(status: .ok, headerFields: entry.wholeFields, body: .bytes(entry.contents))
+            return HTTPServerResponse(status: .ok, encoded: entry.wholeFieldLines, body: .bytes(entry.contents))
         }
-        return response(to: request, body: .contents(entry.contents), info: entry.info, name: entry.name, coding: nil,
+        return response(to: request, body: .contents(entry.contents), info: entry.info, name: entry.name, coding: entry.coding,
                         validators: entry.validators)
     }
 
@@ -132,21 +180,35 @@ struct HTTPFileServer: Sendable {
                                        cacheKey: request.parameters["path"]) {
             return answer
         }
-        guard var info = try await Self.info(at: path, files) else { return Self.notFound }
-        if info.kind == .directory {
+        guard var found = try await Self.status(at: path, files) else { return Self.notFound }
+        var cacheKey = cache == nil ? nil : request.parameters["path"]
+        if found.info.kind == .directory {
             guard request.path.hasSuffix("/") else { return redirectToDirectory(request) }
             guard let indexFile = options.indexFile else { return Self.notFound }
             path += "/" + indexFile
-            guard let index = try await Self.info(at: path, files) else { return Self.notFound }
-            info = index
+            guard let index = try await Self.status(at: path, files) else { return Self.notFound }
+            found = index
+            cacheKey = nil  // a directory's index is not kept
         }
-        guard info.kind == .regularFile else { return Self.notFound }
+        guard found.info.kind == .regularFile else { return Self.notFound }
 
         // The variants there are (regular files beside the file), then the coding the client prefers.
         var variants: [HTTPContentCoding] = []
-        for coding in options.precompressed where accept.quality(of: coding.token) > 0 {
-            if let variant = try await Self.info(at: path + "." + coding.fileExtension, files), variant.kind == .regularFile {
+        var absent: [(index: Int, identity: FileIdentity?)] = []
+        for (index, coding) in options.precompressed.enumerated() where accept.quality(of: coding.token) > 0 {
+            let variant = try await Self.status(at: path + "." + coding.fileExtension, files)
+            if let variant, variant.info.kind == .regularFile {
                 variants.append(coding)
+            } else {
+                absent.append((index, variant?.identity))
+            }
+        }
+        // What was found is recorded for the next request (each use checks it again): the file's identity,
+        // and the variants found absent; a variant sent whole is recorded by `send`.
+        if let cache, let cacheKey, !variants.isEmpty || !absent.isEmpty {
+            cache.update(cacheKey, paths: recordPaths(path)) { record in
+                record.base = found.identity
+                for (index, identity) in absent { record.variants[index] = .absent(identity) }
             }
         }
         let coding: HTTPContentCoding?
@@ -155,7 +217,13 @@ struct HTTPFileServer: Sendable {
         case .identity: coding = nil
         case .notAcceptable: return .text("no acceptable content coding\n", status: .notAcceptable)
         }
-        return try await send(path, coding: coding, to: request, files: files, nilUnlessSent: false) ?? Self.notFound
+        return try await send(path, coding: coding, to: request, files: files, nilUnlessSent: false, cacheKey: cacheKey)
+            ?? Self.notFound
+    }
+
+    /// The paths a cache record of the file at `path` checks: its own and its variants', in the route's order.
+    private func recordPaths(_ path: String) -> (path: String, variants: [String]) {
+        (path, options.precompressed.map { path + "." + $0.fileExtension })
     }
 
     /// Sends the file at `path` (its variant of `coding`, when given). Links must not lead out of the root
@@ -170,7 +238,7 @@ struct HTTPFileServer: Sendable {
         let root = root, checksRoot = !options.followsSymbolicLinksOutOfRoot
         let found: FileSystem.FileToSend?
         do {
-            found = try await files.openToSend(servedPath, readingWholeUpTo: Self.smallFileLimit) {
+            found = try await files.openToSend(servedPath, readingWholeUpTo: readWholeLimit) {
                 guard checksRoot else { return true }
                 guard let canonicalRoot = HTTPFilePath.canonical(root) else { return false }
                 return HTTPFilePath.isInside(servedPath, canonicalRoot: canonicalRoot)
@@ -185,10 +253,17 @@ struct HTTPFileServer: Sendable {
             let validators = validators(of: opened)
             // A file changed within its timestamps' granularity is not kept: a rewrite of the same size
             // could follow unseen by the identity the cache checks.
-            if let cacheKey, coding == nil, !identity.changedTooRecentlyToKeep {
-                cache.insert(HTTPFileCache.Entry(path: servedPath, identity: identity, info: opened, contents: contents, name: name,
-                                                 validators: validators, contentType: options.contentTypes.type(forFileNamed: name)),
-                             for: cacheKey)
+            if let cache, let cacheKey, contents.count <= cache.sizeLimit, !identity.changedTooRecentlyToKeep {
+                let entry = HTTPFileCache.Entry(path: servedPath, identity: identity, info: opened, contents: contents, name: name,
+                                                coding: coding, validators: validators,
+                                                contentType: options.contentTypes.type(forFileNamed: name))
+                cache.update(cacheKey, paths: recordPaths(path)) { record in
+                    if let coding {
+                        if let index = options.precompressed.firstIndex(of: coding) { record.variants[index] = .present(entry) }
+                    } else {
+                        record.plain = entry
+                    }
+                }
             }
             return response(to: request, body: .contents(contents), info: opened, name: name, coding: coding, validators: validators)
         case .open(let file, let opened)?:  // the file as opened: its validators describe the bytes sent
@@ -338,11 +413,11 @@ struct HTTPFileServer: Sendable {
         }
     }
 
-    /// `stat` of `path`, or nil when there is nothing to serve there (no such file, a file where a
-    /// directory was expected, no permission).
-    private static func info(at path: String, _ files: FileSystem) async throws -> FileInfo? {
+    /// `stat` of `path`, with its identity, or nil when there is nothing to serve there (no such file, a
+    /// file where a directory was expected, no permission).
+    private static func status(at path: String, _ files: FileSystem) async throws -> (info: FileInfo, identity: FileIdentity)? {
         do {
-            return try await files.info(at: path)
+            return try await files.infoAndIdentity(at: path)
         } catch let error as FileError where [ENOENT, ENOTDIR, EACCES, ENAMETOOLONG, ELOOP].contains(error.code) {
             return nil
         }

@@ -25,7 +25,7 @@ extension HTTPConnection {
     static let bodyCopyThreshold = 2048
 
     /// Writes a response with a body of bytes (none for `HEAD`, 1xx, 204 and 304), then ends it. Loop thread.
-    func writeResponse(status: HTTPResponse.Status, fields: HTTPFields, body bytes: Bytes, isHead: Bool,
+    func writeResponse(status: HTTPResponse.Status, fields: HTTPFields, encoded: HTTPEncodedFields?, body bytes: Bytes, isHead: Bool,
                        version: HTTPVersion, echoedID: HTTPEchoedRequestID?) {
         if machine.isStreamingBody {
             machine.closeAfterThisResponse()  // answered before the body ended: the connection closes
@@ -38,15 +38,17 @@ extension HTTPConnection {
         let http10 = version.minor == 0
         let sendsBody = allowsBody && !isHead
         let framing: HTTPResponseEncoder.BodyFraming = allowsBody ? .length(bytes.count) : .none
+        // The fields' lines made before (a kept file's) are copied, sized exactly: one pass.
+        let estimate = encoded.map { Self.headEstimate + $0.lines.count } ?? Self.headEstimate(for: fields)
         if sendsBody && bytes.count >= Self.bodyCopyThreshold {
-            writeEncoded(estimate: Self.headEstimate(for: fields), followedBy: bytes) { encoder in
-                encoder.appendHead(status: status, fields: fields, framing: framing,
+            writeEncoded(estimate: estimate, followedBy: bytes) { encoder in
+                encoder.appendHead(status: status, fields: fields, encoded: encoded, framing: framing,
                                    keepAlive: keepAlive, http10: http10, date: date, requestID: echoedID)
             }
         } else {
             bytes.withUnsafeBytes { body in
-                writeEncoded(estimate: Self.headEstimate(for: fields) + (sendsBody ? body.count : 0)) { encoder in
-                    encoder.appendHead(status: status, fields: fields, framing: framing,
+                writeEncoded(estimate: estimate + (sendsBody ? body.count : 0)) { encoder in
+                    encoder.appendHead(status: status, fields: fields, encoded: encoded, framing: framing,
                                        keepAlive: keepAlive, http10: http10, date: date, requestID: echoedID)
                     if sendsBody { encoder.appendBody(body) }
                 }

@@ -57,6 +57,36 @@ struct HTTPResponseEncoder {
             if echoesID, length == requestID!.nameLength, name == requestID!.name { echoesID = false }
             appendField(name: name.rawName, value: field.value)
         }
+        appendServerFields(echoesID: echoesID, requestID: requestID, framing: framing, keepAlive: keepAlive, http10: http10, date: date)
+    }
+
+    /// Appends the head with `encoded`'s lines when given, else with `fields` one by one.
+    @inline(__always)
+    mutating func appendHead(status: HTTPResponse.Status, fields: HTTPFields, encoded: HTTPEncodedFields?, framing: BodyFraming,
+                             keepAlive: Bool, http10: Bool, date: [UInt8], requestID: HTTPEchoedRequestID?) {
+        if let encoded {
+            appendHead(status: status, encoded: encoded, framing: framing, keepAlive: keepAlive, http10: http10, date: date,
+                       requestID: requestID)
+        } else {
+            appendHead(status: status, fields: fields, framing: framing, keepAlive: keepAlive, http10: http10, date: date,
+                       requestID: requestID)
+        }
+    }
+
+    /// Appends a status line and fields whose lines were made before (``HTTPEncodedFields``), then the
+    /// server's, as ``appendHead(status:fields:framing:keepAlive:http10:date:requestID:)`` does.
+    mutating func appendHead(status: HTTPResponse.Status, encoded: HTTPEncodedFields, framing: BodyFraming,
+                             keepAlive: Bool, http10: Bool, date: [UInt8], requestID: HTTPEchoedRequestID? = nil) {
+        appendStatusLine(status)
+        encoded.lines.withUnsafeBytes { append($0) }
+        let echoesID = requestID.map { !encoded.mayHoldName(ofLength: $0.nameLength) || !encoded.fields.contains($0.name) } ?? false
+        appendServerFields(echoesID: echoesID, requestID: requestID, framing: framing, keepAlive: keepAlive, http10: http10, date: date)
+    }
+
+    /// The fields the server writes after the handler's: the request id (unless they carried it), `Date`,
+    /// the framing, `Connection`, and the head's end.
+    private mutating func appendServerFields(echoesID: Bool, requestID: HTTPEchoedRequestID?, framing: BodyFraming,
+                                             keepAlive: Bool, http10: Bool, date: [UInt8]) {
         if echoesID, let requestID {  // the request id, echoed: a field the handler did not set
             appendUTF8(of: requestID.name.rawName)
             append(": ")
@@ -158,6 +188,18 @@ struct HTTPResponseEncoder {
 
     /// Appends `name: value` and CRLF, each string copied from its UTF-8 storage in one go.
     @inline(__always)
+    /// The field lines of `fields` (those the server sets left out), for ``HTTPEncodedFields``.
+    static func fieldLines(of fields: HTTPFields) -> [UInt8] {
+        var lines: [UInt8] = []
+        for field in fields where !isSetByServer(field.name, length: field.name.canonicalName.utf8.count) {
+            lines += field.name.rawName.utf8
+            lines += ": ".utf8
+            lines += field.value.utf8
+            lines += "\r\n".utf8
+        }
+        return lines
+    }
+
     private mutating func appendField(name: String, value: String) {
         appendUTF8(of: name)
         append(": ")
@@ -257,4 +299,25 @@ struct HTTPResponseEncoder {
 
     static let continueLine: StaticString = "HTTP/1.1 100 Continue\r\n\r\n"
     static let lastChunk: StaticString = "0\r\n\r\n"
+}
+
+/// A response's fields with their HTTP/1 lines, made once for the many responses that carry the same
+/// fields (a kept file's): the encoder copies the lines rather than writes the fields one by one. HTTP/2
+/// encodes ``fields`` as ever. Immutable; safe from any thread.
+final class HTTPEncodedFields: Sendable {
+    /// The fields.
+    let fields: HTTPFields
+    /// Their lines, `Name: value\r\n` each, those the server sets left out.
+    let lines: [UInt8]
+    /// A bit for each canonical name length below 64 among the fields (bit 63 for any longer).
+    private let nameLengths: UInt64
+
+    init(_ fields: HTTPFields) {
+        self.fields = fields
+        lines = HTTPResponseEncoder.fieldLines(of: fields)
+        nameLengths = fields.reduce(0) { $0 | 1 << min(63, $1.name.canonicalName.utf8.count) }
+    }
+
+    /// Whether a field's name may be `length` bytes long (false: none is).
+    func mayHoldName(ofLength length: Int) -> Bool { nameLengths & (1 << min(63, length)) != 0 }
 }

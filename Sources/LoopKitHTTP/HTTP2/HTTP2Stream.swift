@@ -286,7 +286,7 @@ final class HTTP2Stream: HTTPStream, HTTPRequestBodySource, @unchecked Sendable 
 
     // MARK: The response
 
-    func writeResponse(status: HTTPResponse.Status, fields: HTTPFields, body: Bytes, isHead: Bool,
+    func writeResponse(status: HTTPResponse.Status, fields: HTTPFields, encoded: HTTPEncodedFields?, body: Bytes, isHead: Bool,
                        version: HTTPVersion, echoedID: HTTPEchoedRequestID?) {
         let code = status.code
         let allowsBody = code >= 200 && code != 204 && code != 304

@@ -6,7 +6,21 @@ public struct HTTPServerResponse: Sendable {
     /// The status.
     public var status: HTTPResponse.Status
     /// The fields; the server adds `Date`, `Content-Length` (or chunked framing) and `Connection`.
-    public var headerFields: HTTPFields
+    public var headerFields: HTTPFields {
+        get { fields }
+        set {
+            fields = newValue
+            encodedFields = nil
+        }
+        _modify {
+            encodedFields = nil  // any change through the property: the lines made before no longer tell the fields
+            yield &fields
+        }
+    }
+    private var fields: HTTPFields
+    /// The HTTP/1 field lines of ``headerFields``, made once for many responses (a kept file's): written
+    /// as they are instead of the fields one by one. Dropped by any change of ``headerFields``.
+    private(set) var encodedFields: HTTPEncodedFields?
     /// The body.
     public var body: HTTPResponseBody
 
@@ -29,7 +43,15 @@ public struct HTTPServerResponse: Sendable {
     ///   - body: The body (empty by default).
     public init(status: HTTPResponse.Status, headerFields: HTTPFields = [:], body: HTTPResponseBody = .empty) {
         self.status = status
-        self.headerFields = headerFields
+        self.fields = headerFields
+        self.body = body
+    }
+
+    /// A response whose fields come with their HTTP/1 lines (`encoded`, made from `encoded.fields`).
+    init(status: HTTPResponse.Status, encoded: HTTPEncodedFields, body: HTTPResponseBody) {
+        self.status = status
+        self.fields = encoded.fields
+        self.encodedFields = encoded
         self.body = body
     }
 

@@ -78,6 +78,21 @@ extension FileSystem {
         FileCalls.status(at: path).map(FileIdentity.init)
     }
 
+    /// What `stat(2)` tells of `path` (links followed), with the identity a later ``identity(at:)`` is
+    /// compared with: one task on the pool.
+    ///
+    /// - Throws: ``FileError`` from `stat(2)`; `CancellationError`; the loop's and the pool's refusals.
+    ///
+    /// Safe from any thread or task.
+    package func infoAndIdentity(at path: String) async throws -> (info: FileInfo, identity: FileIdentity) {
+        let status = try await run { () throws -> stat in
+            var status = stat()
+            guard stat(path, &status) == 0 else { throw FileError(.stat, path: path, code: errno) }
+            return status
+        }
+        return (FileInfo(status), FileIdentity(status))
+    }
+
     /// What the pool task found, before the descriptor becomes an ``OpenFile`` on the loop.
     private enum Found: Sendable {
         case refused
