@@ -208,14 +208,14 @@ enum HTTPDispatcher {
         let echoedID = echoedRequestID(on: stream)
         let isHead = stream.exchange!.head.method == .head
         let version = stream.exchange!.head.version
-        switch response.body.storage {
-        case .bytes(let bytes):
-            stream.writeResponse(status: sentStatus, fields: response.headerFields, encoded: response.encodedFields, body: bytes, isHead: isHead, version: version, echoedID: echoedID)
-        case .stream(let write, let watchesClient):
-            guard let writer = stream.writeStreamedResponseHead(status: sentStatus, fields: response.headerFields, isHead: isHead, version: version,
-                                                                echoedID: echoedID, watchesClient: watchesClient) else { return }
-            writeBody(write, to: writer, watchesClient: watchesClient, on: stream)
+        guard let streamed = response.body.streamed else {
+            stream.writeResponse(status: sentStatus, fields: response.headerFields, encoded: response.encodedFields, body: response.body.bytes,
+                                 isHead: isHead, version: version, echoedID: echoedID)
+            return
         }
+        guard let writer = stream.writeStreamedResponseHead(status: sentStatus, fields: response.headerFields, isHead: isHead, version: version,
+                                                            echoedID: echoedID, watchesClient: streamed.watchesClient) else { return }
+        writeBody(streamed.write, to: writer, watchesClient: streamed.watchesClient, on: stream)
     }
 
     /// A callback-form route's responder delivers its response: into the middleware chain waiting for it

@@ -47,8 +47,7 @@ extension HTTPConnection {
         context.dateCache.refresh()
         var response = HTTPDispatcher.refusal(status, error: error, configuration: context.configuration)
         response.status = status
-        let body: Bytes
-        if case .bytes(let bytes) = response.body.storage { body = bytes } else { body = Bytes() }
+        let body = response.body.bytes  // a renderer's streamed body is sent empty, as before
         var echoedID: HTTPEchoedRequestID?
         if let field = context.echoedRequestIDField {
             echoedID = HTTPEchoedRequestID(field: field, value: HTTPDispatcher.requestID(on: self) ?? context.requestIDs.next())

@@ -322,13 +322,11 @@ public struct HTTPRequestParser: Sendable {
     private func scanFieldLine(_ line: UnsafeRawBufferPointer, framing: inout FramingFields) throws(HTTPRequestError) {
         guard let first = line.first else { throw .invalidLineEnding }
         if first == ASCII.space || first == ASCII.tab { throw .obsoleteLineFolding }
+        // The name: token characters up to the colon (a colon is not one).
         var colon = 0
-        while colon < line.count && line[colon] != ASCII.colon {
-            guard ASCII.isTokenCharacter(line[colon]) else { throw .invalidFieldName }
-            colon += 1
-        }
+        while colon < line.count, ASCII.isTokenCharacter(line[colon]) { colon += 1 }
         guard colon < line.count else { throw .missingColon }
-        guard colon > 0 else { throw .invalidFieldName }
+        guard line[colon] == ASCII.colon, colon > 0 else { throw .invalidFieldName }
         let value = Self.trimmedValue(of: line, colon: colon)
         if ASCII.hasInvalidFieldValueByte(value) { throw .invalidFieldValue }
 
@@ -348,7 +346,7 @@ public struct HTTPRequestParser: Sendable {
             Self.scanExpectations(value, into: &framing)
         case .requestID:
             framing.carriesRequestID = true
-        case .other, .common:
+        case .accept, .cookie, .origin, .userAgent, .contentType, .authorization, .cacheControl, .acceptEncoding, .acceptLanguage, .other:
             break
         }
     }

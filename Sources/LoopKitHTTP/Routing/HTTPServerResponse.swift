@@ -106,7 +106,37 @@ public struct HTTPResponseBody: Sendable {
         case stream(@Sendable (HTTPBodyWriter) async throws -> Void, watchesClient: Bool)
     }
 
-    let storage: Storage
+    /// A streamed body's writer, and whether it is an event stream (`Storage.stream`'s payload).
+    struct Streamed: Sendable {
+        let write: @Sendable (HTTPBodyWriter) async throws -> Void
+        let watchesClient: Bool
+    }
+
+    /// The bytes of a body known up front (empty for a streamed body).
+    ///
+    /// Two stored properties rather than the `Storage` enum: the dispatcher reads the bytes in place and
+    /// tests `streamed` for nil, where a switch over a borrowed enum copied the whole body and destroyed
+    /// the copy (about 270 instructions a request).
+    let bytes: Bytes
+    /// A streamed body's writer; nil when ``bytes`` is the body.
+    let streamed: Streamed?
+
+    init(storage: Storage) {
+        switch storage {
+        case .bytes(let bytes):
+            self.bytes = bytes
+            streamed = nil
+        case .stream(let write, let watchesClient):
+            bytes = Bytes()
+            streamed = Streamed(write: write, watchesClient: watchesClient)
+        }
+    }
+
+    /// The body as one enum, for code that switches on its kind.
+    var storage: Storage {
+        if let streamed { return .stream(streamed.write, watchesClient: streamed.watchesClient) }
+        return .bytes(bytes)
+    }
 
     /// No body (`Content-Length: 0`).
     public static let empty = HTTPResponseBody(storage: .bytes(Bytes()))
